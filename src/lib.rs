@@ -1,0 +1,5 @@
+//! shared-board-api: read a shared Milanote board as JSON at the edge, on Pingora.
+
+pub mod document;
+pub mod provider;
+pub mod select;

@@ -1,0 +1,11 @@
+//! The Milanote provider: fetch a shared board through Pingora's client stack
+//! and normalize it into a BoardDocument v1.
+
+pub mod client;
+pub mod fetched;
+pub mod normalize;
+pub mod rich_text;
+pub mod sample;
+pub mod time;
+
+pub use fetched::Fetched;

@@ -1,0 +1,1 @@
+//! TODO(owner: provider helper): rich_text
