@@ -1,5 +1,8 @@
 //! shared-board-api: read a shared Milanote board as JSON at the edge, on Pingora.
 
+pub mod api;
+pub mod cache;
+pub mod config;
 pub mod document;
 pub mod provider;
 pub mod select;

@@ -1,1 +1,177 @@
-fn main() {}
+//! The `shared-board-api` binary: Pingora's `Opt` (`-c`, `-t`, `-d`, `-u`)
+//! plus `--demo`.
+//!
+//! Run the demo (no internet needed): `cargo run --release -- --demo`, then
+//!   curl 'http://127.0.0.1:8080/api/search?url=https%3A%2F%2Fapp.milanote.com%2F1W3ZZU1Qvua02H%2Fdemo%3Fp%3Ddemo'
+//! Run against Milanote: `shared-board-api -c conf/gateway.yaml`; check a
+//! file: `shared-board-api -t -c conf/gateway.yaml`.
+
+use clap::Parser;
+use pingora::server::configuration::Opt;
+use pingora::server::Server;
+use shared_board_api::api::proxy::BoardApiService;
+use shared_board_api::api::BoardApi;
+use shared_board_api::config::ApiSettings;
+use shared_board_api::provider::sample::SampleUpstream;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(
+    name = "shared-board-api",
+    about = "Serve shared Milanote boards as JSON, on Pingora"
+)]
+struct Cli {
+    #[command(flatten)]
+    pingora: Opt,
+    /// Serve the bundled sample boards on 127.0.0.1:8080, offline.
+    #[arg(long)]
+    demo: bool,
+}
+
+const DEMO_CONF: &str = include_str!("../conf/demo.yaml");
+/// Board and permission ids of the bundled demo share link.
+const DEMO_BOARD: &str = "1W3ZZU1Qvua02H";
+const DEMO_PERMISSION: &str = "demo";
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let cli = Cli::parse();
+    let settings = if cli.demo {
+        demo_settings()
+    } else {
+        match &cli.pingora.conf {
+            Some(path) => ApiSettings::from_file(path.as_ref()),
+            None => {
+                eprintln!(
+                    "shared-board-api: pass -c <file.yaml> (see conf/gateway.yaml) or --demo"
+                );
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("shared-board-api: invalid configuration: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if cli.pingora.test {
+        println!("shared-board-api: board_api configuration is valid");
+    }
+    let api = match BoardApi::new(&settings) {
+        Ok(api) => Arc::new(api.answer_all_paths()),
+        Err(e) => {
+            eprintln!("shared-board-api: cannot start: {e}");
+            return ExitCode::from(2);
+        }
+    };
+
+    let mut opt = cli.pingora;
+    if cli.demo {
+        // The demo has no file; Pingora's defaults plus a short grace period.
+        opt.conf = None;
+    }
+    let mut server = match Server::new(Some(opt)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("shared-board-api: invalid Pingora configuration: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // With -t, Pingora exits here after checking its own keys.
+    server.bootstrap();
+
+    let mut service = pingora_proxy::http_proxy_service_with_name(
+        &server.configuration,
+        BoardApiService::new(api, settings.compression_level),
+        "shared-board-api",
+    );
+    for addr in &settings.listen {
+        let addr = addr.to_string();
+        match &settings.tls {
+            Some(tls) => {
+                let (cert, key) = (tls.cert.to_string_lossy(), tls.key.to_string_lossy());
+                if let Err(e) = service.add_tls(&addr, &cert, &key) {
+                    eprintln!("shared-board-api: TLS on {addr}: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+            None => service.add_tcp(&addr),
+        }
+    }
+    server.add_service(service);
+    if cli.demo {
+        print_demo_help(&settings);
+    }
+    server.run_forever()
+}
+
+/// Starts the bundled sample upstream on a loopback port, on its own thread,
+/// and points the demo configuration at it.
+fn demo_settings() -> Result<ApiSettings, shared_board_api::config::ConfigError> {
+    let mut settings = ApiSettings::from_yaml(DEMO_CONF)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("sample-upstream".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                match SampleUpstream::start(([127, 0, 0, 1], 0).into()).await {
+                    Ok(sample) => {
+                        let _ = tx.send(Ok(sample.origin()));
+                        // Serve until the process exits.
+                        std::future::pending::<()>().await;
+                        drop(sample);
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e.to_string()));
+                    }
+                }
+            });
+        })
+        .map_err(|e| config_error(e.to_string()))?;
+    let origin = rx
+        .recv()
+        .map_err(|e| config_error(e.to_string()))?
+        .map_err(config_error)?;
+    settings.provider.origin = url::Url::parse(&origin).map_err(|e| config_error(e.to_string()))?;
+    Ok(settings)
+}
+
+fn config_error(message: String) -> shared_board_api::config::ConfigError {
+    shared_board_api::config::ConfigError {
+        key: "--demo sample upstream".into(),
+        message,
+    }
+}
+
+fn print_demo_help(settings: &ApiSettings) {
+    let base = settings
+        .listen
+        .first()
+        .map(|a| format!("http://{a}"))
+        .unwrap_or_default();
+    let link = format!("https://app.milanote.com/{DEMO_BOARD}/demo?p={DEMO_PERMISSION}");
+    let url: String = url::form_urlencoded::byte_serialize(link.as_bytes()).collect();
+    println!("\nshared-board-api demo: serving the bundled sample boards on {base}");
+    println!("sample Milanote upstream: {}\n", settings.provider.origin);
+    println!("Try:");
+    println!("  curl -s '{base}/api/search?url={url}'");
+    println!("  curl -s '{base}/api/detail?url={url}'");
+    println!("  curl -s '{base}/api/detail?url={url}&view=standard'");
+    println!("  curl -s '{base}/api/search?url={url}&include=board.**.title'");
+    println!("  curl -s '{base}/api/detail?url={url}&exclude=**.timestamps'");
+    println!("  curl -si '{base}/api/search?url={url}&include=board.password'");
+    println!("  curl -si '{base}/api/search?url=https%3A%2F%2Fexample.com%2Fx%3Fp%3Dy'\n");
+}

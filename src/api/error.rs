@@ -1,0 +1,192 @@
+//! `ApiError`: everything the API can answer with besides success, mapped to
+//! status, code and message in exactly one place (DESIGN.md section 3).
+
+use crate::provider::client::FetchError;
+use crate::select::SelectorError;
+use http::StatusCode;
+use std::time::Duration;
+
+/// One error the API answers with. Client mistakes carry a message for the
+/// caller; internal and upstream detail goes to the log only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// Steps 3 to 5: query shape, combination, view. `field` names the
+    /// parameter when exactly one caused it.
+    InvalidRequest {
+        field: Option<String>,
+        message: String,
+    },
+    /// Step 6: a selector list; `field` is `include` or `exclude`.
+    InvalidFieldSelector {
+        field: &'static str,
+        message: String,
+    },
+    /// Step 7: the share link. The message never echoes the link.
+    InvalidShareUrl {
+        message: &'static str,
+    },
+    BoardAccessDenied,
+    BoardNotFound,
+    /// Unknown route.
+    NotFound,
+    MethodNotAllowed,
+    RateLimited {
+        retry_after: Duration,
+    },
+    UpstreamError,
+    UpstreamTimeout,
+    Internal,
+}
+
+impl ApiError {
+    pub fn invalid_request(field: &str, message: impl Into<String>) -> Self {
+        ApiError::InvalidRequest {
+            field: Some(field.to_string()),
+            message: message.into(),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::InvalidRequest { .. }
+            | ApiError::InvalidFieldSelector { .. }
+            | ApiError::InvalidShareUrl { .. } => StatusCode::BAD_REQUEST,
+            ApiError::BoardAccessDenied => StatusCode::FORBIDDEN,
+            ApiError::BoardNotFound | ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::UpstreamError => StatusCode::BAD_GATEWAY,
+            ApiError::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::InvalidRequest { .. } => "INVALID_REQUEST",
+            ApiError::InvalidFieldSelector { .. } => "INVALID_FIELD_SELECTOR",
+            ApiError::InvalidShareUrl { .. } => "INVALID_SHARE_URL",
+            ApiError::BoardAccessDenied => "BOARD_ACCESS_DENIED",
+            ApiError::BoardNotFound => "BOARD_NOT_FOUND",
+            ApiError::NotFound => "NOT_FOUND",
+            ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ApiError::RateLimited { .. } => "RATE_LIMITED",
+            ApiError::UpstreamError => "UPSTREAM_ERROR",
+            ApiError::UpstreamTimeout => "UPSTREAM_TIMEOUT",
+            ApiError::Internal => "INTERNAL_ERROR",
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            ApiError::InvalidRequest { message, .. }
+            | ApiError::InvalidFieldSelector { message, .. } => message,
+            ApiError::InvalidShareUrl { message } => message,
+            ApiError::BoardAccessDenied => {
+                "The share link does not grant access to this board (revoked, password protected or private)"
+            }
+            ApiError::BoardNotFound => "The board does not exist or was deleted",
+            ApiError::NotFound => "No such route",
+            ApiError::MethodNotAllowed => "Method not allowed; use GET, HEAD or OPTIONS",
+            ApiError::RateLimited { .. } => "Too many requests; retry later",
+            ApiError::UpstreamError => "The board provider failed or sent an unusable response",
+            ApiError::UpstreamTimeout => "The board provider did not answer in time",
+            ApiError::Internal => "Internal error",
+        }
+    }
+
+    /// The offending query parameter, when one caused the error.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ApiError::InvalidRequest { field, .. } => field.as_deref(),
+            ApiError::InvalidFieldSelector { field, .. } => Some(field),
+            ApiError::InvalidShareUrl { .. } => Some("url"),
+            _ => None,
+        }
+    }
+}
+
+impl From<SelectorError> for ApiError {
+    fn from(e: SelectorError) -> Self {
+        ApiError::InvalidFieldSelector {
+            field: e.param.as_str(),
+            message: e.message,
+        }
+    }
+}
+
+impl From<&FetchError> for ApiError {
+    fn from(e: &FetchError) -> Self {
+        match e {
+            FetchError::AccessDenied => ApiError::BoardAccessDenied,
+            FetchError::NotFound => ApiError::BoardNotFound,
+            FetchError::Upstream(_) => ApiError::UpstreamError,
+            FetchError::Timeout => ApiError::UpstreamTimeout,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue() {
+        let cases: [(ApiError, u16, &str, Option<&str>); 11] = [
+            (
+                ApiError::invalid_request("view", "x"),
+                400,
+                "INVALID_REQUEST",
+                Some("view"),
+            ),
+            (
+                ApiError::InvalidFieldSelector {
+                    field: "exclude",
+                    message: "m".into(),
+                },
+                400,
+                "INVALID_FIELD_SELECTOR",
+                Some("exclude"),
+            ),
+            (
+                ApiError::InvalidShareUrl { message: "m" },
+                400,
+                "INVALID_SHARE_URL",
+                Some("url"),
+            ),
+            (
+                ApiError::BoardAccessDenied,
+                403,
+                "BOARD_ACCESS_DENIED",
+                None,
+            ),
+            (ApiError::BoardNotFound, 404, "BOARD_NOT_FOUND", None),
+            (ApiError::NotFound, 404, "NOT_FOUND", None),
+            (ApiError::MethodNotAllowed, 405, "METHOD_NOT_ALLOWED", None),
+            (
+                ApiError::RateLimited {
+                    retry_after: Duration::from_secs(1),
+                },
+                429,
+                "RATE_LIMITED",
+                None,
+            ),
+            (ApiError::UpstreamError, 502, "UPSTREAM_ERROR", None),
+            (ApiError::UpstreamTimeout, 504, "UPSTREAM_TIMEOUT", None),
+            (ApiError::Internal, 500, "INTERNAL_ERROR", None),
+        ];
+        for (err, status, code, field) in cases {
+            assert_eq!(err.status().as_u16(), status, "{code}");
+            assert_eq!(err.code(), code);
+            assert_eq!(err.field(), field, "{code}");
+            assert!(!err.message().is_empty(), "{code}");
+        }
+    }
+
+    #[test]
+    fn fetch_errors_never_carry_upstream_text() {
+        let e = ApiError::from(&FetchError::Upstream("token=abc p=secret".into()));
+        assert_eq!(e, ApiError::UpstreamError);
+        assert!(!e.message().contains("secret"));
+    }
+}

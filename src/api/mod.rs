@@ -1,0 +1,167 @@
+//! The request pipeline (DESIGN.md section 2): [`BoardApi`] answers
+//! `/api/search` and `/api/detail` from plain request parts; [`proxy`] is the
+//! thin Pingora adapter (one call from a host's `request_filter`, a wrapper
+//! around any `ProxyHttp`, and the standalone service).
+
+pub mod error;
+pub mod params;
+pub mod proxy;
+pub mod respond;
+pub mod route;
+pub mod share_link;
+
+use crate::cache::BoardCache;
+use crate::config::ApiSettings;
+use crate::provider::client::ProviderClient;
+use error::ApiError;
+use http::{HeaderMap, Method};
+use pingora_limits::rate::Rate;
+use respond::ApiResponse;
+use route::{Endpoint, MethodAction, Route};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The parts of a request the pipeline reads; nothing else reaches it (the
+/// caller's cookies and authorization are never forwarded anywhere).
+#[derive(Debug, Clone, Copy)]
+pub struct RequestParts<'a> {
+    pub method: &'a Method,
+    /// The path, without query.
+    pub path: &'a str,
+    /// The raw query, without `?`.
+    pub query: Option<&'a str>,
+    pub headers: &'a HeaderMap,
+    /// The client's address, for the optional rate limit.
+    pub client_ip: Option<IpAddr>,
+}
+
+/// Our API: share-link validation, fetching (cached, coalesced), sanitizing,
+/// selection and the response policies.
+pub struct BoardApi {
+    share_host: String,
+    boards: BoardCache,
+    limiter: Option<RateLimiter>,
+    /// Standalone, paths outside `/api/` are `404 NOT_FOUND` too; embedded,
+    /// they are the host's.
+    answer_all_paths: bool,
+}
+
+impl BoardApi {
+    /// Builds the API for embedding: paths outside `/api/` are left to the host.
+    ///
+    /// # Errors
+    /// The provider client could not be built (e.g. an unreadable `ca_file`).
+    pub fn new(settings: &ApiSettings) -> Result<Self, String> {
+        let client = ProviderClient::new(settings.provider.clone()).map_err(|e| e.to_string())?;
+        let loader = crate::cache::BoardLoader::new(client, settings.provider_name.clone());
+        Ok(BoardApi {
+            share_host: settings.share_host.clone(),
+            boards: BoardCache::new(loader, settings.cache.clone()),
+            limiter: settings.rate_limit.map(RateLimiter::new),
+            answer_all_paths: false,
+        })
+    }
+
+    /// Standalone mode: every path is ours, and unknown ones are `404 NOT_FOUND`.
+    pub fn answer_all_paths(mut self) -> Self {
+        self.answer_all_paths = true;
+        self
+    }
+
+    /// Whether `path` is one this API answers (used by the wrapper).
+    pub fn owns(&self, path: &str) -> bool {
+        self.answer_all_paths || !matches!(route::route(path), Route::Outside)
+    }
+
+    /// Answers a request, or `None` when the path is not ours (embedded,
+    /// outside `/api/`).
+    pub async fn respond(&self, req: RequestParts<'_>) -> Option<ApiResponse> {
+        let endpoint = match route::route(req.path) {
+            Route::Endpoint(endpoint) => endpoint,
+            Route::UnknownApi => return Some(respond::error(&ApiError::NotFound)),
+            Route::Outside if self.answer_all_paths => {
+                return Some(respond::error(&ApiError::NotFound))
+            }
+            Route::Outside => return None,
+        };
+        let response = match route::method_action(req.method) {
+            MethodAction::Preflight => respond::preflight(req.headers),
+            MethodAction::NotAllowed => respond::error(&ApiError::MethodNotAllowed),
+            MethodAction::Read { .. } => self
+                .read(endpoint, &req)
+                .await
+                .unwrap_or_else(|e| respond::error(&e)),
+        };
+        Some(response)
+    }
+
+    async fn read(
+        &self,
+        endpoint: Endpoint,
+        req: &RequestParts<'_>,
+    ) -> Result<ApiResponse, ApiError> {
+        if let (Some(limiter), Some(ip)) = (&self.limiter, req.client_ip) {
+            limiter.check(ip)?;
+        }
+        let request = params::parse(endpoint, req.query, &self.share_host)?;
+        let started = Instant::now();
+        let (outcome, cached) = self.boards.get(&request.link).await;
+        let document = outcome.map_err(|e| {
+            // The FetchError text is redacted by the client; the link is never logged.
+            log::warn!(
+                "board {} failed after {:?}: {e:?}",
+                request.link.board_id,
+                started.elapsed()
+            );
+            ApiError::from(&e)
+        })?;
+        log::debug!(
+            "board {} ready in {:?} (cached: {cached})",
+            request.link.board_id,
+            started.elapsed()
+        );
+        let data = request.selection.apply(&document);
+        respond::success(
+            endpoint,
+            &request.selection.canonical(),
+            &data,
+            req.headers.get(http::header::IF_NONE_MATCH),
+        )
+    }
+}
+
+/// A per-client-address request budget per second (`board_api.rate_limit`).
+struct RateLimiter {
+    rate: Rate,
+    per_second: u32,
+}
+
+impl RateLimiter {
+    fn new(per_second: u32) -> Self {
+        RateLimiter {
+            rate: Rate::new(Duration::from_secs(1)),
+            per_second,
+        }
+    }
+
+    fn check(&self, ip: IpAddr) -> Result<(), ApiError> {
+        // `observe` returns the count of the current window; `rate()` would
+        // report the previous one.
+        let seen = self.rate.observe(&ip, 1);
+        if seen > self.per_second as isize {
+            return Err(ApiError::RateLimited {
+                retry_after: Duration::from_secs(1),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Keeps the compiler honest that the API can be shared across threads.
+#[allow(dead_code)]
+fn assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<BoardApi>();
+    is::<Arc<BoardApi>>();
+}

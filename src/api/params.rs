@@ -1,0 +1,252 @@
+//! Steps 3 to 7 of the pipeline (DESIGN.md section 2): the query string ->
+//! a validated [`BoardRequest`] (share link + compiled selection), or the first
+//! [`ApiError`] in the documented order.
+
+use super::error::ApiError;
+use super::route::Endpoint;
+use super::share_link::{self, ShareLink};
+use crate::select::{Selection, View};
+use std::borrow::Cow;
+
+/// Longest `url` value accepted, in characters, after trimming whitespace.
+pub const MAX_URL_CHARS: usize = 2048;
+
+/// A request that passed every check before the fetch.
+#[derive(Debug)]
+pub struct BoardRequest {
+    pub link: ShareLink,
+    pub selection: Selection,
+}
+
+/// The four parameters, each seen at most once, still raw.
+#[derive(Default)]
+struct RawParams<'q> {
+    url: Option<Cow<'q, str>>,
+    view: Option<Cow<'q, str>>,
+    include: Option<Cow<'q, str>>,
+    exclude: Option<Cow<'q, str>>,
+}
+
+/// Validates the query of a GET/HEAD to `endpoint`.
+///
+/// # Errors
+/// The first failing step: `INVALID_REQUEST` (shape, combination, view),
+/// `INVALID_FIELD_SELECTOR`, then `INVALID_SHARE_URL`.
+pub fn parse(
+    endpoint: Endpoint,
+    query: Option<&str>,
+    share_host: &str,
+) -> Result<BoardRequest, ApiError> {
+    let raw = shape(query.unwrap_or(""))?;
+    let url = raw.url.as_deref().map(str::trim).unwrap_or("");
+    // Step 3, continued: url present, 1 to 2048 characters after trimming.
+    if raw.url.is_none() {
+        return Err(ApiError::invalid_request("url", "url is required"));
+    }
+    if url.is_empty() {
+        return Err(ApiError::invalid_request("url", "url must not be empty"));
+    }
+    if url.chars().count() > MAX_URL_CHARS {
+        return Err(ApiError::invalid_request(
+            "url",
+            format!("url must be at most {MAX_URL_CHARS} characters"),
+        ));
+    }
+    // Step 4: combinations the seed (4.3) rejects; no priority between them.
+    if raw.include.is_some() && raw.exclude.is_some() {
+        return Err(combination("include and exclude cannot be combined"));
+    }
+    if raw.view.is_some() && raw.include.is_some() {
+        return Err(combination("view and include cannot be combined"));
+    }
+    // Step 5: the view.
+    let view = match raw.view.as_deref() {
+        None => endpoint.default_view(),
+        Some(v) => View::parse(v).ok_or_else(|| {
+            ApiError::invalid_request("view", "view must be one of compact, standard, full")
+        })?,
+    };
+    // Step 6: selectors.
+    let selection = match (raw.include.as_deref(), raw.exclude.as_deref()) {
+        (Some(list), _) => Selection::include(list)?,
+        (None, Some(list)) => Selection::exclude(view, list)?,
+        (None, None) => Selection::view(view),
+    };
+    // Step 7: the share link.
+    let link = share_link::parse(url, share_host).map_err(|e| ApiError::InvalidShareUrl {
+        message: e.message(),
+    })?;
+    Ok(BoardRequest { link, selection })
+}
+
+/// Step 3: `application/x-www-form-urlencoded` decoding; unknown and repeated
+/// parameters.
+fn shape(query: &str) -> Result<RawParams<'_>, ApiError> {
+    let mut raw = RawParams::default();
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let slot = match key.as_ref() {
+            "url" => &mut raw.url,
+            "view" => &mut raw.view,
+            "include" => &mut raw.include,
+            "exclude" => &mut raw.exclude,
+            other => {
+                return Err(ApiError::invalid_request(
+                    other,
+                    "unknown query parameter; allowed: url, view, include, exclude",
+                ))
+            }
+        };
+        if slot.is_some() {
+            return Err(ApiError::invalid_request(
+                &key,
+                format!("{key} must appear at most once"),
+            ));
+        }
+        *slot = Some(value);
+    }
+    Ok(raw)
+}
+
+fn combination(message: &str) -> ApiError {
+    ApiError::InvalidRequest {
+        field: None,
+        message: message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOST: &str = "app.milanote.com";
+    const LINK: &str =
+        "url=https%3A%2F%2Fapp.milanote.com%2F1W3ZZU1Qvua02H%2Fdragon-tree%3Fp%3Dm441fkw92yV";
+
+    fn err(q: &str) -> (String, Option<String>) {
+        let e = parse(Endpoint::Search, Some(q), HOST).expect_err(q);
+        (e.code().to_string(), e.field().map(str::to_string))
+    }
+
+    fn ok(endpoint: Endpoint, q: &str) -> BoardRequest {
+        parse(endpoint, Some(q), HOST).unwrap_or_else(|e| panic!("{q}: {e:?}"))
+    }
+
+    #[test]
+    fn rejections_in_pipeline_order() {
+        let too_long = format!("url={}", "a".repeat(2049));
+        let at_limit_bad_link = format!("url={}", "a".repeat(2048));
+        let cases: Vec<(String, &str, Option<&str>)> = vec![
+            ("".into(), "INVALID_REQUEST", Some("url")),
+            ("view=full".into(), "INVALID_REQUEST", Some("url")),
+            ("url=".into(), "INVALID_REQUEST", Some("url")),
+            ("url=+++".into(), "INVALID_REQUEST", Some("url")),
+            ("url=%20%09".into(), "INVALID_REQUEST", Some("url")),
+            (too_long, "INVALID_REQUEST", Some("url")),
+            (format!("{LINK}&foo=1"), "INVALID_REQUEST", Some("foo")),
+            (format!("foo=1&{LINK}"), "INVALID_REQUEST", Some("foo")),
+            (format!("{LINK}&URL=x"), "INVALID_REQUEST", Some("URL")),
+            (format!("{LINK}&{LINK}"), "INVALID_REQUEST", Some("url")),
+            (
+                format!("{LINK}&view=full&view=full"),
+                "INVALID_REQUEST",
+                Some("view"),
+            ),
+            (
+                format!("{LINK}&include=a&include=b"),
+                "INVALID_REQUEST",
+                Some("include"),
+            ),
+            (
+                format!("{LINK}&exclude=a&exclude=b"),
+                "INVALID_REQUEST",
+                Some("exclude"),
+            ),
+            // Unknown parameters come before combinations and views.
+            (
+                format!("{LINK}&view=bogus&x=1"),
+                "INVALID_REQUEST",
+                Some("x"),
+            ),
+            (
+                format!("{LINK}&include=version&exclude=version"),
+                "INVALID_REQUEST",
+                None,
+            ),
+            (
+                format!("{LINK}&view=full&include=version"),
+                "INVALID_REQUEST",
+                None,
+            ),
+            (
+                format!("{LINK}&view=full&include=version&exclude=board"),
+                "INVALID_REQUEST",
+                None,
+            ),
+            // Combinations come before the view's value.
+            (
+                format!("{LINK}&view=bogus&include=version"),
+                "INVALID_REQUEST",
+                None,
+            ),
+            (
+                format!("{LINK}&view=bogus"),
+                "INVALID_REQUEST",
+                Some("view"),
+            ),
+            (format!("{LINK}&view="), "INVALID_REQUEST", Some("view")),
+            (format!("{LINK}&view=FULL"), "INVALID_REQUEST", Some("view")),
+            // Views come before selectors, selectors before the link.
+            (
+                format!("{LINK}&view=bogus&exclude="),
+                "INVALID_REQUEST",
+                Some("view"),
+            ),
+            (
+                "url=bad&include=".into(),
+                "INVALID_FIELD_SELECTOR",
+                Some("include"),
+            ),
+            (
+                "url=bad&exclude=".into(),
+                "INVALID_FIELD_SELECTOR",
+                Some("exclude"),
+            ),
+            ("url=bad".into(), "INVALID_SHARE_URL", Some("url")),
+            (at_limit_bad_link, "INVALID_SHARE_URL", Some("url")),
+        ];
+        for (q, code, field) in cases {
+            assert_eq!(
+                err(&q),
+                (code.to_string(), field.map(str::to_string)),
+                "{q}"
+            );
+        }
+    }
+
+    #[test]
+    fn accepted_shapes() {
+        let r = ok(Endpoint::Search, LINK);
+        assert_eq!(r.link.board_id, "1W3ZZU1Qvua02H");
+        assert_eq!(r.link.permission_id, "m441fkw92yV");
+        // The url is trimmed, and `+` decodes to a space.
+        let r = ok(Endpoint::Detail, &format!("url=++{}++", &LINK[4..]));
+        assert_eq!(r.link.board_id, "1W3ZZU1Qvua02H");
+        ok(Endpoint::Search, &format!("{LINK}&view=full"));
+        ok(
+            Endpoint::Detail,
+            &format!("{LINK}&view=compact&exclude=version"),
+        );
+        ok(Endpoint::Detail, &format!("{LINK}&view=standard"));
+    }
+
+    #[test]
+    fn selections_follow_the_endpoint_default() {
+        let search = ok(Endpoint::Search, LINK).selection.canonical();
+        let detail = ok(Endpoint::Detail, LINK).selection.canonical();
+        let search_full = ok(Endpoint::Search, &format!("{LINK}&view=full"))
+            .selection
+            .canonical();
+        assert_ne!(search, detail);
+        assert_eq!(search_full, detail);
+    }
+}

@@ -1,0 +1,295 @@
+//! Step 8's last part and every early answer: the JSON envelope, the error
+//! catalogue's bodies, `Cache-Control`, CORS, the weak ETag and `304`
+//! (DESIGN.md section 3). Pure: produces an [`ApiResponse`], no Pingora types.
+
+use super::error::ApiError;
+use super::route::{Endpoint, ALLOW};
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::StatusCode;
+use serde_json::Value;
+use xxhash_rust::xxh3::Xxh3;
+
+pub const SUCCESS_CACHE_CONTROL: &str = "public, max-age=60, stale-while-revalidate=300";
+pub const ERROR_CACHE_CONTROL: &str = "no-store";
+const JSON: &str = "application/json; charset=utf-8";
+/// Preflight answers allow this request header when the browser names none.
+const DEFAULT_ALLOW_HEADERS: &str = "If-None-Match";
+
+/// A complete answer, ready for any HTTP stack. `body` is what a GET would
+/// carry; a HEAD answer has the same headers and the adapter drops the body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl ApiResponse {
+    fn new(status: StatusCode) -> Self {
+        let mut headers = HeaderMap::new();
+        cors(&mut headers);
+        ApiResponse {
+            status,
+            headers,
+            body: Bytes::new(),
+        }
+    }
+
+    fn set(&mut self, name: HeaderName, value: &'static str) {
+        self.headers.insert(name, HeaderValue::from_static(value));
+    }
+
+    /// Whether this status ever carries a body (204 and 304 never do).
+    pub fn has_body(&self) -> bool {
+        !matches!(
+            self.status,
+            StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED
+        )
+    }
+}
+
+/// The CORS headers every response of our endpoints carries.
+fn cors(headers: &mut HeaderMap) {
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("ETag"),
+    );
+}
+
+/// `{"ok":false,"error":{"code","message","field"?}}` with `no-store`.
+pub fn error(err: &ApiError) -> ApiResponse {
+    let mut response = ApiResponse::new(err.status());
+    response.set(header::CONTENT_TYPE, JSON);
+    response.set(header::CACHE_CONTROL, ERROR_CACHE_CONTROL);
+    match err {
+        ApiError::MethodNotAllowed => response.set(header::ALLOW, ALLOW),
+        ApiError::RateLimited { retry_after } => {
+            let secs = retry_after.as_secs().max(1);
+            response
+                .headers
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        _ => {}
+    }
+    let mut error = serde_json::Map::new();
+    error.insert("code".into(), err.code().into());
+    error.insert("message".into(), err.message().into());
+    if let Some(field) = err.field() {
+        error.insert("field".into(), field.into());
+    }
+    let body = serde_json::json!({ "ok": false, "error": error });
+    response.body = Bytes::from(body.to_string());
+    response
+}
+
+/// `204` CORS preflight: allows the headers the browser asked for, else
+/// `If-None-Match`.
+pub fn preflight(request_headers: &HeaderMap) -> ApiResponse {
+    let mut response = ApiResponse::new(StatusCode::NO_CONTENT);
+    response.set(header::ACCESS_CONTROL_ALLOW_METHODS, ALLOW);
+    let allow_headers = request_headers
+        .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+        .filter(|v| !v.as_bytes().trim_ascii().is_empty())
+        .cloned()
+        .unwrap_or(HeaderValue::from_static(DEFAULT_ALLOW_HEADERS));
+    response
+        .headers
+        .insert(header::ACCESS_CONTROL_ALLOW_HEADERS, allow_headers);
+    response.set(header::ACCESS_CONTROL_MAX_AGE, "86400");
+    response.set(header::VARY, "Access-Control-Request-Headers");
+    response
+}
+
+/// `200` with the envelope and a weak ETag, or `304` when `if_none_match`
+/// matches it (RFC 9110 weak comparison, lists and `*`).
+///
+/// # Errors
+/// `INTERNAL_ERROR` if `data` cannot be serialized (it always can).
+pub fn success(
+    endpoint: Endpoint,
+    selection: &str,
+    data: &Value,
+    if_none_match: Option<&HeaderValue>,
+) -> Result<ApiResponse, ApiError> {
+    let (body, etag) = render(endpoint, selection, data)?;
+    let etag = HeaderValue::from_str(&etag).map_err(|_| ApiError::Internal)?;
+    let not_modified = if_none_match.is_some_and(|inm| {
+        pingora_core::protocols::http::conditional_filter::weak_validate_etag(
+            inm.as_bytes(),
+            etag.as_bytes(),
+        )
+    });
+    let mut response = ApiResponse::new(if not_modified {
+        StatusCode::NOT_MODIFIED
+    } else {
+        StatusCode::OK
+    });
+    response.headers.insert(header::ETAG, etag);
+    response.set(header::CACHE_CONTROL, SUCCESS_CACHE_CONTROL);
+    response.set(header::VARY, "Accept-Encoding");
+    if !not_modified {
+        response.set(header::CONTENT_TYPE, JSON);
+        response.body = body;
+    }
+    Ok(response)
+}
+
+/// Serializes `{"ok":true,"data":...}` once and hashes, on the way, the
+/// endpoint, the canonical selection and every top-level entry of `data` but
+/// `fetchedAt`: an unchanged board revalidates although it was fetched again.
+fn render(endpoint: Endpoint, selection: &str, data: &Value) -> Result<(Bytes, String), ApiError> {
+    let mut hasher = Xxh3::new();
+    hasher.update(endpoint.path().as_bytes());
+    hasher.update(b"\0");
+    hasher.update(selection.as_bytes());
+    hasher.update(b"\0");
+    let mut body = Vec::with_capacity(4096);
+    body.extend_from_slice(br#"{"ok":true,"data":"#);
+    match data {
+        Value::Object(map) => {
+            body.push(b'{');
+            for (i, (key, value)) in map.iter().enumerate() {
+                if i > 0 {
+                    body.push(b',');
+                }
+                let start = body.len();
+                serde_json::to_writer(&mut body, key).map_err(|_| ApiError::Internal)?;
+                body.push(b':');
+                serde_json::to_writer(&mut body, value).map_err(|_| ApiError::Internal)?;
+                if key != "fetchedAt" {
+                    hasher.update(&body[start..]);
+                    hasher.update(b"\0");
+                }
+            }
+            body.push(b'}');
+        }
+        other => {
+            let start = body.len();
+            serde_json::to_writer(&mut body, other).map_err(|_| ApiError::Internal)?;
+            hasher.update(&body[start..]);
+        }
+    }
+    body.push(b'}');
+    let etag = format!("W/\"{:032x}\"", hasher.digest128());
+    Ok((Bytes::from(body), etag))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn header<'a>(r: &'a ApiResponse, name: &str) -> Option<&'a str> {
+        r.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    #[test]
+    fn error_envelope_and_headers() {
+        let r = error(&ApiError::invalid_request("view", "bad view"));
+        assert_eq!(r.status, 400);
+        assert_eq!(header(&r, "cache-control"), Some("no-store"));
+        assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
+        assert_eq!(header(&r, "access-control-expose-headers"), Some("ETag"));
+        assert_eq!(header(&r, "content-type"), Some(JSON));
+        assert_eq!(header(&r, "etag"), None);
+        let body: Value = serde_json::from_slice(&r.body).expect("json");
+        assert_eq!(
+            body,
+            json!({"ok": false, "error": {"code": "INVALID_REQUEST", "message": "bad view", "field": "view"}})
+        );
+        let r = error(&ApiError::BoardNotFound);
+        let body: Value = serde_json::from_slice(&r.body).expect("json");
+        assert_eq!(body["error"].get("field"), None);
+        assert_eq!(body["error"]["code"], "BOARD_NOT_FOUND");
+    }
+
+    #[test]
+    fn method_not_allowed_names_allow_and_rate_limit_retry_after() {
+        let r = error(&ApiError::MethodNotAllowed);
+        assert_eq!((r.status.as_u16(), header(&r, "allow")), (405, Some(ALLOW)));
+        let r = error(&ApiError::RateLimited {
+            retry_after: std::time::Duration::from_millis(10),
+        });
+        assert_eq!(
+            (r.status.as_u16(), header(&r, "retry-after")),
+            (429, Some("1"))
+        );
+    }
+
+    #[test]
+    fn preflight_echoes_requested_headers() {
+        let mut req = HeaderMap::new();
+        let r = preflight(&req);
+        assert_eq!(r.status, 204);
+        assert_eq!(
+            header(&r, "access-control-allow-headers"),
+            Some("If-None-Match")
+        );
+        assert_eq!(header(&r, "access-control-allow-methods"), Some(ALLOW));
+        assert_eq!(header(&r, "access-control-max-age"), Some("86400"));
+        assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
+        req.insert(
+            header::ACCESS_CONTROL_REQUEST_HEADERS,
+            HeaderValue::from_static("if-none-match, x-custom"),
+        );
+        let r = preflight(&req);
+        assert_eq!(
+            header(&r, "access-control-allow-headers"),
+            Some("if-none-match, x-custom")
+        );
+        assert!(r.body.is_empty() && !r.has_body());
+    }
+
+    #[test]
+    fn success_envelope_etag_and_304() {
+        let data =
+            json!({"version": 1, "fetchedAt": "2026-01-01T00:00:00.000Z", "board": {"id": "b"}});
+        let r = success(Endpoint::Detail, "full", &data, None).expect("renders");
+        assert_eq!(r.status, 200);
+        assert_eq!(header(&r, "cache-control"), Some(SUCCESS_CACHE_CONTROL));
+        let body: Value = serde_json::from_slice(&r.body).expect("json");
+        assert_eq!(body, json!({"ok": true, "data": data}));
+        let etag = r.headers.get("etag").expect("etag").clone();
+        let tag = etag.to_str().expect("ascii");
+        assert!(tag.starts_with("W/\"") && tag.len() == 3 + 32 + 1, "{tag}");
+
+        // fetchedAt does not change the ETag; anything else does.
+        let refetched =
+            json!({"version": 1, "fetchedAt": "2027-01-01T00:00:00.000Z", "board": {"id": "b"}});
+        let again = success(Endpoint::Detail, "full", &refetched, None).expect("renders");
+        assert_eq!(again.headers.get("etag"), Some(&etag));
+        let changed =
+            json!({"version": 1, "fetchedAt": "2026-01-01T00:00:00.000Z", "board": {"id": "c"}});
+        let other = [
+            success(Endpoint::Search, "full", &data, None),
+            success(Endpoint::Detail, "compact", &data, None),
+            success(Endpoint::Detail, "full", &changed, None),
+        ];
+        for r in other {
+            assert_ne!(r.expect("renders").headers.get("etag"), Some(&etag));
+        }
+
+        for inm in [
+            tag.to_string(),
+            tag[2..].to_string(),
+            format!("\"x\", {tag}"),
+            "*".into(),
+        ] {
+            let inm = HeaderValue::from_str(&inm).expect("header");
+            let r = success(Endpoint::Detail, "full", &data, Some(&inm)).expect("renders");
+            assert_eq!(r.status, 304, "{inm:?}");
+            assert!(r.body.is_empty());
+            assert_eq!(r.headers.get("etag"), Some(&etag));
+            assert_eq!(header(&r, "cache-control"), Some(SUCCESS_CACHE_CONTROL));
+            assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
+        }
+        let stale = HeaderValue::from_static("W/\"0123\"");
+        let r = success(Endpoint::Detail, "full", &data, Some(&stale)).expect("renders");
+        assert_eq!(r.status, 200);
+    }
+}
