@@ -6,3 +6,4 @@ pub mod config;
 pub mod document;
 pub mod provider;
 pub mod select;
+pub mod server;

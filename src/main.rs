@@ -9,12 +9,9 @@
 use clap::Parser;
 use pingora::server::configuration::Opt;
 use pingora::server::Server;
-use shared_board_api::api::proxy::BoardApiService;
-use shared_board_api::api::BoardApi;
 use shared_board_api::config::ApiSettings;
 use shared_board_api::provider::sample::SampleUpstream;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(
@@ -60,14 +57,6 @@ fn main() -> ExitCode {
     if cli.pingora.test {
         println!("shared-board-api: board_api configuration is valid");
     }
-    let api = match BoardApi::new(&settings) {
-        Ok(api) => Arc::new(api.answer_all_paths()),
-        Err(e) => {
-            eprintln!("shared-board-api: cannot start: {e}");
-            return ExitCode::from(2);
-        }
-    };
-
     let mut opt = cli.pingora;
     if cli.demo {
         // The demo has no file; Pingora's defaults plus a short grace period.
@@ -83,24 +72,13 @@ fn main() -> ExitCode {
     // With -t, Pingora exits here after checking its own keys.
     server.bootstrap();
 
-    let mut service = pingora_proxy::http_proxy_service_with_name(
-        &server.configuration,
-        BoardApiService::new(api, settings.compression_level),
-        "shared-board-api",
-    );
-    for addr in &settings.listen {
-        let addr = addr.to_string();
-        match &settings.tls {
-            Some(tls) => {
-                let (cert, key) = (tls.cert.to_string_lossy(), tls.key.to_string_lossy());
-                if let Err(e) = service.add_tls(&addr, &cert, &key) {
-                    eprintln!("shared-board-api: TLS on {addr}: {e}");
-                    return ExitCode::from(2);
-                }
-            }
-            None => service.add_tcp(&addr),
+    let service = match shared_board_api::server::service(&server.configuration, &settings) {
+        Ok(service) => service,
+        Err(e) => {
+            eprintln!("shared-board-api: cannot start: {e}");
+            return ExitCode::from(2);
         }
-    }
+    };
     server.add_service(service);
     if cli.demo {
         print_demo_help(&settings);

@@ -1,0 +1,276 @@
+//! Test harness: the bundled sample upstream and the real gateway service on
+//! ephemeral loopback ports, and a minimal HTTP/1.1 client over `TcpStream`
+//! (tests speak raw HTTP so that status, headers and body are seen exactly).
+
+#![allow(dead_code)]
+
+use pingora_core::server::configuration::ServerConf;
+use pingora_core::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
+use shared_board_api::config::ApiSettings;
+use shared_board_api::provider::sample::SampleUpstream;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The permission id the sample upstream grants ordinary access with.
+pub const PERMISSION: &str = "demo";
+/// The main fixture board.
+pub const BOARD: &str = "1W3ZZU1Qvua02H";
+
+/// A share link for `board` with permission `p`, percent-encoded as a query value.
+pub fn link(board: &str, p: &str) -> String {
+    encode(&format!("https://app.milanote.com/{board}/slug?p={p}"))
+}
+
+pub fn encode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// The sample upstream, started once per test binary on its own runtime.
+pub fn upstream_origin() -> &'static str {
+    static ORIGIN: OnceLock<String> = OnceLock::new();
+    ORIGIN.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("test runtime");
+            rt.block_on(async move {
+                let sample = SampleUpstream::start(([127, 0, 0, 1], 0).into())
+                    .await
+                    .expect("sample upstream starts");
+                tx.send(sample.origin()).expect("send origin");
+                std::future::pending::<()>().await;
+                drop(sample);
+            });
+        });
+        rx.recv().expect("sample upstream origin")
+    })
+}
+
+/// A free loopback port (bound, read, released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+struct StopSignal(tokio::sync::Mutex<tokio::sync::oneshot::Receiver<()>>);
+
+#[async_trait::async_trait]
+impl ShutdownSignalWatch for StopSignal {
+    async fn recv(&self) -> ShutdownSignal {
+        let _ = (&mut *self.0.lock().await).await;
+        ShutdownSignal::FastShutdown
+    }
+}
+
+/// A running gateway; dropping it shuts the server down.
+pub struct Gateway {
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Config text for a gateway on `port` in front of the sample upstream;
+/// `extra` is appended under `board_api.provider` unless it starts at
+/// column 2 (then it is a `board_api` key).
+pub fn config(port: u16, provider_extra: &str, api_extra: &str) -> String {
+    format!(
+        "version: 1\nthreads: 2\nboard_api:\n  listen: [\"127.0.0.1:{port}\"]\n  provider:\n    name: milanote\n    share_host: app.milanote.com\n    origin: {}\n{provider_extra}{api_extra}",
+        upstream_origin()
+    )
+}
+
+/// Starts the real service (the binary's `server::service`) in this process.
+pub fn start_gateway(provider_extra: &str, api_extra: &str) -> Gateway {
+    let port = free_port();
+    let settings = ApiSettings::from_yaml(&config(port, provider_extra, api_extra))
+        .expect("test config is valid");
+    let mut conf = ServerConf::new().expect("default server conf");
+    conf.threads = 2;
+    conf.grace_period_seconds = Some(0);
+    conf.graceful_shutdown_timeout_seconds = Some(1);
+    let mut server = Server::new_with_opt_and_conf(None, conf);
+    server.bootstrap();
+    let service = shared_board_api::server::service(&server.configuration, &settings)
+        .expect("service builds");
+    server.add_service(service);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let thread = std::thread::spawn(move || {
+        server.run(RunArgs {
+            shutdown_signal: Box::new(StopSignal(tokio::sync::Mutex::new(rx))),
+        })
+    });
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "gateway did not start on {addr}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Gateway {
+        addr,
+        stop: Some(tx),
+        thread: Some(thread),
+    }
+}
+
+/// The default gateway, shared by the tests of one binary.
+pub fn gateway() -> SocketAddr {
+    static GATEWAY: OnceLock<SocketAddr> = OnceLock::new();
+    *GATEWAY.get_or_init(|| {
+        let gw = start_gateway("", "");
+        let addr = gw.addr;
+        // Lives as long as the test process.
+        std::mem::forget(gw);
+        addr
+    })
+}
+
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    /// Asserts the error envelope and the headers every error carries.
+    pub fn assert_error(&self, status: u16, code: &str, field: Option<&str>) {
+        assert_eq!(
+            self.status,
+            status,
+            "{}",
+            String::from_utf8_lossy(&self.body)
+        );
+        let body = self.json();
+        assert_eq!(body["ok"], false);
+        assert_eq!(body["error"]["code"], code, "{body}");
+        assert!(body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()));
+        assert_eq!(
+            body["error"].get("field").and_then(|f| f.as_str()),
+            field,
+            "{body}"
+        );
+        assert_eq!(self.header("cache-control"), Some("no-store"));
+        assert_eq!(self.header("etag"), None);
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/json; charset=utf-8")
+        );
+        self.assert_cors();
+    }
+
+    pub fn assert_cors(&self) {
+        assert_eq!(self.header("access-control-allow-origin"), Some("*"));
+        assert_eq!(self.header("access-control-expose-headers"), Some("ETag"));
+    }
+}
+
+/// One request on a fresh connection (`Connection: close`).
+pub fn request(addr: SocketAddr, method: &str, target: &str, headers: &[(&str, &str)]) -> Response {
+    let mut stream = TcpStream::connect(addr).expect("connect to gateway");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    stream.write_all(req.as_bytes()).expect("send request");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read response");
+    parse_response(&raw, method == "HEAD")
+}
+
+pub fn get(target: &str) -> Response {
+    request(gateway(), "GET", target, &[])
+}
+
+fn parse_response(raw: &[u8], head: bool) -> Response {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
+    let head_text = String::from_utf8_lossy(&raw[..split]);
+    let mut lines = head_text.split("\r\n");
+    let status_line = lines.next().expect("status line");
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let rest = &raw[split + 4..];
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if head {
+        assert!(rest.is_empty(), "HEAD response carried a body");
+        Vec::new()
+    } else if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_vec()
+    };
+    Response {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size_text = String::from_utf8_lossy(&data[..line_end]);
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+            .unwrap_or(0);
+        data = &data[line_end + 2..];
+        if size == 0 || data.len() < size {
+            return out;
+        }
+        out.extend_from_slice(&data[..size]);
+        data = &data[(size + 2).min(data.len())..];
+    }
+}
