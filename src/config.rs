@@ -46,6 +46,8 @@ pub struct BoardApiConf {
     pub rate_limit: Option<RateLimitConf>,
     #[serde(default)]
     pub tls: Option<TlsConf>,
+    #[serde(default)]
+    pub metrics: Option<MetricsConf>,
     /// Response compression level for gzip/brotli/zstd (0 turns it off; default 6).
     #[serde(default)]
     pub compression_level: Option<u32>,
@@ -98,6 +100,13 @@ pub struct RateLimitConf {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct MetricsConf {
+    /// Where Prometheus scrapes `/metrics` (plain HTTP), e.g. `127.0.0.1:9100`.
+    pub listen: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TlsConf {
     pub cert: PathBuf,
     pub key: PathBuf,
@@ -114,6 +123,8 @@ pub struct ApiSettings {
     pub cache: Option<CacheSettings>,
     pub rate_limit: Option<u32>,
     pub tls: Option<TlsConf>,
+    /// The Prometheus exporter's address, when configured.
+    pub metrics_listen: Option<SocketAddr>,
     pub compression_level: u32,
 }
 
@@ -329,6 +340,24 @@ impl BoardApiConf {
                 }
             }
         }
+        let metrics_listen = match &self.metrics {
+            None => None,
+            Some(m) => match m.listen.parse::<SocketAddr>() {
+                Ok(a) if !listen.contains(&a) => Some(a),
+                Ok(_) => {
+                    return fail(
+                        "board_api.metrics.listen",
+                        "must differ from board_api.listen",
+                    )
+                }
+                Err(_) => {
+                    return fail(
+                        "board_api.metrics.listen",
+                        format!("{:?} is not an IP:port address", m.listen),
+                    )
+                }
+            },
+        };
         let compression_level = self.compression_level.unwrap_or(6);
         if compression_level > 11 {
             return fail("board_api.compression_level", "must be 0 (off) to 11");
@@ -341,6 +370,7 @@ impl BoardApiConf {
             cache,
             rate_limit: self.rate_limit.map(|r| r.requests_per_second),
             tls: self.tls,
+            metrics_listen,
             compression_level,
         })
     }
@@ -426,6 +456,14 @@ mod tests {
                 "board_api.rate_limit.requests_per_second",
             ),
             ("  compression_level: 12\n", "board_api.compression_level"),
+            (
+                "  metrics:\n    listen: nowhere\n",
+                "board_api.metrics.listen",
+            ),
+            (
+                "  metrics:\n    listen: \"127.0.0.1:8080\"\n",
+                "board_api.metrics.listen",
+            ),
             (
                 "  tls:\n    cert: /nonexistent.pem\n    key: /nonexistent.key\n",
                 "board_api.tls.cert",

@@ -72,14 +72,10 @@ fn main() -> ExitCode {
     // With -t, Pingora exits here after checking its own keys.
     server.bootstrap();
 
-    let service = match shared_board_api::server::service(&server.configuration, &settings) {
-        Ok(service) => service,
-        Err(e) => {
-            eprintln!("shared-board-api: cannot start: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    server.add_service(service);
+    if let Err(e) = shared_board_api::server::add_services(&mut server, &settings) {
+        eprintln!("shared-board-api: cannot start: {e}");
+        return ExitCode::from(2);
+    }
     if cli.demo {
         print_demo_help(&settings);
     }

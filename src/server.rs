@@ -38,3 +38,21 @@ pub fn service(
     }
     Ok(service)
 }
+
+/// Adds the API service, and the Prometheus exporter when configured, to `server`.
+///
+/// # Errors
+/// As [`service`].
+pub fn add_services(
+    server: &mut pingora_core::server::Server,
+    settings: &ApiSettings,
+) -> Result<(), String> {
+    let api = service(&server.configuration, settings)?;
+    server.add_service(api);
+    if let Some(addr) = settings.metrics_listen {
+        let mut metrics = pingora_prometheus::prometheus_http_service();
+        metrics.add_tcp(&addr.to_string());
+        server.add_service(metrics);
+    }
+    Ok(())
+}

@@ -12,6 +12,7 @@ pub mod share_link;
 
 use crate::cache::BoardCache;
 use crate::config::ApiSettings;
+use crate::metrics;
 use crate::provider::client::ProviderClient;
 use error::ApiError;
 use http::{HeaderMap, Method};
@@ -79,11 +80,11 @@ impl BoardApi {
     pub async fn respond(&self, req: RequestParts<'_>) -> Option<ApiResponse> {
         let endpoint = match route::route(req.path) {
             Route::Endpoint(endpoint) => endpoint,
-            Route::UnknownApi => return Some(respond::error(&ApiError::NotFound)),
-            Route::Outside if self.answer_all_paths => {
-                return Some(respond::error(&ApiError::NotFound))
+            Route::Outside if !self.answer_all_paths => return None,
+            Route::UnknownApi | Route::Outside => {
+                metrics::request("unknown", 404);
+                return Some(respond::error(&ApiError::NotFound));
             }
-            Route::Outside => return None,
         };
         let response = match route::method_action(req.method) {
             MethodAction::Preflight => respond::preflight(req.headers),
@@ -93,6 +94,7 @@ impl BoardApi {
                 .await
                 .unwrap_or_else(|e| respond::error(&e)),
         };
+        metrics::request(endpoint.name(), response.status.as_u16());
         Some(response)
     }
 
@@ -107,6 +109,10 @@ impl BoardApi {
         let request = params::parse(endpoint, req.query, &self.share_host)?;
         let started = Instant::now();
         let (outcome, cached) = self.boards.get(&request.link).await;
+        metrics::cache(cached);
+        if !cached {
+            metrics::upstream_seconds(started.elapsed().as_secs_f64());
+        }
         let document = outcome.map_err(|e| {
             // The FetchError text is redacted by the client; the link is never logged.
             log::warn!(

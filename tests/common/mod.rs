@@ -102,15 +102,21 @@ pub fn start_gateway(provider_extra: &str, api_extra: &str) -> Gateway {
     let port = free_port();
     let settings = ApiSettings::from_yaml(&config(port, provider_extra, api_extra))
         .expect("test config is valid");
+    start_server(port, |server| {
+        shared_board_api::server::add_services(server, &settings).expect("services build");
+    })
+}
+
+/// Runs a Pingora server whose services `add` installs, listening on `port`,
+/// until the returned [`Gateway`] is dropped.
+pub fn start_server(port: u16, add: impl FnOnce(&mut Server)) -> Gateway {
     let mut conf = ServerConf::new().expect("default server conf");
     conf.threads = 2;
     conf.grace_period_seconds = Some(0);
     conf.graceful_shutdown_timeout_seconds = Some(1);
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
-    let service = shared_board_api::server::service(&server.configuration, &settings)
-        .expect("service builds");
-    server.add_service(service);
+    add(&mut server);
     let (tx, rx) = tokio::sync::oneshot::channel();
     let thread = std::thread::spawn(move || {
         server.run(RunArgs {
@@ -120,7 +126,7 @@ pub fn start_gateway(provider_extra: &str, api_extra: &str) -> Gateway {
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(addr).is_err() {
-        assert!(Instant::now() < deadline, "gateway did not start on {addr}");
+        assert!(Instant::now() < deadline, "server did not start on {addr}");
         std::thread::sleep(Duration::from_millis(20));
     }
     Gateway {
