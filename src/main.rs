@@ -7,7 +7,7 @@
 //! file: `shared-board-api -t -c conf/gateway.yaml`.
 
 use clap::Parser;
-use pingora::server::configuration::Opt;
+use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::Server;
 use shared_board_api::config::ApiSettings;
 use shared_board_api::provider::sample::SampleUpstream;
@@ -35,7 +35,15 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
     let settings = if cli.demo {
-        demo_settings()
+        // `--demo -c FILE` runs FILE's settings against the sample upstream.
+        let text = match &cli.pingora.conf {
+            Some(path) => std::fs::read_to_string(path).unwrap_or_else(|e| {
+                eprintln!("shared-board-api: cannot read {path}: {e}");
+                std::process::exit(2)
+            }),
+            None => DEMO_CONF.to_string(),
+        };
+        demo_settings(&text)
     } else {
         match &cli.pingora.conf {
             Some(path) => ApiSettings::from_file(path.as_ref()),
@@ -57,12 +65,14 @@ fn main() -> ExitCode {
     if cli.pingora.test {
         println!("shared-board-api: board_api configuration is valid");
     }
-    let mut opt = cli.pingora;
-    if cli.demo {
-        // The demo has no file; Pingora's defaults plus a short grace period.
-        opt.conf = None;
-    }
-    let mut server = match Server::new(Some(opt)) {
+    let server = if cli.demo && cli.pingora.conf.is_none() {
+        // The built-in demo file carries Pingora keys too (short grace period).
+        ServerConf::from_yaml(DEMO_CONF)
+            .map(|conf| Server::new_with_opt_and_conf(cli.pingora, conf))
+    } else {
+        Server::new(Some(cli.pingora))
+    };
+    let mut server = match server {
         Ok(s) => s,
         Err(e) => {
             eprintln!("shared-board-api: invalid Pingora configuration: {e}");
@@ -84,8 +94,8 @@ fn main() -> ExitCode {
 
 /// Starts the bundled sample upstream on a loopback port, on its own thread,
 /// and points the demo configuration at it.
-fn demo_settings() -> Result<ApiSettings, shared_board_api::config::ConfigError> {
-    let mut settings = ApiSettings::from_yaml(DEMO_CONF)?;
+fn demo_settings(conf: &str) -> Result<ApiSettings, shared_board_api::config::ConfigError> {
+    let mut settings = ApiSettings::from_yaml(conf)?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("sample-upstream".into())
