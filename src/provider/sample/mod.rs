@@ -93,6 +93,7 @@ impl RecordedRequest {
 #[derive(Debug, Default)]
 struct State {
     log: Mutex<Vec<RecordedRequest>>,
+    connections: std::sync::atomic::AtomicUsize,
     tokens: TokenRegistry,
 }
 
@@ -156,6 +157,14 @@ impl SampleUpstream {
             .collect()
     }
 
+    /// Number of TCP connections accepted so far (pooling shows as fewer
+    /// connections than requests).
+    pub fn connections(&self) -> usize {
+        self.state
+            .connections
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Forget the requests received so far.
     pub fn clear_requests(&self) {
         self.state
@@ -184,6 +193,7 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    state.connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     connections.spawn(serve_connection(stream, Arc::clone(&state)));
                 }
                 Err(e) => {

@@ -89,7 +89,7 @@ pub fn route(tokens: &TokenRegistry, head: &RequestHead) -> Reply {
     let query: HashMap<String, String> = url.query_pairs().into_owned().collect();
     let segments: Vec<String> = url
         .path_segments()
-        .map(|s| s.map(|seg| percent_decode(seg)).collect())
+        .map(|s| s.map(percent_decode).collect())
         .unwrap_or_default();
     let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
     match segments.as_slice() {
