@@ -219,3 +219,33 @@ async fn client_is_shared_by_concurrent_fetches() {
         assert_eq!(result.unwrap().unwrap().loaded_boards.len(), 4);
     }
 }
+
+#[test]
+fn sample_upstream_runs_in_its_own_thread_without_a_runtime() {
+    let sample = SampleUpstream::start_in_thread("127.0.0.1:0".parse().unwrap()).unwrap();
+    let origin = sample.origin();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let fetched = runtime.block_on(async {
+        let settings = ProviderSettings {
+            origin: url::Url::parse(&origin).unwrap(),
+            ..ProviderSettings::default()
+        };
+        ProviderClient::new(settings)
+            .unwrap()
+            .fetch("t-root", PERMISSION)
+            .await
+    });
+    assert_eq!(fetched.unwrap().loaded_boards.len(), 4);
+    assert_eq!(sample.requests().len(), 4);
+    let addr = sample.addr();
+    sample.shutdown();
+    // The listener is gone once the thread has wound down.
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while std::net::TcpStream::connect(addr).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "still listening");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -240,3 +240,25 @@ async fn unreachable_provider_is_an_upstream_error() {
     assert!(matches!(err, FetchError::Upstream(_)), "{err}");
     assert_no_secrets(&err, &[PERMISSION]);
 }
+
+#[tokio::test]
+async fn tls_origin_speaking_plain_http_is_an_upstream_error() {
+    // The https path (rustls, SNI, per-peer CA) against the plain sample: the
+    // handshake fails, quickly and without a panic.
+    let sample = SampleUpstream::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let ca = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/scenarios/tls/test-ca.pem");
+    let settings = ProviderSettings {
+        origin: url::Url::parse(&format!("https://{}", sample.addr())).unwrap(),
+        ca_file: Some(ca),
+        ..ProviderSettings::default()
+    };
+    let client = ProviderClient::new(settings).unwrap();
+    let started = Instant::now();
+    let err = client.fetch("t-root", PERMISSION).await.unwrap_err();
+    assert!(matches!(err, FetchError::Upstream(_)), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_no_secrets(&err, &[PERMISSION]);
+}

@@ -104,6 +104,8 @@ pub struct SampleUpstream {
     addr: SocketAddr,
     state: Arc<State>,
     task: tokio::task::JoinHandle<()>,
+    /// Set by [`SampleUpstream::start_in_thread`]: dropping it ends the thread.
+    thread_stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl SampleUpstream {
@@ -122,7 +124,48 @@ impl SampleUpstream {
         let state = Arc::new(State::default());
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
         log::info!("sample Milanote upstream listening on http://{addr}");
-        Ok(SampleUpstream { addr, state, task })
+        Ok(SampleUpstream {
+            addr,
+            state,
+            task,
+            thread_stop: None,
+        })
+    }
+
+    /// Bind `addr` and serve from a dedicated thread with its own tokio
+    /// runtime, for callers without a runtime of their own (the binary's
+    /// `--demo`, before Pingora's `Server::run_forever` takes the main thread).
+    ///
+    /// # Errors
+    ///
+    /// The bind error, or the error creating the thread or its runtime.
+    pub fn start_in_thread(addr: SocketAddr) -> std::io::Result<SampleUpstream> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("sample-upstream".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let _ = ready_tx.send(SampleUpstream::start(addr).await);
+                    // Serve until the handle is dropped.
+                    let _ = stop_rx.await;
+                });
+            })?;
+        let mut upstream = ready_rx
+            .recv()
+            .map_err(|_| std::io::Error::other("sample upstream thread exited before binding"))??;
+        upstream.thread_stop = Some(stop_tx);
+        Ok(upstream)
     }
 
     /// The bound address (the real port when started on port 0).

@@ -57,6 +57,11 @@ pub async fn read_head(
     buf: &mut Vec<u8>,
 ) -> Result<RequestHead, HeadError> {
     loop {
+        // Not HTTP at all (e.g. a TLS ClientHello): refuse at once instead of
+        // waiting for a blank line that never comes.
+        if buf.first().is_some_and(|b| !b.is_ascii_uppercase()) {
+            return Err(HeadError::Bad(400));
+        }
         if let Some(end) = find_head_end(buf) {
             let head: Vec<u8> = buf.drain(..end + 4).collect();
             let parsed = parse_head(&head[..end])?;
