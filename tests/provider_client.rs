@@ -249,3 +249,19 @@ fn sample_upstream_runs_in_its_own_thread_without_a_runtime() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[tokio::test]
+async fn nesting_depth_is_bounded() {
+    use shared_board_api::provider::client::MAX_NESTING_DEPTH;
+    let (sample, client) = setup(|s| s.max_boards = 1000).await;
+    let fetched = client.fetch("s-deep-0", PERMISSION).await.unwrap();
+    assert_eq!(fetched.loaded_boards.len(), MAX_NESTING_DEPTH + 1);
+    assert!(fetched
+        .loaded_boards
+        .contains(&format!("s-deep-{MAX_NESTING_DEPTH}")));
+    // The first board below the limit is known (its element) but not fetched.
+    assert!(fetched
+        .elements
+        .contains_key(&format!("s-deep-{}", MAX_NESTING_DEPTH + 1)));
+    assert_eq!(sample.board_batches().len(), MAX_NESTING_DEPTH + 1);
+}

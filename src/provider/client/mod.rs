@@ -27,8 +27,13 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::task::JoinSet;
 use transport::Transport;
 
-/// Fetches shared Milanote boards. Cheap to share (`Send + Sync`); clone the
-/// `Arc` it lives in, or share a reference.
+/// Nested boards more levels below the root than this are not fetched
+/// (DESIGN.md 4.6 "nesting depth"; `max_boards` usually stops earlier).
+pub const MAX_NESTING_DEPTH: usize = 32;
+
+/// Fetches shared Milanote boards. `Send + Sync`, shared by all requests;
+/// clones share the same connection pool.
+#[derive(Clone)]
 pub struct ProviderClient {
     inner: Arc<Inner>,
 }
@@ -176,9 +181,16 @@ impl ProviderClient {
         let settings = &self.inner.settings;
         let mut known: HashSet<String> = HashSet::from([fetched.root_id.clone()]);
         let mut budget = settings.max_boards.saturating_sub(1);
-        loop {
+        for depth in 1.. {
             let mut level = rules::boards_to_fetch(fetched, &known);
             if level.is_empty() {
+                return;
+            }
+            if depth > MAX_NESTING_DEPTH {
+                log::info!(
+                    "provider: nesting depth limit reached, {} boards not fetched",
+                    level.len()
+                );
                 return;
             }
             if budget == 0 {

@@ -280,7 +280,9 @@ impl Transport {
                 length.unwrap_or_default()
             ))));
         }
-        let mut body = Vec::with_capacity(length.map_or(8 * 1024, |n| n as usize));
+        // Trust an announced length for the first allocation only up to 1 MiB.
+        let initial = length.map_or(8 * 1024, |n| usize::try_from(n).unwrap_or(max));
+        let mut body = Vec::with_capacity(initial.min(1024 * 1024));
         while let Some(chunk) = session.read_response_body().await? {
             if body.len() + chunk.len() > max {
                 return Ok(Exchanged::Refused(FetchError::upstream(format!(

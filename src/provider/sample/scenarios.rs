@@ -218,7 +218,7 @@ pub fn boards_body(ids: &[&str], token_ok: bool) -> Value {
             returned.insert(id.into(), json!(true));
             continue;
         }
-        let Some(fixture) = fixtures::fixture(id) else {
+        let Some(fixture) = fixtures::fixture(id).or_else(|| deep_board(id)) else {
             errors.insert(id.into(), json!({"error": {"code": "BOARD_NOT_FOUND"}}));
             returned.insert(id.into(), json!(false));
             continue;
@@ -255,6 +255,37 @@ pub fn boards_body(ids: &[&str], token_ok: bool) -> Value {
         json!(fetched_time.unwrap_or(DEFAULT_FETCHED_TIME)),
     );
     Value::Object(body)
+}
+
+/// Deepest board of the synthetic `s-deep-<n>` chain.
+pub const DEEP_CHAIN_LAST: u32 = 99;
+
+/// `s-deep-<n>` (0 to [`DEEP_CHAIN_LAST`]): a synthetic chain where each board
+/// holds the next one, for nesting-depth tests.
+fn deep_board(id: &str) -> Option<Map<String, Value>> {
+    let n: u32 = id.strip_prefix("s-deep-")?.parse().ok()?;
+    if n > DEEP_CHAIN_LAST || id != format!("s-deep-{n}") {
+        return None;
+    }
+    let parent = match n {
+        0 => "t-home".to_owned(),
+        _ => format!("s-deep-{}", n - 1),
+    };
+    let board = |id: &str, parent: &str| {
+        json!({"id": id, "elementType": "BOARD", "location": {"parentId": parent},
+               "content": {"title": id}})
+    };
+    let mut elements = Map::new();
+    elements.insert(id.to_owned(), board(id, &parent));
+    if n < DEEP_CHAIN_LAST {
+        let child = format!("s-deep-{}", n + 1);
+        elements.insert(child.clone(), board(&child, id));
+    }
+    Some(
+        json!({"elements": elements, "fetchedTime": DEFAULT_FETCHED_TIME})
+            .as_object()?
+            .clone(),
+    )
 }
 
 fn status_reply(status: u16, message: &str) -> Reply {
@@ -390,6 +421,22 @@ mod tests {
         assert_eq!(v["childrenReturned"]["fault-password"], false);
         let v = boards_body(&["fault-no-elements"], true);
         assert!(v.get("elements").is_none());
+    }
+
+    #[test]
+    fn deep_chain_is_synthesized() {
+        let v = boards_body(&["s-deep-5"], true);
+        assert_eq!(
+            v["elements"]["s-deep-6"]["location"]["parentId"],
+            "s-deep-5"
+        );
+        assert_eq!(v["childrenReturned"]["s-deep-5"], true);
+        for bad in ["s-deep-100", "s-deep-05", "s-deep-x"] {
+            assert_eq!(
+                boards_body(&[bad], true)["errors"][bad]["error"]["code"],
+                "BOARD_NOT_FOUND"
+            );
+        }
     }
 
     #[test]
