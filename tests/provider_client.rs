@@ -265,3 +265,46 @@ async fn nesting_depth_is_bounded() {
         .contains_key(&format!("s-deep-{}", MAX_NESTING_DEPTH + 1)));
     assert_eq!(sample.board_batches().len(), MAX_NESTING_DEPTH + 1);
 }
+
+#[tokio::test]
+async fn host_name_origins_are_resolved_asynchronously() {
+    // `localhost` comes from /etc/hosts: no traffic leaves the machine. Skip
+    // where it does not resolve to 127.0.0.1 first (the sample binds IPv4 only).
+    let first = tokio::net::lookup_host(("localhost", 80))
+        .await
+        .ok()
+        .and_then(|mut a| a.next());
+    if first.map(|a| a.ip()) != Some("127.0.0.1".parse().unwrap()) {
+        eprintln!("skipped: localhost does not resolve to 127.0.0.1 first");
+        return;
+    }
+    let (sample, _) = setup(|_| {}).await;
+    let port = sample.addr().port();
+    let settings = ProviderSettings {
+        origin: url::Url::parse(&format!("http://localhost:{port}")).unwrap(),
+        ..ProviderSettings::default()
+    };
+    let client = ProviderClient::new(settings).unwrap();
+    client.fetch("t-root", PERMISSION).await.unwrap();
+    client.fetch("t-root", PERMISSION).await.unwrap();
+    let log = sample.request_log();
+    assert_eq!(log.len(), 8);
+    for request in log {
+        let host = request.headers.iter().find(|(n, _)| n == "host").unwrap();
+        assert_eq!(host.1, format!("localhost:{port}"));
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_fetch_leaves_the_client_usable() {
+    let (_sample, client) = setup(|s| s.batch_size = 1).await;
+    // Cancel while a nested board (fault-slow) is in flight.
+    let cancelled = tokio::time::timeout(
+        Duration::from_millis(200),
+        client.fetch("s-nested-faults", PERMISSION),
+    )
+    .await;
+    assert!(cancelled.is_err(), "should still be waiting for fault-slow");
+    let fetched = client.fetch("t-root", PERMISSION).await.unwrap();
+    assert_eq!(fetched.loaded_boards.len(), 4);
+}

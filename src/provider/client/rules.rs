@@ -292,6 +292,19 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn encoding_round_trips_and_is_safe(s in "\\PC{0,40}") {
+            let encoded = encode_component(&s);
+            proptest::prop_assert!(encoded.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(&b)));
+            let decoded: String = url::form_urlencoded::parse(format!("k={encoded}").as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default();
+            proptest::prop_assert_eq!(decoded, s);
+        }
+    }
+
     #[test]
     fn token_table() {
         let up = |r: Result<String, FetchError>| matches!(r, Err(FetchError::Upstream(_)));
