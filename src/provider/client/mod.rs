@@ -8,7 +8,9 @@
 //! loaded, is [`FetchError::Timeout`]; after the root, the boards loaded by
 //! then are returned.
 
+mod body;
 mod ca;
+mod discover;
 mod rules;
 mod settings;
 mod transport;
@@ -182,7 +184,7 @@ impl ProviderClient {
         let mut known: HashSet<String> = HashSet::from([fetched.root_id.clone()]);
         let mut budget = settings.max_boards.saturating_sub(1);
         for depth in 1.. {
-            let mut level = rules::boards_to_fetch(fetched, &known);
+            let mut level = discover::boards_to_fetch(fetched, &known);
             if level.is_empty() {
                 return;
             }

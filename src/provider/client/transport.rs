@@ -3,6 +3,7 @@
 //! TLS, SNI, per-peer CA and timeouts, the pooled connector, body limits and
 //! gzip decoding. Used by `ProviderClient` for the token and boards requests.
 
+use super::body::decode_body;
 use super::settings::ProviderSettings;
 use crate::provider::error::FetchError;
 use bytes::Bytes;
@@ -12,7 +13,6 @@ use pingora_core::protocols::tls::CaType;
 use pingora_core::upstreams::peer::HttpPeer;
 use pingora_error::ErrorType;
 use pingora_http::RequestHeader;
-use std::io::Read as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -291,17 +291,9 @@ impl Transport {
             }
             body.extend_from_slice(&chunk);
         }
-        let body = match encoding.as_deref() {
-            None | Some("") | Some("identity") => Bytes::from(body),
-            Some("gzip") | Some("x-gzip") => match gunzip_bounded(&body, max) {
-                Ok(decoded) => Bytes::from(decoded),
-                Err(e) => return Ok(Exchanged::Refused(e)),
-            },
-            Some(other) => {
-                return Ok(Exchanged::Refused(FetchError::upstream(format!(
-                    "unsupported Content-Encoding {other:?}"
-                ))))
-            }
+        let body = match decode_body(encoding.as_deref(), body, max) {
+            Ok(body) => body,
+            Err(e) => return Ok(Exchanged::Refused(e)),
         };
         Ok(Exchanged::Done(Response { status, body }))
     }
@@ -329,47 +321,9 @@ fn pingora_failure(stage: &str, e: &pingora_error::Error) -> FetchError {
     }
 }
 
-/// Inflate a gzip body, refusing to produce more than `max` bytes.
-pub fn gunzip_bounded(data: &[u8], max: usize) -> Result<Vec<u8>, FetchError> {
-    let mut out = Vec::with_capacity(data.len().saturating_mul(4).min(max));
-    let decoder = flate2::read::MultiGzDecoder::new(data);
-    decoder
-        .take(max as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| FetchError::upstream(format!("bad gzip body: {e}")))?;
-    if out.len() > max {
-        return Err(FetchError::upstream(format!(
-            "gzip body inflates past the {max}-byte limit"
-        )));
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write as _;
-
-    fn gzip(data: &[u8]) -> Vec<u8> {
-        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        enc.write_all(data).unwrap();
-        enc.finish().unwrap()
-    }
-
-    #[test]
-    fn gunzip_round_trips_and_bounds_the_inflated_size() {
-        let data = vec![b'a'; 10_000];
-        assert_eq!(gunzip_bounded(&gzip(&data), 10_000).unwrap(), data);
-        assert!(matches!(
-            gunzip_bounded(&gzip(&data), 9_999),
-            Err(FetchError::Upstream(_))
-        ));
-        assert!(matches!(
-            gunzip_bounded(b"not gzip", 100),
-            Err(FetchError::Upstream(_))
-        ));
-    }
-
     fn transport(origin: &str) -> Transport {
         let settings = ProviderSettings {
             origin: url::Url::parse(origin).unwrap(),

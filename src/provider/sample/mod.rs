@@ -53,6 +53,7 @@
 //! The `fault-*` board answers that are data (not HTTP faults) and `s-*` boards
 //! live in `tests/fixtures/scenarios/`; `build.rs` embeds them with the boards.
 
+mod boards;
 mod fixtures;
 mod scenarios;
 mod wire;
