@@ -182,12 +182,15 @@ impl Transport {
     /// [`FetchError::Timeout`] on a connect, write or read timeout.
     pub async fn get(&self, what: &str, target: &str) -> Result<Response, FetchError> {
         let started = Instant::now();
-        let result = self.get_once(target).await;
+        let result = self.get_once(target).await.map_err(|e| match e {
+            FetchError::Upstream(msg) => FetchError::Upstream(format!("{what} request: {msg}")),
+            other => other,
+        });
         let ms = started.elapsed().as_millis();
         // `what` names the request; the target is never logged (it holds secrets).
         match &result {
             Ok(r) => log::debug!("provider: {what} request: HTTP {} in {ms} ms", r.status),
-            Err(e) => log::debug!("provider: {what} request failed in {ms} ms: {e}"),
+            Err(e) => log::debug!("provider: request failed in {ms} ms: {e}"),
         }
         result
     }
@@ -317,7 +320,7 @@ fn pingora_failure(stage: &str, e: &pingora_error::Error) -> FetchError {
             log::info!("provider: {stage} timed out: {e}");
             FetchError::Timeout
         }
-        _ => FetchError::upstream(format!("{stage}: {e}")),
+        _ => FetchError::upstream(format!("{stage}: {}", e.to_string().trim())),
     }
 }
 
