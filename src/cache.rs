@@ -8,7 +8,8 @@
 
 use crate::api::share_link::ShareLink;
 use crate::document::sanitize::sanitize;
-use crate::provider::client::{FetchError, ProviderClient};
+use crate::provider::client::ProviderClient;
+use crate::provider::error::FetchError;
 use crate::provider::normalize::normalize;
 use async_trait::async_trait;
 use pingora_memory_cache::{CacheStatus, Lookup, RTCache};

@@ -9,7 +9,7 @@
 use clap::Parser;
 use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::Server;
-use shared_board_api::config::ApiSettings;
+use shared_board_api::config::{ApiSettings, ConfigError};
 use shared_board_api::provider::sample::SampleUpstream;
 use std::process::ExitCode;
 
@@ -43,10 +43,10 @@ fn main() -> ExitCode {
             }),
             None => DEMO_CONF.to_string(),
         };
-        demo_settings(&text)
+        demo_settings(&text).map(|(settings, sample)| (settings, Some(sample)))
     } else {
         match &cli.pingora.conf {
-            Some(path) => ApiSettings::from_file(path.as_ref()),
+            Some(path) => ApiSettings::from_file(path.as_ref()).map(|s| (s, None)),
             None => {
                 eprintln!(
                     "shared-board-api: pass -c <file.yaml> (see conf/gateway.yaml) or --demo"
@@ -55,7 +55,8 @@ fn main() -> ExitCode {
             }
         }
     };
-    let settings = match settings {
+    // `_sample` keeps the demo's upstream serving until the process exits.
+    let (settings, _sample) = match settings {
         Ok(s) => s,
         Err(e) => {
             eprintln!("shared-board-api: invalid configuration: {e}");
@@ -93,51 +94,20 @@ fn main() -> ExitCode {
 }
 
 /// Starts the bundled sample upstream on a loopback port, on its own thread,
-/// and points the demo configuration at it.
-fn demo_settings(conf: &str) -> Result<ApiSettings, shared_board_api::config::ConfigError> {
+/// and points the demo configuration at it. The upstream serves as long as
+/// the returned handle lives.
+fn demo_settings(conf: &str) -> Result<(ApiSettings, SampleUpstream), ConfigError> {
     let mut settings = ApiSettings::from_yaml(conf)?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("sample-upstream".into())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = tx.send(Err(e.to_string()));
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                match SampleUpstream::start(([127, 0, 0, 1], 0).into()).await {
-                    Ok(sample) => {
-                        let _ = tx.send(Ok(sample.origin()));
-                        // Serve until the process exits.
-                        std::future::pending::<()>().await;
-                        drop(sample);
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e.to_string()));
-                    }
-                }
-            });
-        })
-        .map_err(|e| config_error(e.to_string()))?;
-    let origin = rx
-        .recv()
-        .map_err(|e| config_error(e.to_string()))?
-        .map_err(config_error)?;
-    settings.provider.origin = url::Url::parse(&origin).map_err(|e| config_error(e.to_string()))?;
-    Ok(settings)
-}
-
-fn config_error(message: String) -> shared_board_api::config::ConfigError {
-    shared_board_api::config::ConfigError {
-        key: "--demo sample upstream".into(),
-        message,
-    }
+    let sample =
+        SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).map_err(|e| ConfigError {
+            key: "--demo".into(),
+            message: format!("cannot start the sample upstream: {e}"),
+        })?;
+    settings.provider.origin = url::Url::parse(&sample.origin()).map_err(|e| ConfigError {
+        key: "--demo".into(),
+        message: e.to_string(),
+    })?;
+    Ok((settings, sample))
 }
 
 fn print_demo_help(settings: &ApiSettings) {

@@ -1,7 +1,7 @@
 //! `ApiError`: everything the API can answer with besides success, mapped to
 //! status, code and message in exactly one place (DESIGN.md section 3).
 
-use crate::provider::client::FetchError;
+use crate::provider::error::FetchError;
 use crate::select::SelectorError;
 use http::StatusCode;
 use std::time::Duration;

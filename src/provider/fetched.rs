@@ -27,3 +27,113 @@ pub struct Fetched {
     /// When this service fetched the board (epoch ms): `fetchedAt` falls back to it.
     pub fetched_at_ms: i64,
 }
+
+impl Fetched {
+    /// An empty result for `root_id`, fetched at `fetched_at_ms`.
+    pub fn new(root_id: &str, fetched_at_ms: i64) -> Self {
+        Fetched {
+            root_id: root_id.to_owned(),
+            fetched_at_ms,
+            ..Fetched::default()
+        }
+    }
+
+    /// Merge one raw `/api/boards` response: its `elements`, `comments` and
+    /// `canvasOrder` maps. A later copy replaces an earlier one, except that a
+    /// `BOARD` is never replaced by a `SKELETON` of the same id. Keys of the
+    /// wrong type are ignored.
+    pub fn merge_response(&mut self, response: &Map<String, Value>) {
+        if let Some(Value::Object(elements)) = response.get("elements") {
+            for (id, element) in elements {
+                self.merge_element(id, element.clone());
+            }
+        }
+        if let Some(Value::Object(comments)) = response.get("comments") {
+            for (id, comment) in comments {
+                self.comments.insert(id.clone(), comment.clone());
+            }
+        }
+        if let Some(Value::Object(order)) = response.get("canvasOrder") {
+            for (id, children) in order {
+                self.canvas_order.insert(id.clone(), children.clone());
+            }
+        }
+    }
+
+    /// Insert one raw element under `id`, keeping an existing `BOARD` over a new `SKELETON`.
+    pub fn merge_element(&mut self, id: &str, element: Value) {
+        let incoming_is_skeleton = element_type(&element) == Some("SKELETON");
+        if incoming_is_skeleton {
+            if let Some(existing) = self.elements.get(id) {
+                if element_type(existing) == Some("BOARD") {
+                    return;
+                }
+            }
+        }
+        self.elements.insert(id.to_owned(), element);
+    }
+
+    /// Number of merged elements.
+    pub fn element_count(&self) -> usize {
+        self.elements.len()
+    }
+}
+
+/// The raw `elementType` of an element, when it is a string.
+pub fn element_type(element: &Value) -> Option<&str> {
+    element.get("elementType").and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn response(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn later_copy_replaces_earlier() {
+        let mut f = Fetched::new("r", 0);
+        f.merge_response(&response(
+            json!({"elements":{"a":{"elementType":"CARD","v":1}}}),
+        ));
+        f.merge_response(&response(
+            json!({"elements":{"a":{"elementType":"CARD","v":2}}}),
+        ));
+        assert_eq!(f.elements["a"]["v"], 2);
+    }
+
+    #[test]
+    fn board_is_never_replaced_by_skeleton() {
+        let mut f = Fetched::new("r", 0);
+        f.merge_response(&response(json!({"elements":{"b":{"elementType":"BOARD"}}})));
+        f.merge_response(&response(
+            json!({"elements":{"b":{"elementType":"SKELETON"}}}),
+        ));
+        assert_eq!(element_type(&f.elements["b"]), Some("BOARD"));
+        // ...but a skeleton is replaced by a board.
+        f.merge_response(&response(
+            json!({"elements":{"s":{"elementType":"SKELETON"}}}),
+        ));
+        f.merge_response(&response(json!({"elements":{"s":{"elementType":"BOARD"}}})));
+        assert_eq!(element_type(&f.elements["s"]), Some("BOARD"));
+    }
+
+    #[test]
+    fn comments_and_canvas_order_merge_and_wrong_types_are_ignored() {
+        let mut f = Fetched::new("r", 0);
+        f.merge_response(&response(json!({
+            "elements": [1, 2],
+            "comments": {"c1": {"text": "x"}},
+            "canvasOrder": {"r": ["a", "b"]}
+        })));
+        assert!(f.elements.is_empty());
+        assert_eq!(f.comments.len(), 1);
+        assert_eq!(f.canvas_order["r"], json!(["a", "b"]));
+    }
+}

@@ -2,6 +2,7 @@
 //! and normalize it into a BoardDocument v1.
 
 pub mod client;
+pub mod error;
 pub mod fetched;
 pub mod normalize;
 pub mod rich_text;

@@ -27,28 +27,16 @@ pub fn encode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-/// The sample upstream, started once per test binary on its own runtime.
-pub fn upstream_origin() -> &'static str {
-    static ORIGIN: OnceLock<String> = OnceLock::new();
-    ORIGIN.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("test runtime");
-            rt.block_on(async move {
-                let sample = SampleUpstream::start(([127, 0, 0, 1], 0).into())
-                    .await
-                    .expect("sample upstream starts");
-                tx.send(sample.origin()).expect("send origin");
-                std::future::pending::<()>().await;
-                drop(sample);
-            });
-        });
-        rx.recv().expect("sample upstream origin")
+/// The sample upstream, started once per test binary on its own thread.
+pub fn sample() -> &'static SampleUpstream {
+    static SAMPLE: OnceLock<SampleUpstream> = OnceLock::new();
+    SAMPLE.get_or_init(|| {
+        SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).expect("sample upstream starts")
     })
+}
+
+pub fn upstream_origin() -> String {
+    sample().origin()
 }
 
 /// A free loopback port (bound, read, released).

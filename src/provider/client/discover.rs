@@ -1,0 +1,89 @@
+//! Which nested boards to fetch next: `BOARD` elements below a loaded board
+//! (DESIGN.md 4.3), found by following `location.parentId` chains.
+
+use super::rules::is_board_id;
+use crate::provider::fetched::{element_type, Fetched};
+use serde_json::Value;
+use std::collections::HashSet;
+
+/// Longest `location.parentId` chain followed when placing a nested board.
+const MAX_PARENT_CHAIN: usize = 64;
+
+/// `BOARD` elements below a loaded board that are not in `known`, in element
+/// id order. "Below" means the `location.parentId` chain reaches a loaded
+/// board through non-board elements (columns, ...).
+pub fn boards_to_fetch(fetched: &Fetched, known: &HashSet<String>) -> Vec<String> {
+    fetched
+        .elements
+        .iter()
+        .filter(|(id, el)| {
+            element_type(el) == Some("BOARD")
+                && !known.contains(id.as_str())
+                && !fetched.loaded_boards.contains(id.as_str())
+                && is_board_id(id)
+                && below_loaded_board(fetched, el)
+        })
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
+fn parent_id(element: &Value) -> Option<&str> {
+    element
+        .get("location")
+        .and_then(|l| l.get("parentId"))
+        .and_then(Value::as_str)
+}
+
+fn below_loaded_board(fetched: &Fetched, element: &Value) -> bool {
+    let mut current = element;
+    for _ in 0..MAX_PARENT_CHAIN {
+        let Some(parent) = parent_id(current) else {
+            return false;
+        };
+        if fetched.loaded_boards.contains(parent) {
+            return true;
+        }
+        match fetched.elements.get(parent) {
+            Some(p) if element_type(p) != Some("BOARD") => current = p,
+            _ => return false,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Map};
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn finds_boards_below_loaded_boards_only() {
+        let mut f = Fetched::new("r", 0);
+        f.loaded_boards.insert("r".into());
+        f.merge_response(&obj(json!({"elements": {
+            "r": {"elementType": "BOARD", "location": {"parentId": "home"}},
+            "col": {"elementType": "COLUMN", "location": {"parentId": "r"}},
+            "b1": {"elementType": "BOARD", "location": {"parentId": "r"}},
+            "b2": {"elementType": "BOARD", "location": {"parentId": "col"}},
+            "b3": {"elementType": "BOARD", "location": {"parentId": "b1"}},
+            "b4": {"elementType": "BOARD", "location": {"parentId": "elsewhere"}},
+            "bad id": {"elementType": "BOARD", "location": {"parentId": "r"}},
+            "loop1": {"elementType": "COLUMN", "location": {"parentId": "loop2"}},
+            "loop2": {"elementType": "COLUMN", "location": {"parentId": "loop1"}},
+            "b5": {"elementType": "BOARD", "location": {"parentId": "loop1"}},
+            "c": {"elementType": "CARD", "location": {"parentId": "r"}}
+        }})));
+        let known: HashSet<String> = ["b1".to_owned()].into();
+        assert_eq!(boards_to_fetch(&f, &known), ["b2"]);
+        assert_eq!(boards_to_fetch(&f, &HashSet::new()), ["b1", "b2"]);
+        f.loaded_boards.insert("b1".into());
+        assert_eq!(
+            boards_to_fetch(&f, &["b1".to_owned(), "b2".to_owned()].into()),
+            ["b3"]
+        );
+    }
+}

@@ -1,0 +1,332 @@
+//! The Milanote provider client: fetch one shared board (token, root board,
+//! nested boards breadth first) over Pingora's own client stack and hand the
+//! merged raw answers ([`Fetched`]) to the normalizer. One [`ProviderClient`]
+//! is shared by all requests; it owns the connection pool.
+//!
+//! Protocol and limits: DESIGN.md section 4. Timeouts: a connect or read
+//! timeout, or the overall `fetch_deadline` passing before the root board is
+//! loaded, is [`FetchError::Timeout`]; after the root, the boards loaded by
+//! then are returned.
+
+mod body;
+mod ca;
+mod discover;
+mod rules;
+mod settings;
+mod transport;
+
+pub use rules::MAX_TOKEN_BYTES;
+pub use settings::ProviderSettings;
+pub use transport::RESOLVE_TTL;
+
+use crate::provider::error::{redact_permission, FetchError};
+use crate::provider::fetched::Fetched;
+use pingora_error::{Error, ErrorType};
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::task::JoinSet;
+use transport::Transport;
+
+/// Nested boards more levels below the root than this are not fetched
+/// (DESIGN.md 4.6 "nesting depth"; `max_boards` usually stops earlier).
+pub const MAX_NESTING_DEPTH: usize = 32;
+
+/// Fetches shared Milanote boards. `Send + Sync`, shared by all requests;
+/// clones share the same connection pool.
+#[derive(Clone)]
+pub struct ProviderClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: ProviderSettings,
+    transport: Transport,
+}
+
+impl std::fmt::Debug for ProviderClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderClient")
+            .field("settings", &self.inner.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One nested-board batch's outcome: the batch's ids and the answer, if any.
+type BatchResult = (Vec<String>, Option<Map<String, Value>>);
+
+impl ProviderClient {
+    /// Validate `settings`, load the CA file if any, and set up the connector.
+    ///
+    /// # Errors
+    ///
+    /// A Pingora error of type `Custom("InvalidProviderSettings")` naming the bad
+    /// setting, or `FileReadError`/`InvalidCert` when `ca_file` cannot be read or
+    /// holds no usable certificate. Never panics.
+    pub fn new(settings: ProviderSettings) -> pingora_error::Result<Self> {
+        const INVALID: ErrorType = ErrorType::Custom("InvalidProviderSettings");
+        settings
+            .validate()
+            .or_else(|msg| Error::e_explain(INVALID, msg))?;
+        let ca = match &settings.ca_file {
+            Some(path) => Some(ca::load_ca_file(path)?),
+            None => None,
+        };
+        let transport =
+            Transport::new(&settings, ca).or_else(|msg| Error::e_explain(INVALID, msg))?;
+        Ok(ProviderClient {
+            inner: Arc::new(Inner {
+                settings,
+                transport,
+            }),
+        })
+    }
+
+    /// The settings this client runs with.
+    pub fn settings(&self) -> &ProviderSettings {
+        &self.inner.settings
+    }
+
+    /// Fetch board `board_id` through share permission `permission_id`: the
+    /// token, the root board, then nested boards breadth first within the limits.
+    ///
+    /// # Errors
+    ///
+    /// - [`FetchError::AccessDenied`]: token `null`/missing, HTTP 401/403, or the
+    ///   root denied (denial code, children not returned, `SKELETON`).
+    /// - [`FetchError::NotFound`]: HTTP 404 or a missing/deleted root.
+    /// - [`FetchError::Upstream`]: unreachable, other statuses, bot challenge,
+    ///   malformed or oversized bodies, a bad token, an unexpected root. Its text
+    ///   never contains the permission id or the token.
+    /// - [`FetchError::Timeout`]: the deadline (or a connect/read timeout) hit
+    ///   before the root board was loaded.
+    ///
+    /// Nested boards never fail the fetch: one that fails or is cut off is
+    /// simply not in [`Fetched::loaded_boards`].
+    pub async fn fetch(&self, board_id: &str, permission_id: &str) -> Result<Fetched, FetchError> {
+        let started = Instant::now();
+        let who = redact_permission(permission_id);
+        let mut token = None;
+        let result = self.fetch_all(board_id, permission_id, &mut token).await;
+        let secrets = [permission_id, token.as_deref().unwrap_or_default()];
+        let result = result.map_err(|e| e.redacted(&secrets));
+        let ms = started.elapsed().as_millis();
+        match &result {
+            Ok(f) => log::info!(
+                "provider: board {board_id} p={who}: ok, {} boards, {} elements in {ms} ms",
+                f.loaded_boards.len(),
+                f.elements.len()
+            ),
+            Err(FetchError::Upstream(msg)) => {
+                log::warn!(
+                    "provider: board {board_id} p={who}: upstream error after {ms} ms: {msg}"
+                )
+            }
+            Err(e) => log::info!("provider: board {board_id} p={who}: {e} after {ms} ms"),
+        }
+        result
+    }
+
+    async fn fetch_all(
+        &self,
+        board_id: &str,
+        permission_id: &str,
+        token_out: &mut Option<String>,
+    ) -> Result<Fetched, FetchError> {
+        let settings = &self.inner.settings;
+        let deadline = tokio::time::Instant::now() + settings.fetch_deadline;
+        let transport = &self.inner.transport;
+        let root = tokio::time::timeout_at(deadline, async {
+            let response = transport
+                .get("token", &rules::token_target(board_id, permission_id))
+                .await?;
+            let token = rules::parse_token(&response)?;
+            *token_out = Some(token.clone());
+            let ids = [board_id.to_owned()];
+            let response = transport
+                .get("root board", &rules::boards_target(&ids, &token))
+                .await?;
+            let body = rules::parse_boards(&response)?;
+            rules::check_root(&body, board_id)?;
+            Ok::<_, FetchError>((token, body))
+        })
+        .await;
+        let (token, body) = match root {
+            Ok(result) => result?,
+            Err(_) => return Err(FetchError::Timeout),
+        };
+
+        let mut fetched = Fetched::new(board_id, now_ms());
+        fetched.fetched_time_ms = body.get("fetchedTime").and_then(epoch_ms);
+        fetched.merge_response(&body);
+        if fetched.element_count() > settings.max_elements {
+            return Err(FetchError::upstream(format!(
+                "root board has more than {} elements",
+                settings.max_elements
+            )));
+        }
+        fetched.loaded_boards.insert(board_id.to_owned());
+        self.fetch_nested(&mut fetched, &token, deadline).await;
+        Ok(fetched)
+    }
+
+    /// Breadth first, one level at a time: every board of a level is requested
+    /// (in batches, `concurrency` in flight) and merged in batch order before the
+    /// next level is discovered, so the result does not depend on timing.
+    async fn fetch_nested(
+        &self,
+        fetched: &mut Fetched,
+        token: &str,
+        deadline: tokio::time::Instant,
+    ) {
+        let settings = &self.inner.settings;
+        let mut known: HashSet<String> = HashSet::from([fetched.root_id.clone()]);
+        let mut budget = settings.max_boards.saturating_sub(1);
+        for depth in 1.. {
+            let mut level = discover::boards_to_fetch(fetched, &known);
+            if level.is_empty() {
+                return;
+            }
+            if depth > MAX_NESTING_DEPTH {
+                log::info!(
+                    "provider: nesting depth limit reached, {} boards not fetched",
+                    level.len()
+                );
+                return;
+            }
+            if budget == 0 {
+                log::debug!(
+                    "provider: max_boards reached, {} boards not fetched",
+                    level.len()
+                );
+                return;
+            }
+            level.truncate(budget);
+            budget -= level.len();
+            known.extend(level.iter().cloned());
+            let batches: Vec<Vec<String>> = level
+                .chunks(settings.batch_size)
+                .map(<[String]>::to_vec)
+                .collect();
+            let (results, complete) = self.run_batches(batches, token, deadline).await;
+            for (ids, body) in results {
+                let Some(body) = body else { continue };
+                let incoming = body
+                    .get("elements")
+                    .and_then(Value::as_object)
+                    .map_or(0, Map::len);
+                if fetched.element_count() + incoming > settings.max_elements {
+                    log::info!("provider: max_elements reached, nested boards not merged");
+                    return;
+                }
+                fetched.merge_response(&body);
+                for id in ids {
+                    if rules::nested_loaded(&body, &id) {
+                        fetched.loaded_boards.insert(id);
+                    }
+                }
+            }
+            if !complete {
+                log::info!("provider: fetch deadline passed, returning the boards loaded so far");
+                return;
+            }
+        }
+    }
+
+    /// Run `batches` with at most `concurrency` in flight until all finish or the
+    /// deadline passes. Returns the results in batch order and whether all finished.
+    async fn run_batches(
+        &self,
+        batches: Vec<Vec<String>>,
+        token: &str,
+        deadline: tokio::time::Instant,
+    ) -> (Vec<BatchResult>, bool) {
+        let mut results: Vec<BatchResult> = batches.iter().map(|ids| (ids.clone(), None)).collect();
+        let mut pending = batches.into_iter().enumerate();
+        let mut in_flight = JoinSet::new();
+        let concurrency = self.inner.settings.concurrency;
+        loop {
+            while in_flight.len() < concurrency {
+                let Some((index, ids)) = pending.next() else {
+                    break;
+                };
+                let inner = Arc::clone(&self.inner);
+                let token = token.to_owned();
+                in_flight.spawn(async move {
+                    let target = rules::boards_target(&ids, &token);
+                    let answer = match inner.transport.get("nested boards", &target).await {
+                        Ok(response) => rules::parse_boards(&response),
+                        Err(e) => Err(e),
+                    };
+                    (index, answer.map_err(|e| e.redacted(&[&token])))
+                });
+            }
+            if in_flight.is_empty() {
+                return (results, true);
+            }
+            match tokio::time::timeout_at(deadline, in_flight.join_next()).await {
+                Err(_) => {
+                    // Dropping the JoinSet aborts the requests still in flight.
+                    in_flight.abort_all();
+                    return (results, false);
+                }
+                Ok(None) => return (results, true),
+                Ok(Some(Err(join_error))) => {
+                    log::warn!("provider: nested board task failed: {join_error}");
+                }
+                Ok(Some(Ok((index, answer)))) => match answer {
+                    Ok(body) => {
+                        if let Some(slot) = results.get_mut(index) {
+                            slot.1 = Some(body);
+                        }
+                    }
+                    Err(e) => {
+                        let n = results.get(index).map_or(0, |r| r.0.len());
+                        log::info!("provider: nested batch of {n} boards not loaded: {e}");
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// An epoch-milliseconds value sent as an integer or a float.
+fn epoch_ms(v: &Value) -> Option<i64> {
+    v.as_i64()
+        .or_else(|| v.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<ProviderClient>();
+    }
+
+    #[test]
+    fn invalid_settings_are_an_error_not_a_panic() {
+        let settings = ProviderSettings {
+            concurrency: 0,
+            ..ProviderSettings::default()
+        };
+        let err = ProviderClient::new(settings).unwrap_err();
+        assert!(err.to_string().contains("concurrency"), "{err}");
+    }
+
+    #[test]
+    fn epoch_ms_accepts_integers_and_floats() {
+        assert_eq!(epoch_ms(&serde_json::json!(5)), Some(5));
+        assert_eq!(epoch_ms(&serde_json::json!(5.7)), Some(5));
+        assert_eq!(epoch_ms(&serde_json::json!("5")), None);
+    }
+}

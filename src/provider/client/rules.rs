@@ -1,0 +1,393 @@
+//! The Milanote protocol rules, as pure functions (DESIGN.md section 4):
+//! request targets, the token answer, the root-board verdict and which nested
+//! boards an answer loaded.
+
+use super::transport::Response;
+use crate::provider::error::FetchError;
+use crate::provider::fetched::element_type;
+use serde_json::{Map, Value};
+
+/// Longest token accepted from the provider.
+pub const MAX_TOKEN_BYTES: usize = 8192;
+
+const DENIED_CODES: &[&str] = &["BOARD_ACCESS_DENIED", "ACCESS_DENIED", "PASSWORD_PROTECTED"];
+const MISSING_CODES: &[&str] = &["BOARD_NOT_FOUND", "NOT_FOUND", "DELETED", "BOARD_DELETED"];
+
+/// Percent-encode everything but RFC 3986 unreserved characters.
+pub fn encode_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `/api/permissions/token/{p}?elementId={boardId}`.
+pub fn token_target(board_id: &str, permission_id: &str) -> String {
+    format!(
+        "/api/permissions/token/{}?elementId={}",
+        encode_component(permission_id),
+        encode_component(board_id)
+    )
+}
+
+/// `/api/boards?ids=a,b&tokens=T&excludeSelf=false&loadAncestors=false&canvasOrder=true`.
+pub fn boards_target(ids: &[String], token: &str) -> String {
+    let ids: Vec<String> = ids.iter().map(|id| encode_component(id)).collect();
+    format!(
+        "/api/boards?ids={}&tokens={}&excludeSelf=false&loadAncestors=false&canvasOrder=true",
+        ids.join(","),
+        encode_component(token)
+    )
+}
+
+/// Whether `id` is a board id this client will ask for: `^[A-Za-z0-9_-]{1,256}$`.
+pub fn is_board_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 256
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// HTTP statuses both endpoints map the same way.
+fn status_verdict(what: &str, status: u16) -> Result<(), FetchError> {
+    match status {
+        200..=299 => Ok(()),
+        401 | 403 => Err(FetchError::AccessDenied),
+        404 => Err(FetchError::NotFound),
+        _ => Err(FetchError::upstream(format!(
+            "{what} answered HTTP {status}"
+        ))),
+    }
+}
+
+fn json_object(what: &str, body: &[u8]) -> Result<Map<String, Value>, FetchError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(FetchError::upstream(format!(
+            "{what} body is not a JSON object"
+        ))),
+        Err(_) => Err(FetchError::upstream(format!("{what} body is not JSON"))),
+    }
+}
+
+/// The token from the token endpoint's answer.
+///
+/// # Errors
+///
+/// `AccessDenied` for 401/403 or a `null`/missing token, `NotFound` for 404,
+/// `Upstream` for other statuses, a non-JSON body, or a token that is not a
+/// string, is empty, longer than [`MAX_TOKEN_BYTES`], or has control
+/// characters or surrounding whitespace.
+pub fn parse_token(response: &Response) -> Result<String, FetchError> {
+    status_verdict("token endpoint", response.status)?;
+    let body = json_object("token", &response.body)?;
+    let token = match body.get("token") {
+        None | Some(Value::Null) => return Err(FetchError::AccessDenied),
+        Some(Value::String(t)) => t,
+        Some(_) => return Err(FetchError::upstream("token is not a string")),
+    };
+    if token.is_empty() {
+        return Err(FetchError::upstream("token is empty"));
+    }
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(FetchError::upstream(format!(
+            "token is longer than {MAX_TOKEN_BYTES} bytes"
+        )));
+    }
+    if token.chars().any(char::is_control) {
+        return Err(FetchError::upstream("token has control characters"));
+    }
+    if token.trim() != token {
+        return Err(FetchError::upstream("token has surrounding whitespace"));
+    }
+    Ok(token.clone())
+}
+
+/// The boards endpoint's answer as a JSON object.
+///
+/// # Errors
+///
+/// `AccessDenied` for 401/403, `NotFound` for 404, `Upstream` for other
+/// non-2xx statuses and bodies that are not a JSON object.
+pub fn parse_boards(response: &Response) -> Result<Map<String, Value>, FetchError> {
+    status_verdict("boards endpoint", response.status)?;
+    json_object("boards", &response.body)
+}
+
+/// `errors[id].error.code`, when present.
+fn error_code<'a>(body: &'a Map<String, Value>, id: &str) -> Option<Option<&'a str>> {
+    let entry = body.get("errors")?.get(id)?;
+    Some(
+        entry
+            .get("error")
+            .and_then(|e| e.get("code"))
+            .and_then(Value::as_str),
+    )
+}
+
+/// `childrenReturned[id] == true`.
+fn children_returned(body: &Map<String, Value>, id: &str) -> bool {
+    body.get("childrenReturned")
+        .and_then(|c| c.get(id))
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+/// An element by map key, else by its `id` or `_id` field.
+pub fn find_element<'a>(elements: &'a Map<String, Value>, id: &str) -> Option<&'a Value> {
+    elements.get(id).or_else(|| {
+        elements.values().find(|e| {
+            e.get("id").and_then(Value::as_str) == Some(id)
+                || e.get("_id").and_then(Value::as_str) == Some(id)
+        })
+    })
+}
+
+/// A provider error code is logged only when it looks like one (`[A-Z_]{1,64}`):
+/// never arbitrary provider text.
+fn loggable_code(code: &str) -> &str {
+    let ok = !code.is_empty()
+        && code.len() <= 64
+        && code.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_');
+    if ok {
+        code
+    } else {
+        "(unrecognized)"
+    }
+}
+
+/// The verdict on the root board's answer (DESIGN.md section 4.2).
+///
+/// # Errors
+///
+/// `AccessDenied` when the root's error code is a denial, its children were not
+/// returned, or it is a `SKELETON`; `NotFound` when the code says missing or
+/// deleted (case-insensitive); `Upstream` for any other code, no `elements`, or
+/// a root element that is missing or not a `BOARD`.
+pub fn check_root(body: &Map<String, Value>, root_id: &str) -> Result<(), FetchError> {
+    if let Some(code) = error_code(body, root_id) {
+        let upper = code.unwrap_or_default().to_ascii_uppercase();
+        if DENIED_CODES.contains(&upper.as_str()) {
+            return Err(FetchError::AccessDenied);
+        }
+        if MISSING_CODES.contains(&upper.as_str()) {
+            return Err(FetchError::NotFound);
+        }
+        return Err(FetchError::upstream(format!(
+            "root board error code {}",
+            loggable_code(code.unwrap_or_default())
+        )));
+    }
+    let Some(Value::Object(elements)) = body.get("elements") else {
+        return Err(FetchError::upstream("boards answer has no elements"));
+    };
+    if !children_returned(body, root_id) {
+        return Err(FetchError::AccessDenied);
+    }
+    let Some(root) = find_element(elements, root_id) else {
+        return Err(FetchError::upstream(
+            "root element missing from the boards answer",
+        ));
+    };
+    match element_type(root) {
+        Some("BOARD") => Ok(()),
+        Some("SKELETON") => Err(FetchError::AccessDenied),
+        _ => Err(FetchError::upstream("root element is not a BOARD")),
+    }
+}
+
+/// Whether nested board `id` was loaded by this answer: no error for it, its
+/// children returned, and not answered as a `SKELETON`.
+pub fn nested_loaded(body: &Map<String, Value>, id: &str) -> bool {
+    if error_code(body, id).is_some() || !children_returned(body, id) {
+        return false;
+    }
+    let skeleton = body
+        .get("elements")
+        .and_then(Value::as_object)
+        .and_then(|els| find_element(els, id))
+        .is_some_and(|e| element_type(e) == Some("SKELETON"));
+    !skeleton
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn resp(status: u16, body: &str) -> Response {
+        Response {
+            status,
+            body: body.as_bytes().to_vec().into(),
+        }
+    }
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn encodes_components() {
+        assert_eq!(encode_component("aZ9-._~"), "aZ9-._~");
+        assert_eq!(encode_component("a b/c?d&e,f"), "a%20b%2Fc%3Fd%26e%2Cf");
+        assert_eq!(encode_component("é"), "%C3%A9");
+        assert_eq!(
+            token_target("b1", "p/1"),
+            "/api/permissions/token/p%2F1?elementId=b1"
+        );
+        assert_eq!(
+            boards_target(&["a".into(), "b c".into()], "t&k"),
+            "/api/boards?ids=a,b%20c&tokens=t%26k&excludeSelf=false&loadAncestors=false&canvasOrder=true"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn encoding_round_trips_and_is_safe(s in "\\PC{0,40}") {
+            let encoded = encode_component(&s);
+            proptest::prop_assert!(encoded.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(&b)));
+            let decoded: String = url::form_urlencoded::parse(format!("k={encoded}").as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default();
+            proptest::prop_assert_eq!(decoded, s);
+        }
+    }
+
+    #[test]
+    fn token_table() {
+        let up = |r: Result<String, FetchError>| matches!(r, Err(FetchError::Upstream(_)));
+        assert_eq!(
+            parse_token(&resp(200, r#"{"token":"abc"}"#)),
+            Ok("abc".into())
+        );
+        assert_eq!(
+            parse_token(&resp(200, r#"{"token":null}"#)),
+            Err(FetchError::AccessDenied)
+        );
+        assert_eq!(
+            parse_token(&resp(200, r#"{}"#)),
+            Err(FetchError::AccessDenied)
+        );
+        assert_eq!(parse_token(&resp(401, "")), Err(FetchError::AccessDenied));
+        assert_eq!(parse_token(&resp(403, "")), Err(FetchError::AccessDenied));
+        assert_eq!(parse_token(&resp(404, "")), Err(FetchError::NotFound));
+        assert!(up(parse_token(&resp(500, r#"{"token":"abc"}"#))));
+        assert!(up(parse_token(&resp(200, "<html>"))));
+        assert!(up(parse_token(&resp(200, "[1]"))));
+        assert!(up(parse_token(&resp(200, r#"{"token":""}"#))));
+        assert!(up(parse_token(&resp(200, r#"{"token":" a"}"#))));
+        assert!(up(parse_token(&resp(200, r#"{"token":"a\t"}"#))));
+        assert!(up(parse_token(&resp(200, r#"{"token":"a\u0001b"}"#))));
+        assert!(up(parse_token(&resp(200, r#"{"token":42}"#))));
+        let long = format!(r#"{{"token":"{}"}}"#, "t".repeat(MAX_TOKEN_BYTES + 1));
+        assert!(up(parse_token(&resp(200, &long))));
+        let max = format!(r#"{{"token":"{}"}}"#, "t".repeat(MAX_TOKEN_BYTES));
+        assert!(parse_token(&resp(200, &max)).is_ok());
+    }
+
+    fn root(code: Option<&str>, returned: Value, el_type: &str) -> Map<String, Value> {
+        let mut v = json!({
+            "elements": {"r": {"elementType": el_type}},
+            "childrenReturned": {"r": returned}
+        });
+        if let Some(code) = code {
+            v["errors"] = json!({"r": {"error": {"code": code}}});
+        }
+        obj(v)
+    }
+
+    #[test]
+    fn root_table() {
+        use FetchError::*;
+        let up = |r: Result<(), FetchError>| matches!(r, Err(Upstream(_)));
+        assert_eq!(check_root(&root(None, json!(true), "BOARD"), "r"), Ok(()));
+        for code in [
+            "BOARD_ACCESS_DENIED",
+            "ACCESS_DENIED",
+            "PASSWORD_PROTECTED",
+            "access_denied",
+        ] {
+            assert_eq!(
+                check_root(&root(Some(code), json!(false), "SKELETON"), "r"),
+                Err(AccessDenied),
+                "{code}"
+            );
+        }
+        for code in [
+            "BOARD_NOT_FOUND",
+            "NOT_FOUND",
+            "DELETED",
+            "board_deleted",
+            "Deleted",
+        ] {
+            assert_eq!(
+                check_root(&root(Some(code), json!(false), "BOARD"), "r"),
+                Err(NotFound),
+                "{code}"
+            );
+        }
+        assert!(up(check_root(
+            &root(Some("WEIRD"), json!(true), "BOARD"),
+            "r"
+        )));
+        assert_eq!(
+            check_root(&root(None, json!(false), "BOARD"), "r"),
+            Err(AccessDenied)
+        );
+        assert_eq!(
+            check_root(&root(None, json!("yes"), "BOARD"), "r"),
+            Err(AccessDenied)
+        );
+        assert_eq!(
+            check_root(&root(None, json!(true), "SKELETON"), "r"),
+            Err(AccessDenied)
+        );
+        assert!(up(check_root(&root(None, json!(true), "CARD"), "r")));
+        assert!(up(check_root(
+            &obj(json!({"childrenReturned": {"r": true}})),
+            "r"
+        )));
+        assert!(up(check_root(
+            &obj(json!({"elements": {}, "childrenReturned": {"r": true}})),
+            "r"
+        )));
+        // The root found by its `id` field when keyed differently.
+        let by_field = obj(
+            json!({"elements": {"k": {"id": "r", "elementType": "BOARD"}}, "childrenReturned": {"r": true}}),
+        );
+        assert_eq!(check_root(&by_field, "r"), Ok(()));
+    }
+
+    #[test]
+    fn error_code_text_is_never_logged_raw() {
+        let body = root(Some("secret text from provider"), json!(true), "BOARD");
+        let Err(FetchError::Upstream(msg)) = check_root(&body, "r") else {
+            panic!("expected an upstream error");
+        };
+        assert!(!msg.contains("secret"));
+    }
+
+    #[test]
+    fn nested_loaded_table() {
+        let ok = obj(
+            json!({"elements": {"n": {"elementType": "BOARD"}}, "childrenReturned": {"n": true}}),
+        );
+        assert!(nested_loaded(&ok, "n"));
+        let skel = obj(
+            json!({"elements": {"n": {"elementType": "SKELETON"}}, "childrenReturned": {"n": true}}),
+        );
+        assert!(!nested_loaded(&skel, "n"));
+        let denied = obj(
+            json!({"errors": {"n": {"error": {"code": "ACCESS_DENIED"}}}, "childrenReturned": {"n": true}}),
+        );
+        assert!(!nested_loaded(&denied, "n"));
+        assert!(!nested_loaded(&obj(json!({"childrenReturned": {}})), "n"));
+    }
+}

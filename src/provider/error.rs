@@ -1,0 +1,148 @@
+//! What a provider fetch can fail with, as the gateway sees it, and the
+//! redaction that keeps secrets out of the log text.
+//!
+//! The gateway maps each variant to exactly one API error (DESIGN.md section 3):
+//! see [`FetchError::http_status`] and [`FetchError::api_code`].
+
+use std::fmt;
+
+/// Why [`ProviderClient::fetch`](super::client::ProviderClient::fetch) produced no board.
+///
+/// The text inside [`FetchError::Upstream`] is meant for the log only. It is
+/// built by this crate, never copied from a provider body, and passed through
+/// [`redact`] so it never carries the permission id, the provider token or the
+/// share link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FetchError {
+    /// The provider refuses the permission (revoked link, password protected,
+    /// token `null`, HTTP 401/403): `403 BOARD_ACCESS_DENIED`.
+    AccessDenied,
+    /// The provider says the board does not exist or was deleted: `404 BOARD_NOT_FOUND`.
+    NotFound,
+    /// Anything else that went wrong upstream (unreachable, 5xx, bot challenge,
+    /// malformed or oversized body): `502 UPSTREAM_ERROR`. Log text only.
+    Upstream(String),
+    /// The overall fetch deadline passed before the root board was loaded:
+    /// `504 UPSTREAM_TIMEOUT`.
+    Timeout,
+}
+
+impl FetchError {
+    /// The HTTP status the gateway answers with for this error.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            FetchError::AccessDenied => 403,
+            FetchError::NotFound => 404,
+            FetchError::Upstream(_) => 502,
+            FetchError::Timeout => 504,
+        }
+    }
+
+    /// The API error code (DESIGN.md section 3) for this error.
+    pub fn api_code(&self) -> &'static str {
+        match self {
+            FetchError::AccessDenied => "BOARD_ACCESS_DENIED",
+            FetchError::NotFound => "BOARD_NOT_FOUND",
+            FetchError::Upstream(_) => "UPSTREAM_ERROR",
+            FetchError::Timeout => "UPSTREAM_TIMEOUT",
+        }
+    }
+
+    /// Build an [`FetchError::Upstream`] from any displayable cause.
+    pub(crate) fn upstream(msg: impl fmt::Display) -> Self {
+        FetchError::Upstream(msg.to_string())
+    }
+
+    /// The same error with every secret in `secrets` removed from its text.
+    pub(crate) fn redacted(self, secrets: &[&str]) -> Self {
+        match self {
+            FetchError::Upstream(msg) => FetchError::Upstream(redact(&msg, secrets)),
+            other => other,
+        }
+    }
+}
+
+impl fmt::Display for FetchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FetchError::AccessDenied => f.write_str("provider denied access to the board"),
+            FetchError::NotFound => f.write_str("provider says the board does not exist"),
+            FetchError::Upstream(msg) => write!(f, "provider error: {msg}"),
+            FetchError::Timeout => f.write_str("provider fetch passed its deadline"),
+        }
+    }
+}
+
+impl std::error::Error for FetchError {}
+
+/// Replace every occurrence of each non-empty secret in `text` with `[redacted]`.
+///
+/// A second line of defence: messages are built without secrets in the first
+/// place, but a lower layer (an I/O error, a Pingora error context) might echo
+/// a request target, so every upstream message passes through here.
+pub fn redact(text: &str, secrets: &[&str]) -> String {
+    let mut out = text.to_owned();
+    for secret in secrets.iter().filter(|s| !s.is_empty()) {
+        if out.contains(secret) {
+            out = out.replace(secret, "[redacted]");
+        }
+    }
+    out
+}
+
+/// A short, non-reversible label for a permission id, for log lines:
+/// its length and its first two characters (`Tj…(11)`), never the whole id.
+pub fn redact_permission(permission_id: &str) -> String {
+    let head: String = permission_id.chars().take(2).collect();
+    format!("{head}…({})", permission_id.chars().count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_removes_every_secret() {
+        let text = "GET /api/permissions/token/TjNXxqcH5oo?x=1 tok=abc.def failed";
+        let out = redact(text, &["TjNXxqcH5oo", "abc.def"]);
+        assert!(!out.contains("TjNXxqcH5oo"));
+        assert!(!out.contains("abc.def"));
+        assert_eq!(out.matches("[redacted]").count(), 2);
+    }
+
+    #[test]
+    fn redact_ignores_empty_secrets() {
+        assert_eq!(redact("plain", &["", ""]), "plain");
+    }
+
+    #[test]
+    fn redacted_only_touches_upstream_text() {
+        let e = FetchError::Upstream("bad p=SECRET1".into()).redacted(&["SECRET1"]);
+        assert_eq!(e, FetchError::Upstream("bad p=[redacted]".into()));
+        assert_eq!(
+            FetchError::Timeout.redacted(&["SECRET1"]),
+            FetchError::Timeout
+        );
+    }
+
+    #[test]
+    fn permission_label_hides_the_id() {
+        let label = redact_permission("TjNXxqcH5oo");
+        assert!(!label.contains("TjNXxqcH5oo"));
+        assert_eq!(label, "Tj…(11)");
+    }
+
+    #[test]
+    fn status_and_code_follow_the_error_catalogue() {
+        let cases = [
+            (FetchError::AccessDenied, 403, "BOARD_ACCESS_DENIED"),
+            (FetchError::NotFound, 404, "BOARD_NOT_FOUND"),
+            (FetchError::Upstream(String::new()), 502, "UPSTREAM_ERROR"),
+            (FetchError::Timeout, 504, "UPSTREAM_TIMEOUT"),
+        ];
+        for (e, status, code) in cases {
+            assert_eq!(e.http_status(), status);
+            assert_eq!(e.api_code(), code);
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! The fixture files embedded by `build.rs`: Milanote's `/api/boards` answer
+//! for one board each, keyed by board id. Used by the sample upstream.
+
+use serde_json::{Map, Value};
+
+include!(concat!(env!("OUT_DIR"), "/sample_fixtures.rs"));
+
+/// The raw text of the fixture for `board_id`: a board fixture
+/// (`tests/fixtures/boards/`) first, else a scenario fixture
+/// (`tests/fixtures/scenarios/`).
+pub fn fixture_text(board_id: &str) -> Option<&'static str> {
+    BOARD_FIXTURES
+        .iter()
+        .chain(SCENARIO_FIXTURES.iter())
+        .find(|(id, _)| *id == board_id)
+        .map(|(_, text)| *text)
+}
+
+/// The parsed fixture for `board_id`, when there is one and it is a JSON object.
+pub fn fixture(board_id: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str(fixture_text(board_id)?) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+/// Ids of the embedded board fixtures (not the scenarios), sorted.
+pub fn board_ids() -> Vec<&'static str> {
+    BOARD_FIXTURES.iter().map(|(id, _)| *id).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_embedded_fixture_is_a_json_object() {
+        for (id, _) in BOARD_FIXTURES.iter().chain(SCENARIO_FIXTURES.iter()) {
+            assert!(fixture(id).is_some(), "fixture {id} is not a JSON object");
+        }
+    }
+
+    #[test]
+    fn client_fixtures_are_embedded() {
+        assert!(board_ids().contains(&"t-root"));
+        assert!(fixture_text("fault-skeleton").is_some());
+        assert!(fixture_text("no-such-board").is_none());
+    }
+}
