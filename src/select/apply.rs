@@ -1,0 +1,133 @@
+//! The two walks of DESIGN.md section 6, driven by a compiled [`Program`]:
+//! `include` builds a new value from nothing, `exclude` deletes in place. Both
+//! look at object keys only through the automaton, so keys outside the model and
+//! everything inside a leaf (`blocks`, `content`, ...) are never matched.
+//!
+//! The walks recurse along the document; its depth is bounded by the
+//! normalizer's nesting limit (DESIGN.md 4.6), and serde_json's own
+//! serialization and drop of the same value recurse just as deep.
+
+use super::compile::{Program, Step};
+use crate::document::model::{self, NodeId};
+use serde_json::{Map, Value};
+
+/// `include`: a new document holding what the selectors keep; `{}` when nothing.
+pub fn include(program: &Program, doc: &Value) -> Value {
+    let kept = match (program.start(), doc) {
+        (Some(start), Value::Object(root)) => include_object(program, root, start),
+        _ => None,
+    };
+    Value::Object(kept.unwrap_or_default())
+}
+
+/// The kept keys of `obj`, or `None` when none is kept (the object is dropped).
+fn include_object(
+    program: &Program,
+    obj: &Map<String, Value>,
+    state: u32,
+) -> Option<Map<String, Value>> {
+    let mut out = Map::new();
+    for (key, value) in obj {
+        let kept = match program.step(state, key) {
+            Step::Skip => None,
+            Step::End(node) => keep_whole(value, node as NodeId),
+            Step::Descend(next) => include_value(program, value, next),
+        };
+        if let Some(kept) = kept {
+            out.insert(key.clone(), kept);
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Where selectors pass through: objects descend, arrays keep the elements that
+/// produced something and are kept even when that leaves them `[]` (nested
+/// arrays, i.e. table rows, likewise); a scalar here produces nothing.
+fn include_value(program: &Program, value: &Value, state: u32) -> Option<Value> {
+    match value {
+        Value::Object(obj) => include_object(program, obj, state).map(Value::Object),
+        Value::Array(items) => Some(Value::Array(
+            items
+                .iter()
+                .filter_map(|item| include_value(program, item, state))
+                .collect(),
+        )),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => None,
+    }
+}
+
+/// Where a selector ends: the value whole, except that objects left empty
+/// inside it are dropped (recursively, so an object holding only empty objects
+/// goes too); arrays are kept, even empty. Raw values inside leaves are kept
+/// verbatim: the pruning walks model keys only, like the selectors.
+fn keep_whole(value: &Value, node: NodeId) -> Option<Value> {
+    let model = model::get();
+    match value {
+        Value::Object(obj) if obj.is_empty() => None,
+        Value::Object(obj) if model.node(node).is_leaf() => Some(Value::Object(obj.clone())),
+        Value::Object(obj) => {
+            let here = model.node(node);
+            let mut out = Map::new();
+            for (key, child) in obj {
+                let kept = match here.child(key) {
+                    Some(child_node) => keep_whole(child, child_node),
+                    // Not a model key (absent from sanitized documents): kept as is.
+                    None => Some(child.clone()),
+                };
+                if let Some(kept) = kept {
+                    out.insert(key.clone(), kept);
+                }
+            }
+            (!out.is_empty()).then_some(Value::Object(out))
+        }
+        Value::Array(items) if model.node(node).is_leaf() => Some(Value::Array(items.clone())),
+        Value::Array(items) => Some(Value::Array(
+            items
+                .iter()
+                .filter_map(|item| keep_whole(item, node))
+                .collect(),
+        )),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => Some(value.clone()),
+    }
+}
+
+/// `exclude`, in place: deletes every key where a selector ends. An object that
+/// loses all its keys this way is dropped (from its parent object or array);
+/// arrays are never dropped; an object that was already empty stays. The root
+/// is never dropped: emptied, it is `{}`.
+pub fn exclude(program: &Program, doc: &mut Value) {
+    if let (Some(start), Value::Object(root)) = (program.start(), doc) {
+        exclude_object(program, root, start);
+    }
+}
+
+/// Returns true when `obj` had keys and lost all of them here.
+fn exclude_object(program: &Program, obj: &mut Map<String, Value>, state: u32) -> bool {
+    if obj.is_empty() {
+        return false;
+    }
+    obj.retain(|key, value| match program.step(state, key) {
+        Step::Skip => true,
+        Step::End(_) => false,
+        Step::Descend(next) => match value {
+            Value::Object(inner) => !exclude_object(program, inner, next),
+            Value::Array(items) => {
+                exclude_array(program, items, next);
+                true
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
+        },
+    });
+    obj.is_empty()
+}
+
+fn exclude_array(program: &Program, items: &mut Vec<Value>, state: u32) {
+    items.retain_mut(|item| match item {
+        Value::Object(inner) => !exclude_object(program, inner, state),
+        Value::Array(inner) => {
+            exclude_array(program, inner, state);
+            true
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
+    });
+}
