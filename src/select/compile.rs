@@ -358,14 +358,14 @@ mod tests {
         // 100 distinct 20-segment selectors mixing `**`, `*` and `children`.
         let mut items = Vec::new();
         for i in 0..100usize {
-            let segs: Vec<&str> = (0..19)
+            let segs: Vec<&str> = (0..18)
                 .map(|j| match (i >> (j % 7)) & 3 {
                     0 => "**",
                     1 => "*",
                     _ => "children",
                 })
                 .collect();
-            items.push(format!("{}.id", segs.join(".")));
+            items.push(format!("board.{}.id", segs.join(".")));
         }
         // Built item by item: together they exceed the 8192-character list limit,
         // which only makes this harsher than anything a request can send.
@@ -373,13 +373,9 @@ mod tests {
             .iter()
             .map(|i| crate::select::parse::parse_item(i).expect("parses"))
             .collect();
-        match compile(&selectors) {
-            Ok(program) => {
-                eprintln!("hostile list: {} DFA states", program.len());
-                assert!(program.len() < 2_000, "{} states", program.len())
-            }
-            Err(e) => assert_eq!(e.kind(), ErrorKind::NoMatch, "{e}"),
-        }
+        let program = compile(&selectors).expect("all valid: `*` can be `children`");
+        eprintln!("hostile list: {} DFA states", program.len());
+        assert!(program.len() < 2_000, "{} states", program.len());
     }
 
     #[test]
