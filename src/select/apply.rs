@@ -8,7 +8,7 @@
 //! serialization and drop of the same value recurse just as deep.
 
 use super::compile::{Program, Step};
-use crate::document::model::{self, NodeId};
+use crate::document::model::{self, Model, NodeId};
 use serde_json::{Map, Value};
 
 /// `include`: a new document holding what the selectors keep; `{}` when nothing.
@@ -61,33 +61,41 @@ fn include_value(program: &Program, value: &Value, state: u32) -> Option<Value> 
 /// goes too); arrays are kept, even empty. Raw values inside leaves are kept
 /// verbatim: the pruning walks model keys only, like the selectors.
 fn keep_whole(value: &Value, node: NodeId) -> Option<Value> {
-    let model = model::get();
+    // A bulk clone then an in-place prune is cheaper than rebuilding key by
+    // key: empty objects are rare in real documents.
+    let mut kept = value.clone();
+    (!prune_empty(model::get(), &mut kept, node)).then_some(kept)
+}
+
+/// Drops the empty objects at model positions inside `value`; returns true when
+/// `value` is itself an empty object (after pruning) and must go too.
+fn prune_empty(model: &Model, value: &mut Value, node: NodeId) -> bool {
+    let here = model.node(node);
     match value {
-        Value::Object(obj) if obj.is_empty() => None,
-        Value::Object(obj) if model.node(node).is_leaf() => Some(Value::Object(obj.clone())),
+        Value::Object(obj) if here.is_leaf() => obj.is_empty(),
         Value::Object(obj) => {
-            let here = model.node(node);
-            let mut out = Map::new();
-            for (key, child) in obj {
-                let kept = match here.child(key) {
-                    Some(child_node) => keep_whole(child, child_node),
-                    // Not a model key (absent from sanitized documents): kept as is.
-                    None => Some(child.clone()),
-                };
-                if let Some(kept) = kept {
-                    out.insert(key.clone(), kept);
+            let mut emptied = false;
+            for (key, child) in obj.iter_mut() {
+                // Keys outside the model (absent from sanitized documents) are kept as they are.
+                if let Some(child_node) = here.child(key) {
+                    emptied |= matches!(child, Value::Object(_) | Value::Array(_))
+                        && prune_empty(model, child, child_node);
                 }
             }
-            (!out.is_empty()).then_some(Value::Object(out))
+            if emptied {
+                obj.retain(|key, child| match (here.child(key), child) {
+                    (Some(_), Value::Object(inner)) => !inner.is_empty(),
+                    _ => true,
+                });
+            }
+            obj.is_empty()
         }
-        Value::Array(items) if model.node(node).is_leaf() => Some(Value::Array(items.clone())),
-        Value::Array(items) => Some(Value::Array(
-            items
-                .iter()
-                .filter_map(|item| keep_whole(item, node))
-                .collect(),
-        )),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => Some(value.clone()),
+        Value::Array(_) if here.is_leaf() => false,
+        Value::Array(items) => {
+            items.retain_mut(|item| !prune_empty(model, item, node));
+            false
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => false,
     }
 }
 
