@@ -59,7 +59,7 @@ fn leaf_kind(i: usize) -> NodeKind {
         ..File::default()
     };
     match i % 8 {
-        0 | 1 | 2 => NodeKind::Card(CardFields {
+        0..=2 => NodeKind::Card(CardFields {
             rich_text: Some(rich(&format!("card {i}"))),
             background: Some(scalar("white")),
             transparent: Some(false),

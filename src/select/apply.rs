@@ -139,3 +139,98 @@ fn exclude_array(program: &Program, items: &mut Vec<Value>, state: u32) {
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::compile::compile;
+    use crate::select::parse::parse_list;
+    use serde_json::json;
+
+    fn program(list: &str) -> Program {
+        compile(&parse_list(list).expect("parses")).expect("compiles")
+    }
+
+    fn doc() -> Value {
+        json!({
+            "version": 1,
+            "board": {
+                "id": "b", "location": {"position": {}}, "icon": {},
+                "children": [
+                    {"id": "n", "location": {}, "children": [], "content": {"k": {}}},
+                    {"id": "t", "table": {"rows": [[{}], [{"value": 1}, {}]]}, "children": []}
+                ]
+            }
+        })
+    }
+
+    #[test]
+    fn include_table() {
+        let cases: &[(&str, Value)] = &[
+            // Empty objects inside a kept value go, recursively; leaf content is verbatim.
+            (
+                "board",
+                json!({"board": {"id": "b", "children": [
+                    {"id": "n", "children": [], "content": {"k": {}}},
+                    {"id": "t", "table": {"rows": [[], [{"value": 1}]]}, "children": []}
+                ]}}),
+            ),
+            ("board.location", json!({})),
+            ("board.icon,version", json!({"version": 1})),
+            (
+                "board.children.table.rows",
+                json!({"board": {"children": [{"table": {"rows": [[], [{"value": 1}]]}}]}}),
+            ),
+            (
+                "board.children.table.rows.value",
+                json!({"board": {"children": [{"table": {"rows": [[], [{"value": 1}]]}}]}}),
+            ),
+            (
+                "board.children.location",
+                json!({"board": {"children": []}}),
+            ),
+        ];
+        for (list, expected) in cases {
+            assert_eq!(include(&program(list), &doc()), *expected, "{list}");
+        }
+    }
+
+    #[test]
+    fn exclude_table() {
+        let cases: &[(&str, Value)] = &[
+            // Already-empty objects stay; emptied ones go, cascading up to array elements.
+            ("version", json!({"board": doc()["board"].clone()})),
+            (
+                "board.location.position",
+                json!({"version": 1, "board": {
+                    "id": "b", "icon": {}, "children": doc()["board"]["children"].clone()
+                }}),
+            ),
+            (
+                "board.children.table.rows.value",
+                json!({"version": 1, "board": {
+                    "id": "b", "location": {"position": {}}, "icon": {},
+                    "children": [
+                        {"id": "n", "location": {}, "children": [], "content": {"k": {}}},
+                        {"id": "t", "table": {"rows": [[{}], [{}]]}, "children": []}
+                    ]
+                }}),
+            ),
+            (
+                "board.children.*",
+                json!({"version": 1, "board": {
+                    "id": "b", "location": {"position": {}}, "icon": {}, "children": []
+                }}),
+            ),
+            (
+                "board.id,board.location,board.icon,board.children,version",
+                json!({}),
+            ),
+        ];
+        for (list, expected) in cases {
+            let mut out = doc();
+            exclude(&program(list), &mut out);
+            assert_eq!(out, *expected, "{list}");
+        }
+    }
+}
