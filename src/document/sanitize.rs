@@ -1,2 +1,186 @@
-//! TEMPORARY STUB (replaced by the select branch).
-pub fn sanitize(_value: &mut serde_json::Value) {}
+//! Sensitive-field removal (DESIGN.md section 6): runs on every normalized
+//! document before it is cached or selected, so no view, selector or cache entry
+//! ever holds a credential or personal field.
+//!
+//! Keys are compared ASCII case-insensitively at every depth, inside arrays and
+//! inside raw values (`blocks`, `UNKNOWN.content`) too. The walk uses an explicit
+//! stack, so a deeply nested provider value cannot overflow the thread's stack.
+
+use serde_json::Value;
+
+/// The sensitive key names, lower case. A key equal to one of them, ignoring
+/// ASCII case, is removed wherever it appears.
+pub const SENSITIVE_KEYS: [&str; 18] = [
+    "accesstoken",
+    "internalid",
+    "permission",
+    "permissionid",
+    "privatemetadata",
+    "token",
+    "userid",
+    "acl",
+    "assignments",
+    "email",
+    "password",
+    "secret",
+    "apikey",
+    "authorization",
+    "cookie",
+    "sessionid",
+    "creator",
+    "modifiedby",
+];
+
+/// True when `key` names a sensitive field (ASCII case-insensitive). Does not allocate.
+pub fn is_sensitive(key: &str) -> bool {
+    SENSITIVE_KEYS
+        .iter()
+        .any(|s| s.len() == key.len() && s.eq_ignore_ascii_case(key))
+}
+
+/// Removes every sensitive key from `value`, at every depth, keeping the order
+/// of the remaining keys.
+pub fn sanitize(value: &mut Value) {
+    let mut stack: Vec<&mut Value> = vec![value];
+    while let Some(current) = stack.pop() {
+        match current {
+            Value::Object(map) => {
+                // `retain` keeps order whether or not serde_json's `preserve_order` is on.
+                map.retain(|key, _| !is_sensitive(key));
+                stack.extend(map.values_mut());
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sensitive_names() {
+        let cases: &[(&str, bool)] = &[
+            ("token", true),
+            ("Token", true),
+            ("TOKEN", true),
+            ("accessToken", true),
+            ("AccessToken", true),
+            ("internalId", true),
+            ("permission", true),
+            ("permissionId", true),
+            ("privateMetadata", true),
+            ("userId", true),
+            ("USERID", true),
+            ("acl", true),
+            ("assignments", true),
+            ("email", true),
+            ("password", true),
+            ("secret", true),
+            ("apiKey", true),
+            ("authorization", true),
+            ("cookie", true),
+            ("sessionId", true),
+            ("creator", true),
+            ("modifiedBy", true),
+            ("tokens", false),
+            ("user", false),
+            ("user_id", false),
+            ("emails", false),
+            ("id", false),
+            ("title", false),
+            ("", false),
+            ("secre", false),
+            ("secrét", false),
+            ("ſecret", false),
+        ];
+        for (key, expected) in cases {
+            assert_eq!(is_sensitive(key), *expected, "{key}");
+        }
+    }
+
+    #[test]
+    fn removes_at_every_depth_and_keeps_the_rest() {
+        let mut doc = json!({
+            "id": "b",
+            "Token": "t",
+            "board": {
+                "title": "x",
+                "children": [
+                    {"type": "CARD", "richText": {"blocks": [{"type": "text", "attrs": {"userId": "u", "keep": 1}}], "plainText": "p"}},
+                    {"type": "UNKNOWN", "content": {"email": "a@b", "nested": [[{"PASSWORD": "p", "ok": true}]]}}
+                ],
+                "acl": {"anything": 1}
+            }
+        });
+        sanitize(&mut doc);
+        assert_eq!(
+            doc,
+            json!({
+                "id": "b",
+                "board": {
+                    "title": "x",
+                    "children": [
+                        {"type": "CARD", "richText": {"blocks": [{"type": "text", "attrs": {"keep": 1}}], "plainText": "p"}},
+                        {"type": "UNKNOWN", "content": {"nested": [[{"ok": true}]]}}
+                    ]
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn keeps_key_order() {
+        let text = r#"{"b":1,"secret":2,"a":3,"c":{"z":1,"token":2,"y":3},"Email":4}"#;
+        let before: Value = serde_json::from_str(text).expect("json");
+        let mut after = before.clone();
+        sanitize(&mut after);
+        let kept = |v: &Value| -> Vec<String> {
+            v.as_object()
+                .map(|m| m.keys().filter(|k| !is_sensitive(k)).cloned().collect())
+                .unwrap_or_default()
+        };
+        assert_eq!(kept(&before), kept(&after));
+        assert_eq!(
+            kept(&after),
+            after
+                .as_object()
+                .map(|m| m.keys().cloned().collect::<Vec<_>>())
+                .unwrap_or_default()
+        );
+        assert_eq!(kept(&before["c"]), kept(&after["c"]));
+        assert_eq!(after["c"].as_object().map(|m| m.len()), Some(2));
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        // Built by hand: serde_json's parser stops at depth 128.
+        // (`json!` would serialize `doc` again, recursively, so build by hand.)
+        let mut doc = json!({"secret": 1});
+        for _ in 0..100_000 {
+            let mut map = serde_json::Map::new();
+            map.insert("a".into(), doc);
+            map.insert("token".into(), Value::from(1));
+            doc = Value::Array(vec![Value::Object(map)]);
+        }
+        sanitize(&mut doc);
+        // Dropping a value this deep would recurse, so take it apart iteratively.
+        let mut stack = vec![doc];
+        let mut secrets = 0;
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Object(map) => {
+                    for (k, v) in map {
+                        secrets += usize::from(is_sensitive(&k));
+                        stack.push(v);
+                    }
+                }
+                Value::Array(items) => stack.extend(items),
+                _ => {}
+            }
+        }
+        assert_eq!(secrets, 0);
+    }
+}

@@ -1,20 +1,62 @@
-//! TEMPORARY STUB (replaced by the select branch).
+//! Field selection (DESIGN.md section 6): preset views, `include` and `exclude`
+//! selector lists, applied to a sanitized BoardDocument. The gateway parses the
+//! query into a [`Selection`] (request step 6) and applies it to every response.
+//!
+//! - [`parse`]: the grammar, its limits and error kinds;
+//! - [`compile`]: selectors to an automaton over the selector model;
+//! - [`apply`]: the include and exclude walks.
+//!
+//! ```
+//! use shared_board_api::select::{Selection, View};
+//! use serde_json::json;
+//!
+//! let doc = json!({"version": 1, "board": {"id": "b", "title": "T", "children": []}});
+//! let sel = Selection::include("board.title, version").unwrap();
+//! assert_eq!(sel.apply(&doc), json!({"version": 1, "board": {"title": "T"}}));
+//! assert_eq!(sel.canonical(), "include=board.title,version");
+//! let err = Selection::exclude(View::Full, "board.caption").unwrap_err();
+//! assert_eq!(err.to_string(), "Unknown field selector: board.caption");
+//! ```
+
+pub mod apply;
+pub mod compile;
+pub mod parse;
+
+use compile::Program;
 use serde_json::Value;
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+/// The `compact` preset (seed 2.4).
+pub const COMPACT: &str =
+    "version,source.provider,source.boardId,board.**.id,board.**.type,board.**.title";
+/// The `standard` preset (seed 2.4).
+pub const STANDARD: &str =
+    "version,source,fetchedAt,board.id,board.type,board.title,board.color,board.children";
+
+/// A preset view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum View {
+    /// Ids, types and titles: the default of `/api/search`.
     Compact,
+    /// Source, fetch time, the root's headline fields and all children.
     Standard,
+    /// The whole sanitized document: the default of `/api/detail`.
     Full,
 }
+
 impl View {
-    pub fn parse(s: &str) -> Option<View> {
-        match s {
+    /// `compact`, `standard` or `full` (case-sensitive); anything else is `None`.
+    pub fn parse(name: &str) -> Option<View> {
+        match name {
             "compact" => Some(View::Compact),
             "standard" => Some(View::Standard),
             "full" => Some(View::Full),
             _ => None,
         }
     }
+
+    /// The name as written in the query.
     pub fn as_str(self) -> &'static str {
         match self {
             View::Compact => "compact",
@@ -22,13 +64,26 @@ impl View {
             View::Full => "full",
         }
     }
+
+    /// The preset's include program; `None` for `full`.
+    fn program(self) -> Option<Arc<Program>> {
+        match self {
+            View::Compact => Some(Arc::clone(&COMPACT_PROGRAM)),
+            View::Standard => Some(Arc::clone(&STANDARD_PROGRAM)),
+            View::Full => None,
+        }
+    }
 }
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+
+/// The query parameter a [`SelectorError`] is about (`error.field`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Param {
     Include,
     Exclude,
 }
+
 impl Param {
+    /// `include` or `exclude`.
     pub fn as_str(self) -> &'static str {
         match self {
             Param::Include => "include",
@@ -36,39 +91,242 @@ impl Param {
         }
     }
 }
-#[derive(Debug, Clone)]
+
+/// A rejected selector list: answered as `400 INVALID_FIELD_SELECTOR` with
+/// `error.field = param.as_str()` and `error.message = message`.
+///
+/// `message` is `Unknown field selector: <item>` (the item trimmed) for an
+/// empty item, a bad segment, more than 20 segments or a selector matching no
+/// field; otherwise it names the limit exceeded (100 items, 8192 characters).
+/// See [`parse::ErrorKind`] for the full list.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SelectorError {
     pub param: Param,
     pub message: String,
 }
+
+impl fmt::Display for SelectorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SelectorError {}
+
+static COMPACT_PROGRAM: LazyLock<Arc<Program>> = LazyLock::new(|| preset(COMPACT));
+static STANDARD_PROGRAM: LazyLock<Arc<Program>> = LazyLock::new(|| preset(STANDARD));
+
+/// Compiles a preset; the lists are constants checked by `tests::presets_compile`.
+fn preset(list: &str) -> Arc<Program> {
+    match compile_list(list) {
+        Ok((program, _)) => Arc::new(program),
+        Err(e) => panic!("preset {list:?} does not compile: {e}"),
+    }
+}
+
+/// Parses, validates and compiles one list; also returns its sorted, de-duplicated text.
+fn compile_list(list: &str) -> Result<(Program, String), parse::ParseError> {
+    let selectors = parse::parse_list(list)?;
+    let program = compile::compile(&selectors)?;
+    let mut texts: Vec<&str> = selectors.iter().map(|s| s.text()).collect();
+    texts.sort_unstable();
+    Ok((program, texts.join(",")))
+}
+
+#[derive(Debug, Clone)]
+enum Plan {
+    Full,
+    Include(Arc<Program>),
+    /// The base view (`None` = full), then the removal.
+    Exclude(Option<Arc<Program>>, Arc<Program>),
+}
+
+/// A compiled selection: cheap to apply many times, shareable across threads.
 #[derive(Debug, Clone)]
 pub struct Selection {
-    canon: String,
+    plan: Plan,
+    canonical: String,
 }
+
 impl Selection {
+    /// A preset view. Presets are compiled once per process.
     pub fn view(view: View) -> Selection {
+        let plan = match view.program() {
+            Some(program) => Plan::Include(program),
+            None => Plan::Full,
+        };
         Selection {
-            canon: view.as_str().into(),
+            plan,
+            canonical: format!("view={}", view.as_str()),
         }
     }
+
+    /// `include` alone: start from nothing and keep the listed fields.
+    ///
+    /// # Errors
+    /// A [`SelectorError`] with `param: Param::Include`.
     pub fn include(list: &str) -> Result<Selection, SelectorError> {
-        if list.is_empty() {
-            return Err(SelectorError {
-                param: Param::Include,
-                message: "Unknown field selector: ".into(),
-            });
-        }
-        Ok(Selection { canon: list.into() })
-    }
-    pub fn exclude(base: View, list: &str) -> Result<Selection, SelectorError> {
+        let (program, text) = compile_list(list).map_err(|e| error(Param::Include, &e))?;
         Ok(Selection {
-            canon: format!("{}-{list}", base.as_str()),
+            plan: Plan::Include(Arc::new(program)),
+            canonical: format!("include={text}"),
         })
     }
-    pub fn apply(&self, doc: &Value) -> Value {
-        doc.clone()
+
+    /// `base` (the endpoint default or an explicit `view`), then remove the listed fields.
+    ///
+    /// # Errors
+    /// A [`SelectorError`] with `param: Param::Exclude`.
+    pub fn exclude(base: View, list: &str) -> Result<Selection, SelectorError> {
+        let (program, text) = compile_list(list).map_err(|e| error(Param::Exclude, &e))?;
+        Ok(Selection {
+            plan: Plan::Exclude(base.program(), Arc::new(program)),
+            canonical: format!("view={}&exclude={text}", base.as_str()),
+        })
     }
+
+    /// Applies the selection to a sanitized full document; `doc` is not changed.
+    pub fn apply(&self, doc: &Value) -> Value {
+        match &self.plan {
+            Plan::Full => doc.clone(),
+            Plan::Include(program) => apply::include(program, doc),
+            Plan::Exclude(base, program) => {
+                let mut out = match base {
+                    Some(base) => apply::include(base, doc),
+                    None => doc.clone(),
+                };
+                apply::exclude(program, &mut out);
+                out
+            }
+        }
+    }
+
+    /// The selection as text, for the ETag: the view and the de-duplicated
+    /// selectors sorted, so the same set in any order gives the same string,
+    /// e.g. `view=compact`, `include=board.id,version`,
+    /// `view=full&exclude=**.timestamps`.
     pub fn canonical(&self) -> String {
-        self.canon.clone()
+        self.canonical.clone()
+    }
+}
+
+fn error(param: Param, e: &parse::ParseError) -> SelectorError {
+    SelectorError {
+        param,
+        message: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_compile() {
+        assert!(compile_list(COMPACT).is_ok());
+        assert!(compile_list(STANDARD).is_ok());
+    }
+
+    #[test]
+    fn view_names() {
+        let cases: &[(&str, Option<View>)] = &[
+            ("compact", Some(View::Compact)),
+            ("standard", Some(View::Standard)),
+            ("full", Some(View::Full)),
+            ("Full", None),
+            ("", None),
+            (" full", None),
+            ("minimal", None),
+        ];
+        for (name, expected) in cases {
+            assert_eq!(View::parse(name), *expected, "{name}");
+            if let Some(view) = expected {
+                assert_eq!(view.as_str(), *name);
+            }
+        }
+    }
+
+    #[test]
+    fn canonical_texts() {
+        let inc = |l: &str| Selection::include(l).map(|s| s.canonical());
+        let exc = |v: View, l: &str| Selection::exclude(v, l).map(|s| s.canonical());
+        let cases: &[(Result<String, SelectorError>, &str)] = &[
+            (
+                Ok(Selection::view(View::Compact).canonical()),
+                "view=compact",
+            ),
+            (
+                Ok(Selection::view(View::Standard).canonical()),
+                "view=standard",
+            ),
+            (Ok(Selection::view(View::Full).canonical()), "view=full"),
+            (inc("version"), "include=version"),
+            (inc("version,board.id"), "include=board.id,version"),
+            (
+                inc(" board.id , version,board.id"),
+                "include=board.id,version",
+            ),
+            (
+                exc(View::Full, "**.timestamps"),
+                "view=full&exclude=**.timestamps",
+            ),
+            (
+                exc(View::Compact, "board.**.title"),
+                "view=compact&exclude=board.**.title",
+            ),
+            (
+                exc(View::Compact, "version,board"),
+                "view=compact&exclude=board,version",
+            ),
+        ];
+        for (got, expected) in cases {
+            assert_eq!(got.as_deref(), Ok(*expected));
+        }
+    }
+
+    #[test]
+    fn errors_name_their_parameter() {
+        let cases: &[(Result<Selection, SelectorError>, Param, &str)] = &[
+            (
+                Selection::include("board.caption"),
+                Param::Include,
+                "Unknown field selector: board.caption",
+            ),
+            (
+                Selection::include("a,,b"),
+                Param::Include,
+                "Unknown field selector: ",
+            ),
+            (
+                Selection::exclude(View::Full, " bad-name "),
+                Param::Exclude,
+                "Unknown field selector: bad-name",
+            ),
+            (
+                Selection::exclude(View::Compact, "**.password"),
+                Param::Exclude,
+                "Unknown field selector: **.password",
+            ),
+            (
+                Selection::include("**.Token"),
+                Param::Include,
+                "Unknown field selector: **.Token",
+            ),
+        ];
+        for (got, param, message) in cases {
+            let err = got.as_ref().expect_err(message);
+            assert_eq!(err.param, *param);
+            assert_eq!(err.message, *message);
+            assert_eq!(err.to_string(), *message);
+        }
+        assert_eq!(Param::Include.as_str(), "include");
+        assert_eq!(Param::Exclude.as_str(), "exclude");
+    }
+
+    #[test]
+    fn selection_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Selection>();
+        check::<SelectorError>();
     }
 }

@@ -1,0 +1,236 @@
+//! The two walks of DESIGN.md section 6, driven by a compiled [`Program`]:
+//! `include` builds a new value from nothing, `exclude` deletes in place. Both
+//! look at object keys only through the automaton, so keys outside the model and
+//! everything inside a leaf (`blocks`, `content`, ...) are never matched.
+//!
+//! The walks recurse along the document; its depth is bounded by the
+//! normalizer's nesting limit (DESIGN.md 4.6), and serde_json's own
+//! serialization and drop of the same value recurse just as deep.
+
+use super::compile::{Program, Step};
+use crate::document::model::{self, Model, NodeId};
+use serde_json::{Map, Value};
+
+/// `include`: a new document holding what the selectors keep; `{}` when nothing.
+pub fn include(program: &Program, doc: &Value) -> Value {
+    let kept = match (program.start(), doc) {
+        (Some(start), Value::Object(root)) => include_object(program, root, start),
+        _ => None,
+    };
+    Value::Object(kept.unwrap_or_default())
+}
+
+/// The kept keys of `obj`, or `None` when none is kept (the object is dropped).
+fn include_object(
+    program: &Program,
+    obj: &Map<String, Value>,
+    state: u32,
+) -> Option<Map<String, Value>> {
+    let mut out = Map::new();
+    for (key, value) in obj {
+        let kept = match program.step(state, key) {
+            Step::Skip => None,
+            Step::End(node) => keep_whole(value, node as NodeId),
+            Step::Descend(next) => include_value(program, value, next),
+        };
+        if let Some(kept) = kept {
+            out.insert(key.clone(), kept);
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Where selectors pass through: objects descend, arrays keep the elements that
+/// produced something and are kept even when that leaves them `[]` (nested
+/// arrays, i.e. table rows, likewise); a scalar here produces nothing.
+fn include_value(program: &Program, value: &Value, state: u32) -> Option<Value> {
+    match value {
+        Value::Object(obj) => include_object(program, obj, state).map(Value::Object),
+        Value::Array(items) => Some(Value::Array(
+            items
+                .iter()
+                .filter_map(|item| include_value(program, item, state))
+                .collect(),
+        )),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => None,
+    }
+}
+
+/// Where a selector ends: the value whole, except that objects left empty
+/// inside it are dropped (recursively, so an object holding only empty objects
+/// goes too); arrays are kept, even empty. Raw values inside leaves are kept
+/// verbatim: the pruning walks model keys only, like the selectors.
+fn keep_whole(value: &Value, node: NodeId) -> Option<Value> {
+    // A bulk clone then an in-place prune is cheaper than rebuilding key by
+    // key: empty objects are rare in real documents.
+    let mut kept = value.clone();
+    (!prune_empty(model::get(), &mut kept, node)).then_some(kept)
+}
+
+/// Drops the empty objects at model positions inside `value`; returns true when
+/// `value` is itself an empty object (after pruning) and must go too.
+fn prune_empty(model: &Model, value: &mut Value, node: NodeId) -> bool {
+    let here = model.node(node);
+    match value {
+        Value::Object(obj) if here.is_leaf() => obj.is_empty(),
+        Value::Object(obj) => {
+            let mut emptied = false;
+            for (key, child) in obj.iter_mut() {
+                // Keys outside the model (absent from sanitized documents) are kept as they are.
+                if let Some(child_node) = here.child(key) {
+                    emptied |= matches!(child, Value::Object(_) | Value::Array(_))
+                        && prune_empty(model, child, child_node);
+                }
+            }
+            if emptied {
+                obj.retain(|key, child| match (here.child(key), child) {
+                    (Some(_), Value::Object(inner)) => !inner.is_empty(),
+                    _ => true,
+                });
+            }
+            obj.is_empty()
+        }
+        Value::Array(_) if here.is_leaf() => false,
+        Value::Array(items) => {
+            items.retain_mut(|item| !prune_empty(model, item, node));
+            false
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => false,
+    }
+}
+
+/// `exclude`, in place: deletes every key where a selector ends. An object that
+/// loses all its keys this way is dropped (from its parent object or array);
+/// arrays are never dropped; an object that was already empty stays. The root
+/// is never dropped: emptied, it is `{}`.
+pub fn exclude(program: &Program, doc: &mut Value) {
+    if let (Some(start), Value::Object(root)) = (program.start(), doc) {
+        exclude_object(program, root, start);
+    }
+}
+
+/// Returns true when `obj` had keys and lost all of them here.
+fn exclude_object(program: &Program, obj: &mut Map<String, Value>, state: u32) -> bool {
+    if obj.is_empty() {
+        return false;
+    }
+    obj.retain(|key, value| match program.step(state, key) {
+        Step::Skip => true,
+        Step::End(_) => false,
+        Step::Descend(next) => match value {
+            Value::Object(inner) => !exclude_object(program, inner, next),
+            Value::Array(items) => {
+                exclude_array(program, items, next);
+                true
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
+        },
+    });
+    obj.is_empty()
+}
+
+fn exclude_array(program: &Program, items: &mut Vec<Value>, state: u32) {
+    items.retain_mut(|item| match item {
+        Value::Object(inner) => !exclude_object(program, inner, state),
+        Value::Array(inner) => {
+            exclude_array(program, inner, state);
+            true
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::compile::compile;
+    use crate::select::parse::parse_list;
+    use serde_json::json;
+
+    fn program(list: &str) -> Program {
+        compile(&parse_list(list).expect("parses")).expect("compiles")
+    }
+
+    fn doc() -> Value {
+        json!({
+            "version": 1,
+            "board": {
+                "id": "b", "location": {"position": {}}, "icon": {},
+                "children": [
+                    {"id": "n", "location": {}, "children": [], "content": {"k": {}}},
+                    {"id": "t", "table": {"rows": [[{}], [{"value": 1}, {}]]}, "children": []}
+                ]
+            }
+        })
+    }
+
+    #[test]
+    fn include_table() {
+        let cases: &[(&str, Value)] = &[
+            // Empty objects inside a kept value go, recursively; leaf content is verbatim.
+            (
+                "board",
+                json!({"board": {"id": "b", "children": [
+                    {"id": "n", "children": [], "content": {"k": {}}},
+                    {"id": "t", "table": {"rows": [[], [{"value": 1}]]}, "children": []}
+                ]}}),
+            ),
+            ("board.location", json!({})),
+            ("board.icon,version", json!({"version": 1})),
+            (
+                "board.children.table.rows",
+                json!({"board": {"children": [{"table": {"rows": [[], [{"value": 1}]]}}]}}),
+            ),
+            (
+                "board.children.table.rows.value",
+                json!({"board": {"children": [{"table": {"rows": [[], [{"value": 1}]]}}]}}),
+            ),
+            (
+                "board.children.location",
+                json!({"board": {"children": []}}),
+            ),
+        ];
+        for (list, expected) in cases {
+            assert_eq!(include(&program(list), &doc()), *expected, "{list}");
+        }
+    }
+
+    #[test]
+    fn exclude_table() {
+        let cases: &[(&str, Value)] = &[
+            // Already-empty objects stay; emptied ones go, cascading up to array elements.
+            ("version", json!({"board": doc()["board"].clone()})),
+            (
+                "board.location.position",
+                json!({"version": 1, "board": {
+                    "id": "b", "icon": {}, "children": doc()["board"]["children"].clone()
+                }}),
+            ),
+            (
+                "board.children.table.rows.value",
+                json!({"version": 1, "board": {
+                    "id": "b", "location": {"position": {}}, "icon": {},
+                    "children": [
+                        {"id": "n", "location": {}, "children": [], "content": {"k": {}}},
+                        {"id": "t", "table": {"rows": [[{}], [{}]]}, "children": []}
+                    ]
+                }}),
+            ),
+            (
+                "board.children.*",
+                json!({"version": 1, "board": {
+                    "id": "b", "location": {"position": {}}, "icon": {}, "children": []
+                }}),
+            ),
+            (
+                "board.id,board.location,board.icon,board.children,version",
+                json!({}),
+            ),
+        ];
+        for (list, expected) in cases {
+            let mut out = doc();
+            exclude(&program(list), &mut out);
+            assert_eq!(out, *expected, "{list}");
+        }
+    }
+}
