@@ -20,7 +20,9 @@ pub fn generate() -> Value {
     let settings = SchemaSettings::draft2020_12()
         .for_serialize()
         .with_transform(RecursiveTransform(forbid_null));
-    let schema = settings.into_generator().into_root_schema_for::<BoardDocument>();
+    let schema = settings
+        .into_generator()
+        .into_root_schema_for::<BoardDocument>();
     schema.to_value()
 }
 
@@ -60,7 +62,10 @@ mod tests {
         let pretty = serde_json::to_string_pretty(&generated).expect("schema serializes") + "\n";
         if std::env::var_os("UPDATE_SCHEMA").is_some() {
             std::fs::write(
-                concat!(env!("CARGO_MANIFEST_DIR"), "/schema/board-document.schema.json"),
+                concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/schema/board-document.schema.json"
+                ),
                 &pretty,
             )
             .expect("write schema");

@@ -1,1 +1,0 @@
-//! TODO(owner: provider helper): normalize
