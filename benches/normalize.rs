@@ -63,17 +63,35 @@ fn raw_board(n: usize) -> Vec<u8> {
                               "position": {"x": (i * 37) % 2000, "y": (i * 91) % 3000, "index": i % 20, "score": (i % 20) * 1000}});
         let (kind, content) = match i % 20 {
             0 => ("COLUMN", json!({"title": format!("Column {i}")})),
-            1..=6 => ("CARD", json!({"textContent": tiptap(&format!("Card {i} text")), "background": "#fff6d9"})),
-            7 | 8 => ("CARD", json!({"textContent": draft(&format!("Draft card {i}")).to_string()})),
-            9 | 10 => ("TASK", json!({"textContent": tiptap(&format!("Task {i}")).to_string(), "isComplete": i % 3 == 0, "dueDate": "2030-04-05"})),
-            11 => ("IMAGE", json!({"image": {"original": "https://m/o.jpg", "regular": "https://m/r.jpg", "thumb": "https://m/t.jpg",
-                                             "width": 1200, "height": 800, "colors": ["#e8b730", "#2b4c6f"]}})),
-            12 => ("LINK", json!({"link": {"url": "https://example.com/a", "title": "A page", "favicon": "https://example.com/f.ico"},
-                                  "provider": {"name": "Example"}, "caption": tiptap("caption").to_string(), "showCaption": true})),
-            13 => ("TABLE", json!({"width": 400, "tableContent": {"version": 2, "colWidthsGU": [8, 8, 8], "data": [
+            1..=6 => (
+                "CARD",
+                json!({"textContent": tiptap(&format!("Card {i} text")), "background": "#fff6d9"}),
+            ),
+            7 | 8 => (
+                "CARD",
+                json!({"textContent": draft(&format!("Draft card {i}")).to_string()}),
+            ),
+            9 | 10 => (
+                "TASK",
+                json!({"textContent": tiptap(&format!("Task {i}")).to_string(), "isComplete": i % 3 == 0, "dueDate": "2030-04-05"}),
+            ),
+            11 => (
+                "IMAGE",
+                json!({"image": {"original": "https://m/o.jpg", "regular": "https://m/r.jpg", "thumb": "https://m/t.jpg",
+                                             "width": 1200, "height": 800, "colors": ["#e8b730", "#2b4c6f"]}}),
+            ),
+            12 => (
+                "LINK",
+                json!({"link": {"url": "https://example.com/a", "title": "A page", "favicon": "https://example.com/f.ico"},
+                                  "provider": {"name": "Example"}, "caption": tiptap("caption").to_string(), "showCaption": true}),
+            ),
+            13 => (
+                "TABLE",
+                json!({"width": 400, "tableContent": {"version": 2, "colWidthsGU": [8, 8, 8], "data": [
                         [{"value": "A"}, {"value": "B"}, {"value": "C"}],
                         [{"draftContent": draft("x").to_string()}, {"value": 1}, {"value": true}],
-                        [{"draftContent": draft("y").to_string()}, {"value": 2}, {"value": false}]]}})),
+                        [{"draftContent": draft("y").to_string()}, {"value": 2}, {"value": false}]]}}),
+            ),
             14 => {
                 for c in 0..3 {
                     comments.insert(
@@ -84,8 +102,14 @@ fn raw_board(n: usize) -> Vec<u8> {
                 }
                 ("COMMENT_THREAD", json!({"threadId": id}))
             }
-            15 => ("BOARD", json!({"title": format!("Nested {i}"), "color": "#7bb4e3"})),
-            16 => ("LINE", json!({"start": {"elementId": "el00000001"}, "end": {"elementId": "el00000002"}})),
+            15 => (
+                "BOARD",
+                json!({"title": format!("Nested {i}"), "color": "#7bb4e3"}),
+            ),
+            16 => (
+                "LINE",
+                json!({"start": {"elementId": "el00000001"}, "end": {"elementId": "el00000002"}}),
+            ),
             _ => ("CARD", json!({"textContent": format!("plain card {i}")})),
         };
         if i % 20 == 0 {
@@ -143,8 +167,12 @@ fn bench(c: &mut Criterion) {
         if n >= 20_000 {
             group.sample_size(10);
         }
-        group.bench_with_input(BenchmarkId::new("pipeline", n), &raw, |b, raw| b.iter(|| pipeline(black_box(raw))));
-        group.bench_with_input(BenchmarkId::new("floor", n), &raw, |b, raw| b.iter(|| floor(black_box(raw))));
+        group.bench_with_input(BenchmarkId::new("pipeline", n), &raw, |b, raw| {
+            b.iter(|| pipeline(black_box(raw)))
+        });
+        group.bench_with_input(BenchmarkId::new("floor", n), &raw, |b, raw| {
+            b.iter(|| floor(black_box(raw)))
+        });
     }
     group.finish();
 }

@@ -10,8 +10,9 @@
 //! the fixed-width format cannot express), is unparsable: `None`, and the
 //! caller omits the field. Sub-millisecond precision is truncated (floored).
 
-use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike, Utc};
 use serde_json::Value;
+use std::fmt::Write;
 
 /// Formats epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.sssZ`.
 ///
@@ -21,7 +22,22 @@ pub fn format_epoch_ms(ms: i64) -> Option<String> {
     if !(0..=9999).contains(&at.year()) {
         return None;
     }
-    Some(at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+    // Written by hand: chrono's `format` re-parses its pattern on every call,
+    // which showed in the benchmark. `from_timestamp_millis` never yields a
+    // leap second, so the milliseconds are below 1000.
+    let mut out = String::with_capacity(24);
+    let _ = write!(
+        out,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        at.year(),
+        at.month(),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.timestamp_subsec_millis()
+    );
+    Some(out)
 }
 
 /// Normalizes a raw provider time (see the module docs for what is accepted).
