@@ -272,3 +272,89 @@ pub fn comment(key: &str, raw: &Map<String, Value>) -> Comment {
         updated_at: raw.get("updatedAt").and_then(normalize_time),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn location_table() {
+        let cases: Vec<(Value, Option<Value>)> = vec![
+            (json!({}), None),
+            (json!({"location": "r"}), None),
+            (json!({"location": {"parentId": ""}}), None),
+            (
+                json!({"location": {"parentId": 12}}),
+                Some(json!({"parentId": "12"})),
+            ),
+            (json!({"location": {"position": {}}}), None),
+            (json!({"positionX": 3}), Some(json!({"position": {"x": 3}}))),
+            (
+                json!({"location": {"section": null, "rootBoard": "R", "position": {"x": null}, "positionX": "7"}}),
+                Some(json!({"rootBoard": "R", "position": {"x": "7"}})),
+            ),
+        ];
+        for (element, want) in cases {
+            let got = location(&map(element.clone()))
+                .map(|l| serde_json::to_value(l).unwrap_or_default());
+            assert_eq!(got, want, "{element}");
+        }
+    }
+
+    #[test]
+    fn cell_value_table() {
+        let rich = json!({"blocks": [{"text": "rt"}]});
+        let cases: Vec<(Value, Value)> = vec![
+            (json!({"value": "v", "draftContent": rich}), json!("v")),
+            (json!({"value": false, "draftContent": rich}), json!(false)),
+            (json!({"value": "", "draftContent": rich}), json!("rt")),
+            (json!({"value": null, "textContent": rich}), json!("rt")),
+            (json!({"value": [1], "draftContent": rich}), json!("rt")),
+            (json!({"value": ""}), json!("")),
+            (
+                json!({"value": "", "draftContent": {"blocks": []}}),
+                json!(""),
+            ),
+            (json!({"draftContent": {"blocks": []}}), Value::Null),
+            (json!({}), Value::Null),
+            (json!(3), json!(3)),
+            (json!(null), Value::Null),
+            (json!([1]), Value::Null),
+        ];
+        for (raw_cell, want) in cases {
+            let got = cell(&raw_cell).value.map_or(Value::Null, |s| s.0);
+            assert_eq!(got, want, "{raw_cell}");
+        }
+    }
+
+    #[test]
+    fn thread_id_table() {
+        let cases: Vec<(Value, Option<&str>)> = vec![
+            (
+                json!({"content": {"threadId": "a"}, "threadId": "b"}),
+                Some("a"),
+            ),
+            (
+                json!({"content": {"threadId": ""}, "threadId": "b"}),
+                Some("b"),
+            ),
+            (json!({"content": {"threadId": 9}}), Some("9")),
+            (json!({"content": {}}), None),
+        ];
+        for (element, want) in cases {
+            assert_eq!(
+                thread_id(&map(element.clone())).as_deref(),
+                want,
+                "{element}"
+            );
+        }
+    }
+}

@@ -204,3 +204,48 @@ pub fn build(index: &Index<'_>, root: usize, fetched: &Fetched) -> Node {
     }
     top_level.node
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn comments_sorted_by_created_at_then_id_missing_last() {
+        let raw = json!({
+            "k1": {"id": "b", "threadId": "T", "createdAt": 5},
+            "k2": {"id": "a", "threadId": "T", "createdAt": "1970-01-01T00:00:00.005Z"},
+            "k3": {"id": "c", "threadId": "T"},
+            "k4": {"id": "d", "threadId": "T", "createdAt": "garbage"},
+            "k5": {"id": "e", "threadId": "T", "createdAt": 1},
+            "k6": {"id": "a", "threadId": "T", "createdAt": 5},
+            "k7": {"id": "z", "threadId": "U"},
+            "k8": {"id": "y"},
+            "k9": "not an object"
+        });
+        let groups = comments_by_thread(raw.as_object().unwrap());
+        let ids = |t: &str| -> Vec<String> { groups[t].iter().map(|c| c.id.clone()).collect() };
+        assert_eq!(ids("T"), ["e", "a", "a", "b", "c", "d"]);
+        assert_eq!(ids("U"), ["z"]);
+        assert_eq!(groups.len(), 2);
+    }
+
+    #[test]
+    fn index_resolves_duplicate_ids() {
+        let elements = json!({
+            "a": {"id": "x"},
+            "b": {"id": "x", "elementType": "SECOND"},
+            "x": {"elementType": "KEYED"},
+            "y": {"id": "w", "first": true},
+            "z": {"id": "w"},
+            "n": 5
+        });
+        let index = Index::new(elements.as_object().unwrap());
+        let kind = |id: &str| fields::element_type(index.entries[index.by_id[id]].raw).to_owned();
+        assert_eq!(kind("x"), "KEYED");
+        assert!(index.by_id.contains_key("w"));
+        assert!(index.entries[index.by_id["w"]].raw.contains_key("first"));
+        assert_eq!(index.by_id.len(), 2);
+        assert!(!index.by_id.contains_key("n"));
+    }
+}
