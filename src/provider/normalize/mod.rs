@@ -7,10 +7,10 @@
 //! [`order`] (children order), [`tree`] (the tree, built without recursion).
 //! Same input, same bytes: nothing depends on hash-map iteration order.
 
-pub mod fields;
-pub mod order;
+mod fields;
+mod order;
 pub mod raw;
-pub mod tree;
+mod tree;
 
 use crate::document::{BoardDocument, BoardType, NodeKind, RootBoard, Source, Version1};
 use crate::provider::time::format_epoch_ms;
