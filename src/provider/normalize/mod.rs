@@ -3,8 +3,8 @@
 //! sanitize; pure, no I/O.
 //!
 //! The work is split by concern: [`raw`] (lenient readers, depth-bounded raw
-//! copies), [`fields`] (one element's fields, the table of section 5),
-//! [`order`] (children order), [`tree`] (the tree, built without recursion).
+//! copies), `fields` (one element's fields, the table of section 5),
+//! `order` (children order), `tree` (the tree, built without recursion).
 //! Same input, same bytes: nothing depends on hash-map iteration order.
 
 mod fields;
