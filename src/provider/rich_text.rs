@@ -16,10 +16,11 @@
 //! children of `paragraph`, `heading`, `listItem` join with nothing, other
 //! containers and Draft.js blocks join with newlines; empty parts are dropped.
 //! The walk is iterative, so deep documents cannot overflow the stack.
-//! Blocks are copied with [`bounded_clone`] (see [`MAX_RAW_DEPTH`]).
+//! Blocks are copied (or, when parsed from a string, moved) keeping at most
+//! [`MAX_RAW_DEPTH`] nested levels.
 
 use crate::document::{Raw, RichText};
-use crate::provider::normalize::raw::{bounded_clone, MAX_RAW_DEPTH};
+use crate::provider::normalize::raw::{bounded_clone, bounded_owned, MAX_RAW_DEPTH};
 use serde_json::Value;
 
 /// Reads rich text in any of the accepted shapes (see the module docs).
@@ -27,7 +28,19 @@ use serde_json::Value;
 /// Returns `None` when `value` is not rich text.
 pub fn rich_text(value: &Value) -> Option<RichText> {
     match value {
-        Value::Object(_) => structured(value),
+        Value::Object(_) => {
+            let shape = shape(value)?;
+            let blocks = value.get(shape.blocks_key()).and_then(Value::as_array);
+            let blocks = blocks.map(Vec::as_slice).unwrap_or_default();
+            Some(RichText {
+                plain_text: shape.plain_text(value),
+                blocks: blocks
+                    .iter()
+                    .filter_map(|b| bounded_clone(b, MAX_RAW_DEPTH))
+                    .map(Raw)
+                    .collect(),
+            })
+        }
         Value::String(s) => {
             if s.is_empty() {
                 return None;
@@ -35,7 +48,7 @@ pub fn rich_text(value: &Value) -> Option<RichText> {
             let trimmed = s.trim_start();
             if trimmed.starts_with('{') {
                 if let Ok(parsed) = serde_json::from_str::<Value>(trimmed) {
-                    if let Some(rich) = structured(&parsed) {
+                    if let Some(rich) = owned(parsed) {
                         return Some(rich);
                     }
                 }
@@ -49,32 +62,58 @@ pub fn rich_text(value: &Value) -> Option<RichText> {
     }
 }
 
-/// TipTap doc or Draft.js raw content; `None` for any other object.
-fn structured(value: &Value) -> Option<RichText> {
-    let obj = value.as_object()?;
-    if obj.get("type").and_then(Value::as_str) == Some("doc") {
-        let nodes = obj.get("content").and_then(Value::as_array);
-        let nodes = nodes.map(Vec::as_slice).unwrap_or_default();
-        return Some(RichText {
-            blocks: copy_blocks(nodes),
-            plain_text: tiptap_plain_text(value),
-        });
-    }
-    if let Some(blocks) = obj.get("blocks").and_then(Value::as_array) {
-        return Some(RichText {
-            blocks: copy_blocks(blocks),
-            plain_text: draft_plain_text(blocks),
-        });
-    }
-    None
+/// Rich text parsed from a string: its blocks are moved, not copied.
+fn owned(parsed: Value) -> Option<RichText> {
+    let shape = shape(&parsed)?;
+    let plain_text = shape.plain_text(&parsed);
+    let blocks = match parsed {
+        Value::Object(mut map) => match map.remove(shape.blocks_key()) {
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .filter_map(|b| bounded_owned(b, MAX_RAW_DEPTH))
+                .map(Raw)
+                .collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    Some(RichText { blocks, plain_text })
 }
 
-fn copy_blocks(blocks: &[Value]) -> Vec<Raw> {
-    blocks
-        .iter()
-        .filter_map(|b| bounded_clone(b, MAX_RAW_DEPTH))
-        .map(Raw)
-        .collect()
+#[derive(Clone, Copy)]
+enum Shape {
+    TipTap,
+    Draft,
+}
+
+impl Shape {
+    fn blocks_key(self) -> &'static str {
+        match self {
+            Shape::TipTap => "content",
+            Shape::Draft => "blocks",
+        }
+    }
+
+    fn plain_text(self, value: &Value) -> String {
+        match self {
+            Shape::TipTap => tiptap_plain_text(value),
+            Shape::Draft => {
+                let blocks = value.get("blocks").and_then(Value::as_array);
+                draft_plain_text(blocks.map(Vec::as_slice).unwrap_or_default())
+            }
+        }
+    }
+}
+
+/// A TipTap doc (`type: "doc"`) or Draft.js raw content (a `blocks` array).
+fn shape(value: &Value) -> Option<Shape> {
+    let obj = value.as_object()?;
+    if obj.get("type").and_then(Value::as_str) == Some("doc") {
+        return Some(Shape::TipTap);
+    }
+    obj.get("blocks")
+        .and_then(Value::as_array)
+        .map(|_| Shape::Draft)
 }
 
 /// Draft.js: each block's `text`, non-empty ones joined with newlines.

@@ -45,6 +45,33 @@ pub fn bounded_clone(value: &Value, levels: usize) -> Option<Value> {
     }
 }
 
+/// [`bounded_clone`] for a value the caller owns (rich text parsed from a
+/// string): moves instead of copying.
+pub fn bounded_owned(value: Value, levels: usize) -> Option<Value> {
+    match value {
+        Value::Array(items) => {
+            let inner = levels.checked_sub(1)?;
+            Some(Value::Array(
+                items
+                    .into_iter()
+                    .filter_map(|v| bounded_owned(v, inner))
+                    .collect(),
+            ))
+        }
+        Value::Object(map) => {
+            let inner = levels.checked_sub(1)?;
+            Some(Value::Object(
+                map.into_iter()
+                    .filter_map(|(k, v)| Some((k, bounded_owned(v, inner)?)))
+                    .collect(),
+            ))
+        }
+        scalar @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)) => {
+            Some(scalar)
+        }
+    }
+}
+
 /// Raw pass-through of any non-null value, depth-bounded.
 pub fn raw(value: Option<&Value>) -> Option<Raw> {
     match value? {
@@ -151,6 +178,11 @@ mod tests {
         ];
         for (value, levels, want) in cases {
             assert_eq!(bounded_clone(value, *levels), *want, "{value} {levels}");
+            assert_eq!(
+                bounded_owned(value.clone(), *levels),
+                *want,
+                "owned {value} {levels}"
+            );
         }
     }
 
