@@ -280,14 +280,16 @@ mod tests {
     }
 
     #[test]
-    fn comments_go_to_the_first_thread_only() {
+    fn shared_thread_ids_copy_comments_within_a_budget() {
         let mut f = fetched(
             "r",
             json!({
                 "r": {"elementType": "BOARD"},
                 "t1": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "a"}, "content": {"threadId": "T"}},
                 "t2": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "b"}, "content": {"threadId": "T"}},
-                "t3": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "c"}}
+                "t3": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "c"}},
+                "t4": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "d"}, "content": {"threadId": "T"}},
+                "t5": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "e"}, "content": {"threadId": "T"}}
             }),
         );
         f.comments = serde_json::from_value(json!({
@@ -303,7 +305,10 @@ mod tests {
             list.iter().map(|c| c["id"].clone()).collect()
         };
         assert_eq!(ids(0), [json!("c2"), json!("c1")]);
-        assert!(ids(1).is_empty());
+        assert_eq!(ids(1), [json!("c2"), json!("c1")]);
         assert_eq!(ids(2), [json!("c3")]);
+        // The budget (4 comments in the input) paid t2's and t4's copies.
+        assert_eq!(ids(3), [json!("c2"), json!("c1")]);
+        assert!(ids(4).is_empty());
     }
 }

@@ -10,10 +10,12 @@
 //!   below it) is skipped, so a cycle never loops. Elements whose parent is
 //!   missing or unreachable from the root (orphans) are not output.
 //! - Nodes deeper than [`super::MAX_NODE_DEPTH`] levels are cut.
-//! - Comments: each comment is attached to at most one node, the first
-//!   `COMMENT_THREAD` in document order (pre-order) whose `threadId`
-//!   (else its id) equals the comment's `threadId`. This keeps the output
-//!   linear even when many thread elements share a `threadId`.
+//! - Comments: a `COMMENT_THREAD` gets every comment whose `threadId` equals
+//!   its `threadId` (else its id). When several thread elements share one
+//!   `threadId`, the copies beyond the first are paid from a budget of as many
+//!   comments as the input has, in document (pre-order) order, a whole thread
+//!   at a time; a thread the budget cannot pay gets `[]`. So N threads sharing
+//!   an id cannot multiply M comments into N x M.
 
 use super::fields;
 use super::order::{order_children, SortKey};
@@ -21,7 +23,7 @@ use super::MAX_NODE_DEPTH;
 use crate::document::{Comment, Location, Node, NodeKind};
 use crate::provider::Fetched;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// One indexed raw element.
 pub struct Entry<'a> {
@@ -136,19 +138,48 @@ fn comments_by_thread(comments: &Map<String, Value>) -> HashMap<String, Vec<Comm
         .collect()
 }
 
+/// Comment groups and what is left of the budget for repeated copies.
+struct Threads {
+    groups: HashMap<String, Vec<Comment>>,
+    claimed: HashSet<String>,
+    budget: usize,
+}
+
+impl Threads {
+    fn claim(&mut self, thread: &str) -> Vec<Comment> {
+        let Some(group) = self.groups.get(thread) else {
+            return Vec::new();
+        };
+        if self.claimed.insert(thread.to_owned()) {
+            return group.clone();
+        }
+        match self.budget.checked_sub(group.len()) {
+            Some(left) => {
+                self.budget = left;
+                group.clone()
+            }
+            None => Vec::new(),
+        }
+    }
+}
+
 /// Builds the tree below `root` (an index into `index.entries`) and returns
 /// the root as a [`Node`] with its children attached.
 pub fn build(index: &Index<'_>, root: usize, fetched: &Fetched) -> Node {
-    let mut threads = comments_by_thread(&fetched.comments);
+    let mut threads = Threads {
+        groups: comments_by_thread(&fetched.comments),
+        claimed: HashSet::new(),
+        budget: fetched.comments.len(),
+    };
     let mut seen = vec![false; index.entries.len()];
     let mut on_path = vec![false; index.entries.len()];
-    let make = |i: usize, depth: usize, threads: &mut HashMap<String, Vec<Comment>>| {
+    let make = |i: usize, depth: usize, threads: &mut Threads| {
         let entry = &index.entries[i];
         let loaded = fetched.loaded_boards.contains(&entry.id);
         let mut kind = fields::kind(entry.raw, loaded);
         if let NodeKind::CommentThread(thread) = &mut kind {
             let key = thread.thread_id.as_deref().unwrap_or(&entry.id);
-            thread.comments = threads.remove(key).unwrap_or_default();
+            thread.comments = threads.claim(key);
         }
         let pending = if depth < MAX_NODE_DEPTH {
             index.ordered_children(&entry.id, &fetched.canvas_order)
