@@ -240,6 +240,26 @@ mod tests {
         );
     }
 
+    /// Nesting depth of arrays/objects (a scalar is 0), without recursion.
+    fn max_depth(value: &Value) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(value, 1)];
+        while let Some((v, d)) = stack.pop() {
+            match v {
+                Value::Array(items) => {
+                    deepest = deepest.max(d);
+                    stack.extend(items.iter().map(|i| (i, d + 1)));
+                }
+                Value::Object(map) => {
+                    deepest = deepest.max(d);
+                    stack.extend(map.values().map(|i| (i, d + 1)));
+                }
+                _ => {}
+            }
+        }
+        deepest
+    }
+
     #[test]
     fn depth_is_bounded_and_the_document_reparses() {
         let mut elements = Map::new();
@@ -273,6 +293,11 @@ mod tests {
         assert_eq!(chain(&doc).len(), MAX_NODE_DEPTH);
         let bytes = serde_json::to_vec(&doc).unwrap();
         let back: Value = serde_json::from_slice(&bytes).expect("within serde_json's depth limit");
+        assert_eq!(
+            max_depth(&back),
+            120,
+            "the documented bound, reached by table cells"
+        );
         assert_eq!(
             back["board"]["children"][0]["table"]["rows"][0][0]["value"],
             "t"
