@@ -145,6 +145,9 @@ pub struct Node {
 /// The node types of DESIGN.md section 5, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "type")]
+// Boxing BOARD's fields would save memory per node but change the public type;
+// nodes are built once per request and serialized, so size is not the cost.
+#[allow(clippy::large_enum_variant)]
 pub enum NodeKind {
     #[serde(rename = "BOARD")]
     Board(BoardFields),

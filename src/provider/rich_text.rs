@@ -1,1 +1,307 @@
-//! TODO(owner: provider helper): rich_text
+//! Milanote rich text (TipTap/ProseMirror or Draft.js, possibly stored as a
+//! JSON string) -> [`RichText`] `{blocks, plainText}`, for the normalizer
+//! (DESIGN.md section 5).
+//!
+//! - TipTap/ProseMirror `{"type":"doc","content":[...]}`: `blocks` are the
+//!   doc's `content` nodes.
+//! - Draft.js `{"blocks":[...],"entityMap":{...}}`: `blocks` are `blocks`.
+//! - A string whose trimmed text starts with `{` and parses as one of those is
+//!   read as that (Milanote often stores rich text as a JSON string).
+//! - Any other non-empty string is plain text: `blocks` is `[]` (there are no
+//!   provider blocks to pass through; none are invented) and `plainText` is the
+//!   string unchanged. An empty string is no rich text (`None`).
+//! - Anything else (numbers, arrays, other objects) is no rich text (`None`).
+//!
+//! `plainText`: a node's `text` where present; `hardBreak` is a newline;
+//! children of `paragraph`, `heading`, `listItem` join with nothing, other
+//! containers and Draft.js blocks join with newlines; empty parts are dropped.
+//! The walk is iterative, so deep documents cannot overflow the stack.
+//! Blocks are copied (or, when parsed from a string, moved) keeping at most
+//! [`MAX_RAW_DEPTH`] nested levels.
+
+use crate::document::{Raw, RichText};
+use crate::provider::normalize::raw::{bounded_clone, bounded_owned, MAX_RAW_DEPTH};
+use serde_json::Value;
+
+/// Reads rich text in any of the accepted shapes (see the module docs).
+///
+/// Returns `None` when `value` is not rich text.
+pub fn rich_text(value: &Value) -> Option<RichText> {
+    match value {
+        Value::Object(_) => {
+            let shape = shape(value)?;
+            let blocks = value.get(shape.blocks_key()).and_then(Value::as_array);
+            let blocks = blocks.map(Vec::as_slice).unwrap_or_default();
+            Some(RichText {
+                plain_text: shape.plain_text(value),
+                blocks: blocks
+                    .iter()
+                    .filter_map(|b| bounded_clone(b, MAX_RAW_DEPTH))
+                    .map(Raw)
+                    .collect(),
+            })
+        }
+        Value::String(s) => {
+            if s.is_empty() {
+                return None;
+            }
+            let trimmed = s.trim_start();
+            if trimmed.starts_with('{') {
+                if let Ok(parsed) = serde_json::from_str::<Value>(trimmed) {
+                    if let Some(rich) = owned(parsed) {
+                        return Some(rich);
+                    }
+                }
+            }
+            Some(RichText {
+                blocks: Vec::new(),
+                plain_text: s.clone(),
+            })
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => None,
+    }
+}
+
+/// Rich text parsed from a string: its blocks are moved, not copied.
+fn owned(parsed: Value) -> Option<RichText> {
+    let shape = shape(&parsed)?;
+    let plain_text = shape.plain_text(&parsed);
+    let blocks = match parsed {
+        Value::Object(mut map) => match map.remove(shape.blocks_key()) {
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .filter_map(|b| bounded_owned(b, MAX_RAW_DEPTH))
+                .map(Raw)
+                .collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    Some(RichText { blocks, plain_text })
+}
+
+#[derive(Clone, Copy)]
+enum Shape {
+    TipTap,
+    Draft,
+}
+
+impl Shape {
+    fn blocks_key(self) -> &'static str {
+        match self {
+            Shape::TipTap => "content",
+            Shape::Draft => "blocks",
+        }
+    }
+
+    fn plain_text(self, value: &Value) -> String {
+        match self {
+            Shape::TipTap => tiptap_plain_text(value),
+            Shape::Draft => {
+                let blocks = value.get("blocks").and_then(Value::as_array);
+                draft_plain_text(blocks.map(Vec::as_slice).unwrap_or_default())
+            }
+        }
+    }
+}
+
+/// A TipTap doc (`type: "doc"`) or Draft.js raw content (a `blocks` array).
+fn shape(value: &Value) -> Option<Shape> {
+    let obj = value.as_object()?;
+    if obj.get("type").and_then(Value::as_str) == Some("doc") {
+        return Some(Shape::TipTap);
+    }
+    obj.get("blocks")
+        .and_then(Value::as_array)
+        .map(|_| Shape::Draft)
+}
+
+/// Draft.js: each block's `text`, non-empty ones joined with newlines.
+fn draft_plain_text(blocks: &[Value]) -> String {
+    let parts: Vec<&str> = blocks
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .filter(|t| !t.is_empty())
+        .collect();
+    parts.join("\n")
+}
+
+/// What one TipTap node contributes before its children are looked at.
+enum Piece<'a> {
+    /// Final text (a `text` node or a `hardBreak`); may be empty.
+    Text(&'a str),
+    /// A container: its children and the separator they join with.
+    Container(&'a [Value], &'static str),
+}
+
+fn piece(node: &Value) -> Piece<'_> {
+    if let Some(text) = node.get("text").and_then(Value::as_str) {
+        return Piece::Text(text);
+    }
+    let kind = node.get("type").and_then(Value::as_str).unwrap_or_default();
+    if kind == "hardBreak" {
+        return Piece::Text("\n");
+    }
+    let children = node.get("content").and_then(Value::as_array);
+    let children = children.map(Vec::as_slice).unwrap_or_default();
+    let separator = match kind {
+        "paragraph" | "heading" | "listItem" => "",
+        _ => "\n",
+    };
+    Piece::Container(children, separator)
+}
+
+struct Frame<'a> {
+    children: &'a [Value],
+    next: usize,
+    separator: &'static str,
+    parts: Vec<String>,
+}
+
+/// TipTap plain text, post-order over an explicit stack.
+fn tiptap_plain_text(root: &Value) -> String {
+    let (children, separator) = match piece(root) {
+        Piece::Text(text) => return text.to_owned(),
+        Piece::Container(children, separator) => (children, separator),
+    };
+    let mut stack = vec![Frame {
+        children,
+        next: 0,
+        separator,
+        parts: Vec::new(),
+    }];
+    while let Some(top) = stack.last_mut() {
+        if let Some(child) = top.children.get(top.next) {
+            top.next += 1;
+            match piece(child) {
+                Piece::Text(text) => {
+                    if !text.is_empty() {
+                        top.parts.push(text.to_owned());
+                    }
+                }
+                Piece::Container(children, separator) => stack.push(Frame {
+                    children,
+                    next: 0,
+                    separator,
+                    parts: Vec::new(),
+                }),
+            }
+            continue;
+        }
+        let done = stack.pop().map(|f| f.parts.join(f.separator));
+        let done = done.unwrap_or_default();
+        match stack.last_mut() {
+            Some(parent) => {
+                if !done.is_empty() {
+                    parent.parts.push(done);
+                }
+            }
+            None => return done,
+        }
+    }
+    String::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plain(value: Value) -> Option<String> {
+        rich_text(&value).map(|r| r.plain_text)
+    }
+
+    fn p(text: &str) -> Value {
+        json!({"type": "paragraph", "content": [{"type": "text", "text": text}]})
+    }
+
+    #[test]
+    fn plain_text_table() {
+        let cases: Vec<(Value, Option<&str>)> = vec![
+            (json!({"type": "doc", "content": [p("a"), p("b")]}), Some("a\nb")),
+            (json!({"type": "doc", "content": []}), Some("")),
+            (json!({"type": "doc"}), Some("")),
+            (json!({"type": "doc", "content": [p("a"), {"type": "paragraph"}, p("b")]}), Some("a\nb")),
+            (
+                json!({"type": "doc", "content": [{"type": "paragraph", "content": [
+                    {"type": "text", "text": "a"}, {"type": "hardBreak"}, {"type": "text", "text": "b"}]}]}),
+                Some("a\nb"),
+            ),
+            (
+                json!({"type": "doc", "content": [{"type": "heading", "attrs": {"level": 1},
+                    "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there", "marks": [{"type": "bold"}]}]}]}),
+                Some("Hi there"),
+            ),
+            (
+                json!({"type": "doc", "content": [{"type": "bulletList", "content": [
+                    {"type": "listItem", "content": [p("one")]},
+                    {"type": "listItem", "content": [p("two"), p("2b")]}]}]}),
+                Some("one\ntwo2b"),
+            ),
+            (json!({"type": "doc", "content": [{"type": "blockquote", "content": [p("q1"), p("q2")]}]}), Some("q1\nq2")),
+            (json!({"type": "doc", "content": [{"type": "mention", "text": "@ann", "content": [p("x")]}]}), Some("@ann")),
+            (json!({"type": "doc", "content": ["stray", 3, null, p("ok")]}), Some("ok")),
+            (json!({"blocks": [{"text": "a"}, {"text": ""}, {"text": "b"}], "entityMap": {}}), Some("a\nb")),
+            (json!({"blocks": [{"key": "k"}, {"text": 5}]}), Some("")),
+            (json!({"blocks": []}), Some("")),
+            (json!("{\"type\":\"doc\",\"content\":[{\"type\":\"paragraph\",\"content\":[{\"type\":\"text\",\"text\":\"s\"}]}]}"), Some("s")),
+            (json!(" {\"blocks\":[{\"text\":\"d\"}],\"entityMap\":{}}"), Some("d")),
+            (json!("{not json"), Some("{not json")),
+            (json!("{\"other\":1}"), Some("{\"other\":1}")),
+            (json!("just text\nline 2"), Some("just text\nline 2")),
+            (json!(""), None),
+            (json!(null), None),
+            (json!(7), None),
+            (json!(true), None),
+            (json!([p("a")]), None),
+            (json!({"type": "paragraph", "content": [{"type": "text", "text": "x"}]}), None),
+            (json!({"blocks": "nope"}), None),
+        ];
+        for (value, want) in cases {
+            assert_eq!(plain(value.clone()).as_deref(), want, "{value}");
+        }
+    }
+
+    #[test]
+    fn blocks_are_the_raw_blocks() {
+        let doc = json!({"type": "doc", "content": [p("a"), p("b")]});
+        let rich = rich_text(&doc).unwrap();
+        assert_eq!(rich.blocks, vec![Raw(p("a")), Raw(p("b"))]);
+
+        let draft =
+            json!({"blocks": [{"key": "k1", "text": "x", "type": "unstyled"}], "entityMap": {}});
+        let rich = rich_text(&Value::String(draft.to_string())).unwrap();
+        assert_eq!(
+            rich.blocks,
+            vec![Raw(json!({"key": "k1", "text": "x", "type": "unstyled"}))]
+        );
+
+        let rich = rich_text(&json!("plain")).unwrap();
+        assert!(rich.blocks.is_empty());
+    }
+
+    #[test]
+    fn deep_documents_do_not_overflow() {
+        // Far deeper than serde_json would parse, built directly.
+        // `json!` would copy `node` through to_value, recursively: build by hand.
+        let mut node = json!({"type": "text", "text": "deep"});
+        for _ in 0..20_000 {
+            let mut wrapper = serde_json::Map::new();
+            wrapper.insert("type".into(), json!("blockquote"));
+            wrapper.insert("content".into(), Value::Array(vec![node]));
+            node = Value::Object(wrapper);
+        }
+        let mut doc = serde_json::Map::new();
+        doc.insert("type".into(), json!("doc"));
+        doc.insert("content".into(), Value::Array(vec![node]));
+        let doc = Value::Object(doc);
+        let rich = rich_text(&doc).unwrap();
+        assert_eq!(rich.plain_text, "deep");
+        // The copied blocks are cut to the raw depth bound.
+        let copied = serde_json::to_vec(&rich.blocks).unwrap();
+        assert!(serde_json::from_slice::<Value>(&copied).is_ok());
+        // Dropping 50,000 nested Values recursively is serde_json's concern;
+        // leak it so the test thread's stack is not what is being tested.
+        std::mem::forget(doc);
+    }
+}

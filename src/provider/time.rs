@@ -1,1 +1,218 @@
-//! TODO(owner: provider helper): time
+//! Provider times -> `YYYY-MM-DDTHH:MM:SS.sssZ` (UTC, always three fraction
+//! digits), for the normalizer (DESIGN.md section 5).
+//!
+//! Accepted inputs: epoch milliseconds as a JSON number (integer, or a finite
+//! float truncated toward zero) or as a numeric string, and date-time strings in
+//! RFC 3339 or the common ISO 8601 shapes (`T` or space separator, optional
+//! fraction, `Z`, `±HH:MM` or `±HHMM` offset; no offset means UTC; a bare
+//! `YYYY-MM-DD` means midnight UTC). Epoch values are never guessed to be
+//! seconds. Anything else, and any instant outside the years 0000..=9999 (which
+//! the fixed-width format cannot express), is unparsable: `None`, and the
+//! caller omits the field. Sub-millisecond precision is truncated (floored).
+
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike, Utc};
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Formats epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.sssZ`.
+///
+/// Returns `None` when the instant falls outside the years 0000..=9999.
+pub fn format_epoch_ms(ms: i64) -> Option<String> {
+    let at = DateTime::<Utc>::from_timestamp_millis(ms)?;
+    if !(0..=9999).contains(&at.year()) {
+        return None;
+    }
+    // Written by hand: chrono's `format` re-parses its pattern on every call,
+    // which showed in the benchmark. `from_timestamp_millis` never yields a
+    // leap second, so the milliseconds are below 1000.
+    let mut out = String::with_capacity(24);
+    let _ = write!(
+        out,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        at.year(),
+        at.month(),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.timestamp_subsec_millis()
+    );
+    Some(out)
+}
+
+/// Normalizes a raw provider time (see the module docs for what is accepted).
+///
+/// Returns `None` for anything unparsable, which the caller omits.
+pub fn normalize_time(value: &Value) -> Option<String> {
+    match value {
+        Value::Number(n) => {
+            if let Some(ms) = n.as_i64() {
+                format_epoch_ms(ms)
+            } else {
+                float_ms(n.as_f64()?)
+            }
+        }
+        Value::String(s) => parse_time_str(s),
+        Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => None,
+    }
+}
+
+/// A finite float of milliseconds, truncated toward zero.
+fn float_ms(ms: f64) -> Option<String> {
+    // i64::MAX as f64 rounds up to 2^63, hence the strict upper bound.
+    if !ms.is_finite() || ms < i64::MIN as f64 || ms >= i64::MAX as f64 {
+        return None;
+    }
+    format_epoch_ms(ms.trunc() as i64)
+}
+
+fn parse_time_str(raw: &str) -> Option<String> {
+    let s = raw.trim();
+    if s.is_empty() {
+        return None;
+    }
+    if is_numeric(s) {
+        return match s.parse::<i64>() {
+            Ok(ms) => format_epoch_ms(ms),
+            Err(_) => float_ms(s.parse::<f64>().ok()?),
+        };
+    }
+    let ms = parse_date_time(s)?;
+    format_epoch_ms(ms)
+}
+
+/// `-?digits(.digits)?`: what a numeric epoch string looks like. Stricter than
+/// `f64::from_str`, which would also take `inf`, `NaN` or `1e3`.
+fn is_numeric(s: &str) -> bool {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    let (int, frac) = match digits.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (digits, None),
+    };
+    !int.is_empty()
+        && int.bytes().all(|b| b.is_ascii_digit())
+        && frac.is_none_or(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Date-time strings to epoch milliseconds, trying RFC 3339 first.
+fn parse_date_time(s: &str) -> Option<i64> {
+    if let Ok(at) = DateTime::parse_from_rfc3339(s) {
+        return Some(at.timestamp_millis());
+    }
+    // Offsets written `+0100`, or with a space separator.
+    for format in ["%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M:%S%.f%z"] {
+        if let Ok(at) = DateTime::parse_from_str(s, format) {
+            return Some(at.timestamp_millis());
+        }
+    }
+    // No offset: UTC. A trailing `Z` after a space-separated time is accepted too.
+    let naive = s.strip_suffix(['Z', 'z']).unwrap_or(s);
+    for format in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
+        if let Ok(at) = NaiveDateTime::parse_from_str(naive, format) {
+            return Some(at.and_utc().timestamp_millis());
+        }
+    }
+    let date = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    Some(date.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn epoch_ms_table() {
+        let cases: &[(i64, Option<&str>)] = &[
+            (0, Some("1970-01-01T00:00:00.000Z")),
+            (1, Some("1970-01-01T00:00:00.001Z")),
+            (-1, Some("1969-12-31T23:59:59.999Z")),
+            (1_700_000_000_123, Some("2023-11-14T22:13:20.123Z")),
+            (253_402_300_799_999, Some("9999-12-31T23:59:59.999Z")),
+            (253_402_300_800_000, None),
+            (-62_167_219_200_000, Some("0000-01-01T00:00:00.000Z")),
+            (-62_167_219_200_001, None),
+            (i64::MAX, None),
+            (i64::MIN, None),
+        ];
+        for (ms, want) in cases {
+            assert_eq!(format_epoch_ms(*ms).as_deref(), *want, "{ms}");
+        }
+    }
+
+    #[test]
+    fn normalize_time_table() {
+        let cases: &[(Value, Option<&str>)] = &[
+            (
+                json!(1_700_000_000_123_i64),
+                Some("2023-11-14T22:13:20.123Z"),
+            ),
+            (json!(1_700_000_000_123.9), Some("2023-11-14T22:13:20.123Z")),
+            (json!(-1.5), Some("1969-12-31T23:59:59.999Z")),
+            (json!("1700000000123"), Some("2023-11-14T22:13:20.123Z")),
+            (json!(" 1700000000123 "), Some("2023-11-14T22:13:20.123Z")),
+            (json!("1700000000123.5"), Some("2023-11-14T22:13:20.123Z")),
+            (json!("-1"), Some("1969-12-31T23:59:59.999Z")),
+            (
+                json!("2024-03-01T10:20:30Z"),
+                Some("2024-03-01T10:20:30.000Z"),
+            ),
+            (
+                json!("2024-03-01T10:20:30.5Z"),
+                Some("2024-03-01T10:20:30.500Z"),
+            ),
+            (
+                json!("2024-03-01T10:20:30.123456789Z"),
+                Some("2024-03-01T10:20:30.123Z"),
+            ),
+            (
+                json!("2024-03-01T10:20:30+02:00"),
+                Some("2024-03-01T08:20:30.000Z"),
+            ),
+            (
+                json!("2024-03-01T10:20:30-0130"),
+                Some("2024-03-01T11:50:30.000Z"),
+            ),
+            (
+                json!("2024-03-01 10:20:30Z"),
+                Some("2024-03-01T10:20:30.000Z"),
+            ),
+            (
+                json!("2024-03-01 10:20:30+00:00"),
+                Some("2024-03-01T10:20:30.000Z"),
+            ),
+            (
+                json!("2024-03-01T10:20:30"),
+                Some("2024-03-01T10:20:30.000Z"),
+            ),
+            (json!("2024-03-01T10:20"), Some("2024-03-01T10:20:00.000Z")),
+            (json!("2024-03-01"), Some("2024-03-01T00:00:00.000Z")),
+            // A leap second counts into the next second.
+            (
+                json!("2016-12-31T23:59:60Z"),
+                Some("2017-01-01T00:00:00.000Z"),
+            ),
+            (json!("2024-02-30T00:00:00Z"), None),
+            (json!("yesterday"), None),
+            (json!(""), None),
+            (json!("inf"), None),
+            (json!("NaN"), None),
+            (json!("1e3"), None),
+            (json!("99999999999999999999"), None),
+            (json!(1e300), None),
+            (json!(18_446_744_073_709_551_615_u64), None),
+            (json!(null), None),
+            (json!(true), None),
+            (json!([1]), None),
+            (json!({"t": 1}), None),
+        ];
+        for (value, want) in cases {
+            assert_eq!(normalize_time(value).as_deref(), *want, "{value}");
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! One raw element -> its normalized fields (the table of DESIGN.md section 5),
+//! for the tree builder. Children are attached by [`super::tree`].
+//!
+//! Rules where the table leaves room:
+//! - A field of the wrong type is omitted. Titles and other strings pass
+//!   through unchanged; URL fields and fallbacks take non-empty strings only.
+//! - Nested objects that end up with no fields (`location`, `position`,
+//!   `timestamps`, `icon`, `image`, `file`, `provider`) are omitted.
+//! - `BOARD.title` is `Untitled board` when missing, not a string, or empty.
+//! - `TASK.completed` is the first boolean among `isComplete`, `completed`, `checked`.
+//! - `TABLE`: a row that is not an array becomes `[]` and a cell that is not an
+//!   object becomes `{}` (a scalar cell becomes its `value`), so row and column
+//!   positions are kept. A cell's rich text is `draftContent`, else
+//!   `textContent`. Its `value` is the raw scalar unless that is missing, `null`
+//!   or `""`; then the rich text's plain text when non-empty; else a raw `""`.
+//! - `UNKNOWN.elementType` is the raw `elementType` string, `""` when missing.
+
+use super::raw::{boolean, element_id, ident, non_empty, object, raw, raw_array, scalar, string};
+use crate::document::*;
+use crate::provider::rich_text::rich_text;
+use crate::provider::time::normalize_time;
+use serde_json::{Map, Value};
+
+/// `BOARD` title when the provider has none.
+pub const UNTITLED_BOARD: &str = "Untitled board";
+
+/// `location {parentId, section, rootBoard, position}`: both `location.position`
+/// and the older flat `positionX/Y/Index/Score` (in `location`, else at the
+/// element's top level) are read, field by field, in that order.
+pub fn location(element: &Map<String, Value>) -> Option<Location> {
+    let loc = object(element.get("location"));
+    let at = |key: &str| loc.and_then(|l| l.get(key));
+    let pos = loc.and_then(|l| object(l.get("position")));
+    let coord = |nested: &str, flat: &str| {
+        scalar(pos.and_then(|p| p.get(nested)))
+            .or_else(|| scalar(at(flat)))
+            .or_else(|| scalar(element.get(flat)))
+    };
+    let position = Position {
+        x: coord("x", "positionX"),
+        y: coord("y", "positionY"),
+        index: coord("index", "positionIndex"),
+        score: coord("score", "positionScore"),
+    };
+    let location = Location {
+        parent_id: ident(at("parentId")),
+        section: scalar(at("section")),
+        root_board: scalar(at("rootBoard")),
+        position: (position != Position::default()).then_some(position),
+    };
+    (location != Location::default()).then_some(location)
+}
+
+/// `timestamps` from `meta`.
+pub fn timestamps(element: &Map<String, Value>) -> Option<Timestamps> {
+    let meta = object(element.get("meta"))?;
+    let time = |key: &str| meta.get(key).and_then(normalize_time);
+    let stamps = Timestamps {
+        created_at: time("createdTime"),
+        modified_at: time("modifiedTime"),
+        significant_modified_at: time("significantModified"),
+        location_modified_at: time("locationSectionModifiedTime"),
+    };
+    (stamps != Timestamps::default()).then_some(stamps)
+}
+
+/// The raw `elementType`, `""` when it is missing or not a string.
+pub fn element_type(element: &Map<String, Value>) -> &str {
+    element
+        .get("elementType")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The fields of every type except `COMMENT_THREAD` (see [`comment_thread`]).
+pub fn kind(element: &Map<String, Value>, loaded: bool) -> NodeKind {
+    let empty = Map::new();
+    let c = object(element.get("content")).unwrap_or(&empty);
+    match element_type(element) {
+        "BOARD" => NodeKind::Board(board(c, loaded)),
+        "COLUMN" => NodeKind::Column(ColumnFields {
+            title: string(c.get("title")),
+        }),
+        "CARD" => NodeKind::Card(CardFields {
+            rich_text: c.get("textContent").and_then(rich_text),
+            background: scalar(c.get("background")),
+            transparent: match c.get("transparent") {
+                Some(Value::Object(t)) => boolean(t.get("enabled")),
+                other => boolean(other),
+            },
+        }),
+        "IMAGE" => NodeKind::Image(ImageFields {
+            image: image(c.get("image")),
+            file: file(c.get("file")),
+        }),
+        "FILE" => NodeKind::File(FileFields {
+            title: string(c.get("title")),
+            file: file(c.get("file")),
+            preview_image: image(c.get("image")),
+            preview_ready: scalar(c.get("previewReady")),
+            display_mode: scalar(c.get("displayMode")),
+        }),
+        "LINK" => NodeKind::Link(link(c)),
+        "TASK_LIST" => NodeKind::TaskList(TaskListFields {
+            title: string(c.get("title")),
+            show_title: scalar(c.get("showTitle")),
+        }),
+        "TASK" => NodeKind::Task(TaskFields {
+            rich_text: c.get("textContent").and_then(rich_text),
+            completed: ["isComplete", "completed", "checked"]
+                .iter()
+                .find_map(|k| boolean(c.get(*k))),
+            due_date: scalar(c.get("dueDate")),
+            has_due_date_time: scalar(c.get("hasDueDateTime")),
+            reminder_at: c.get("dueReminderTimestamp").and_then(normalize_time),
+        }),
+        "TABLE" => NodeKind::Table(TableFields {
+            width: scalar(c.get("width")),
+            table: object(c.get("tableContent")).map(table),
+        }),
+        "COMMENT_THREAD" => NodeKind::CommentThread(CommentThreadFields {
+            thread_id: thread_id(element),
+            comments: Vec::new(),
+        }),
+        "SKELETON" => NodeKind::Skeleton(SkeletonFields {
+            root_board: scalar(object(element.get("location")).and_then(|l| l.get("rootBoard"))),
+        }),
+        other => NodeKind::Unknown(UnknownFields {
+            element_type: other.to_owned(),
+            content: raw(element.get("content")),
+        }),
+    }
+}
+
+pub fn board(c: &Map<String, Value>, loaded: bool) -> BoardFields {
+    BoardFields {
+        title: non_empty(c.get("title")).unwrap_or_else(|| UNTITLED_BOARD.to_owned()),
+        color: scalar(c.get("color")),
+        secondary_color: scalar(c.get("secondaryColor")),
+        default_color_palette: raw_array(c.get("defaultColorPalette")),
+        published: scalar(c.get("published")),
+        icon: icon(c.get("icon")),
+        image: image(c.get("image")),
+        file: file(c.get("file")),
+        children_loaded: loaded,
+    }
+}
+
+fn icon(value: Option<&Value>) -> Option<Icon> {
+    let i = object(value)?;
+    let icon = Icon {
+        kind: scalar(i.get("type")),
+        id: scalar(i.get("id")),
+        name: scalar(i.get("name")),
+        svg_url: non_empty(i.get("svg")),
+        png_url: non_empty(i.get("png")),
+    };
+    (icon != Icon::default()).then_some(icon)
+}
+
+fn image(value: Option<&Value>) -> Option<Image> {
+    let i = object(value)?;
+    let url = ["regular", "large", "original", "url"]
+        .iter()
+        .find_map(|k| non_empty(i.get(*k)));
+    let image = Image {
+        url,
+        original_url: non_empty(i.get("original")),
+        thumbnail_url: non_empty(i.get("thumb")),
+        large_url: non_empty(i.get("large")),
+        huge_url: non_empty(i.get("huge")),
+        width: scalar(i.get("width")),
+        height: scalar(i.get("height")),
+        primary_color: scalar(i.get("primaryColor")),
+        colors: raw_array(i.get("colors")),
+        transparent: scalar(i.get("transparent")),
+    };
+    (image != Image::default()).then_some(image)
+}
+
+fn file(value: Option<&Value>) -> Option<File> {
+    let f = object(value)?;
+    let file = File {
+        kind: scalar(f.get("type")),
+        extension: scalar(f.get("ext")),
+        mime_type: scalar(f.get("mime")),
+        filename: scalar(f.get("filename")),
+        size_bytes: scalar(f.get("size")),
+        modified_at: f.get("lastModified").and_then(normalize_time),
+        uploaded_at: f.get("uploadedTimestamp").and_then(normalize_time),
+        url: non_empty(f.get("url")),
+    };
+    (file != File::default()).then_some(file)
+}
+
+fn link(c: &Map<String, Value>) -> LinkFields {
+    let l = object(c.get("link"));
+    let provider = object(c.get("provider")).map(|p| LinkProvider {
+        name: scalar(p.get("name")),
+        url: scalar(p.get("url")),
+        display: scalar(p.get("display")),
+    });
+    LinkFields {
+        url: non_empty(l.and_then(|l| l.get("url"))).or_else(|| non_empty(c.get("url"))),
+        title: string(l.and_then(|l| l.get("title"))),
+        favicon_url: non_empty(l.and_then(|l| l.get("favicon"))),
+        provider: provider.filter(|p| *p != LinkProvider::default()),
+        media_type: scalar(c.get("mediaType")),
+        caption: c.get("caption").and_then(rich_text),
+        show_caption: scalar(c.get("showCaption")),
+    }
+}
+
+fn table(t: &Map<String, Value>) -> Table {
+    let rows = t.get("data").and_then(Value::as_array);
+    let rows = rows.map(Vec::as_slice).unwrap_or_default();
+    Table {
+        rows: rows
+            .iter()
+            .map(|row| {
+                let cells = row.as_array().map(Vec::as_slice).unwrap_or_default();
+                cells.iter().map(cell).collect()
+            })
+            .collect(),
+        column_widths: raw_array(t.get("colWidthsGU")),
+        version: scalar(t.get("version")),
+    }
+}
+
+fn cell(value: &Value) -> TableCell {
+    let Some(c) = value.as_object() else {
+        return TableCell {
+            value: scalar(Some(value)),
+            ..TableCell::default()
+        };
+    };
+    let rich = ["draftContent", "textContent"]
+        .iter()
+        .find_map(|k| c.get(*k).and_then(rich_text));
+    let raw_value = scalar(c.get("value"));
+    let plain = rich
+        .as_ref()
+        .filter(|r| !r.plain_text.is_empty())
+        .map(|r| Scalar(Value::String(r.plain_text.clone())));
+    let value = match raw_value {
+        Some(Scalar(Value::String(s))) if s.is_empty() => plain.or(Some(Scalar(Value::String(s)))),
+        Some(v) => Some(v),
+        None => plain,
+    };
+    TableCell {
+        value,
+        rich_text: rich,
+        text_styles: raw_array(c.get("textStyle")),
+        background: scalar(c.get("background")),
+    }
+}
+
+/// `threadId` from `content`, else from the element's top level.
+pub fn thread_id(element: &Map<String, Value>) -> Option<String> {
+    ident(object(element.get("content")).and_then(|c| c.get("threadId")))
+        .or_else(|| ident(element.get("threadId")))
+}
+
+/// One comment of the top-level `comments` map. `userId` and other fields
+/// beyond the table are not copied.
+pub fn comment(key: &str, raw: &Map<String, Value>) -> Comment {
+    Comment {
+        id: element_id(key, raw),
+        thread_id: ident(raw.get("threadId")),
+        rich_text: raw.get("text").and_then(rich_text),
+        created_at: raw.get("createdAt").and_then(normalize_time),
+        updated_at: raw.get("updatedAt").and_then(normalize_time),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn location_table() {
+        let cases: Vec<(Value, Option<Value>)> = vec![
+            (json!({}), None),
+            (json!({"location": "r"}), None),
+            (json!({"location": {"parentId": ""}}), None),
+            (
+                json!({"location": {"parentId": 12}}),
+                Some(json!({"parentId": "12"})),
+            ),
+            (json!({"location": {"position": {}}}), None),
+            (json!({"positionX": 3}), Some(json!({"position": {"x": 3}}))),
+            (
+                json!({"location": {"section": null, "rootBoard": "R", "position": {"x": null}, "positionX": "7"}}),
+                Some(json!({"rootBoard": "R", "position": {"x": "7"}})),
+            ),
+        ];
+        for (element, want) in cases {
+            let got = location(&map(element.clone()))
+                .map(|l| serde_json::to_value(l).unwrap_or_default());
+            assert_eq!(got, want, "{element}");
+        }
+    }
+
+    #[test]
+    fn cell_value_table() {
+        let rich = json!({"blocks": [{"text": "rt"}]});
+        let cases: Vec<(Value, Value)> = vec![
+            (json!({"value": "v", "draftContent": rich}), json!("v")),
+            (json!({"value": false, "draftContent": rich}), json!(false)),
+            (json!({"value": "", "draftContent": rich}), json!("rt")),
+            (json!({"value": null, "textContent": rich}), json!("rt")),
+            (json!({"value": [1], "draftContent": rich}), json!("rt")),
+            (json!({"value": ""}), json!("")),
+            (
+                json!({"value": "", "draftContent": {"blocks": []}}),
+                json!(""),
+            ),
+            (json!({"draftContent": {"blocks": []}}), Value::Null),
+            (json!({}), Value::Null),
+            (json!(3), json!(3)),
+            (json!(null), Value::Null),
+            (json!([1]), Value::Null),
+        ];
+        for (raw_cell, want) in cases {
+            let got = cell(&raw_cell).value.map_or(Value::Null, |s| s.0);
+            assert_eq!(got, want, "{raw_cell}");
+        }
+    }
+
+    #[test]
+    fn thread_id_table() {
+        let cases: Vec<(Value, Option<&str>)> = vec![
+            (
+                json!({"content": {"threadId": "a"}, "threadId": "b"}),
+                Some("a"),
+            ),
+            (
+                json!({"content": {"threadId": ""}, "threadId": "b"}),
+                Some("b"),
+            ),
+            (json!({"content": {"threadId": 9}}), Some("9")),
+            (json!({"content": {}}), None),
+        ];
+        for (element, want) in cases {
+            assert_eq!(
+                thread_id(&map(element.clone())).as_deref(),
+                want,
+                "{element}"
+            );
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! Raw Milanote board responses ([`Fetched`]) -> [`BoardDocument`] v1
+//! (DESIGN.md section 5). Called by the provider after the fetch and before
+//! sanitize; pure, no I/O.
+//!
+//! The work is split by concern: [`raw`] (lenient readers, depth-bounded raw
+//! copies), `fields` (one element's fields, the table of section 5),
+//! `order` (children order), `tree` (the tree, built without recursion).
+//! Same input, same bytes: nothing depends on hash-map iteration order.
+
+mod fields;
+mod order;
+pub mod raw;
+mod tree;
+
+use crate::document::{BoardDocument, BoardType, NodeKind, RootBoard, Source, Version1};
+use crate::provider::time::format_epoch_ms;
+use crate::provider::Fetched;
+use std::fmt;
+
+/// Most node levels below the root that are output (the root is level 0).
+///
+/// A node at this level is output with `children: []`; the elements below it
+/// are cut. With [`raw::MAX_RAW_DEPTH`] this keeps every document within 120
+/// JSON levels: a node at level `n` is `2 + 2n` levels deep (`board`, then
+/// `children` and the node per level), and the deepest fixed path inside a
+/// node (`table.rows[][].richText.blocks[]`) adds 6 more before raw JSON.
+pub const MAX_NODE_DEPTH: usize = 32;
+
+/// `fetchedAt` when neither time can be formatted (both outside 0000..=9999).
+const EPOCH: &str = "1970-01-01T00:00:00.000Z";
+
+/// Why a [`Fetched`] could not be normalized. The provider client normally
+/// rejects both cases before calling [`normalize`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NormalizeError {
+    /// No element has the root board's id.
+    RootMissing { board_id: String },
+    /// The root element's `elementType` is not `BOARD` (e.g. a `SKELETON`).
+    RootNotBoard {
+        board_id: String,
+        element_type: String,
+    },
+}
+
+impl fmt::Display for NormalizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NormalizeError::RootMissing { board_id } => {
+                write!(f, "root board {board_id} is not among the elements")
+            }
+            NormalizeError::RootNotBoard {
+                board_id,
+                element_type,
+            } => write!(
+                f,
+                "root element {board_id} is a {element_type:?}, not a BOARD"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NormalizeError {}
+
+/// Normalizes the merged raw responses of one board into a BoardDocument v1.
+///
+/// `provider_name` becomes `source.provider`. `fetchedAt` is
+/// `fetched.fetched_time_ms`, else `fetched.fetched_at_ms`. The root's
+/// `childrenLoaded` and every nested board's come from `fetched.loaded_boards`.
+///
+/// # Errors
+///
+/// [`NormalizeError::RootMissing`] when no element has `fetched.root_id`, and
+/// [`NormalizeError::RootNotBoard`] when that element is not a `BOARD`. Any
+/// other malformed input is read leniently (wrong types omitted), never an error.
+pub fn normalize(fetched: &Fetched, provider_name: &str) -> Result<BoardDocument, NormalizeError> {
+    let index = tree::Index::new(&fetched.elements);
+    let board_id = fetched.root_id.clone();
+    let Some(&root) = index.by_id.get(&fetched.root_id) else {
+        return Err(NormalizeError::RootMissing { board_id });
+    };
+    let element_type = fields::element_type(index.entries[root].raw);
+    if element_type != "BOARD" {
+        let element_type = element_type.to_owned();
+        return Err(NormalizeError::RootNotBoard {
+            board_id,
+            element_type,
+        });
+    }
+    let node = tree::build(&index, root, fetched);
+    let NodeKind::Board(fields) = node.kind else {
+        // Unreachable: the root was checked to be a BOARD above.
+        return Err(NormalizeError::RootNotBoard {
+            board_id,
+            element_type: String::new(),
+        });
+    };
+    let fetched_at = fetched
+        .fetched_time_ms
+        .and_then(format_epoch_ms)
+        .or_else(|| format_epoch_ms(fetched.fetched_at_ms))
+        .unwrap_or_else(|| EPOCH.to_owned());
+    Ok(BoardDocument {
+        version: Version1,
+        source: Source {
+            provider: provider_name.to_owned(),
+            board_id,
+        },
+        fetched_at,
+        board: RootBoard {
+            id: node.id,
+            kind: BoardType::Board,
+            fields,
+            location: node.location,
+            timestamps: node.timestamps,
+            children: node.children,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Map, Value};
+
+    fn fetched(root: &str, elements: Value) -> Fetched {
+        let elements: Map<String, Value> = serde_json::from_value(elements).unwrap();
+        Fetched {
+            root_id: root.into(),
+            elements,
+            loaded_boards: [root.to_owned()].into_iter().collect(),
+            fetched_at_ms: 0,
+            ..Fetched::default()
+        }
+    }
+
+    fn card(parent: &str) -> Value {
+        json!({"elementType": "CARD", "location": {"parentId": parent}})
+    }
+
+    /// Ids along the first-child chain from the root.
+    fn chain(doc: &BoardDocument) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut level = &doc.board.children;
+        while let Some(first) = level.first() {
+            out.push(first.id.clone());
+            level = &first.children;
+        }
+        out
+    }
+
+    #[test]
+    fn root_errors() {
+        let missing = normalize(&fetched("r", json!({"x": card("r")})), "milanote");
+        assert_eq!(
+            missing,
+            Err(NormalizeError::RootMissing {
+                board_id: "r".into()
+            })
+        );
+        let skeleton = normalize(
+            &fetched("r", json!({"r": {"elementType": "SKELETON"}})),
+            "m",
+        );
+        assert_eq!(
+            skeleton,
+            Err(NormalizeError::RootNotBoard {
+                board_id: "r".into(),
+                element_type: "SKELETON".into()
+            })
+        );
+        let not_object = normalize(&fetched("r", json!({"r": "BOARD"})), "m");
+        assert!(matches!(
+            not_object,
+            Err(NormalizeError::RootMissing { .. })
+        ));
+        let untyped = normalize(&fetched("r", json!({"r": {}})), "m");
+        assert!(matches!(untyped, Err(NormalizeError::RootNotBoard { .. })));
+    }
+
+    #[test]
+    fn minimal_document() {
+        let mut f = fetched("r", json!({"r": {"elementType": "BOARD"}}));
+        f.fetched_at_ms = 1_700_000_000_000;
+        let doc = serde_json::to_value(normalize(&f, "milanote").unwrap()).unwrap();
+        assert_eq!(
+            doc,
+            json!({
+                "version": 1,
+                "source": {"provider": "milanote", "boardId": "r"},
+                "fetchedAt": "2023-11-14T22:13:20.000Z",
+                "board": {"id": "r", "type": "BOARD", "title": "Untitled board", "childrenLoaded": true, "children": []}
+            })
+        );
+        f.fetched_time_ms = Some(1);
+        assert_eq!(
+            normalize(&f, "m").unwrap().fetched_at,
+            "1970-01-01T00:00:00.001Z"
+        );
+        f.fetched_time_ms = Some(i64::MAX);
+        f.fetched_at_ms = i64::MIN;
+        assert_eq!(normalize(&f, "m").unwrap().fetched_at, EPOCH);
+    }
+
+    #[test]
+    fn cycles_and_orphans_are_not_output() {
+        let f = fetched(
+            "r",
+            json!({
+                "r": {"elementType": "BOARD", "location": {"parentId": "b"}},
+                "a": card("r"),
+                "b": card("a"),
+                "self": card("self"),
+                "x": card("y"),
+                "y": card("x"),
+                "orphan": card("nowhere"),
+                "noparent": {"elementType": "CARD"}
+            }),
+        );
+        let doc = normalize(&f, "m").unwrap();
+        assert_eq!(chain(&doc), ["a", "b"]);
+        assert_eq!(doc.board.children.len(), 1);
+        assert!(doc.board.children[0].children[0].children.is_empty());
+    }
+
+    #[test]
+    fn duplicate_ids_keep_one_element() {
+        let f = fetched(
+            "r",
+            json!({
+                "r": {"elementType": "BOARD"},
+                "k1": {"id": "c", "elementType": "COLUMN", "location": {"parentId": "r"}},
+                "c": {"elementType": "CARD", "location": {"parentId": "r"}},
+                "k2": {"id": "c", "elementType": "TASK", "location": {"parentId": "r"}}
+            }),
+        );
+        let doc = serde_json::to_value(normalize(&f, "m").unwrap()).unwrap();
+        assert_eq!(
+            doc["board"]["children"],
+            json!([{"id": "c", "type": "CARD", "location": {"parentId": "r"}, "children": []}])
+        );
+    }
+
+    /// Nesting depth of arrays/objects (a scalar is 0), without recursion.
+    fn max_depth(value: &Value) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(value, 1)];
+        while let Some((v, d)) = stack.pop() {
+            match v {
+                Value::Array(items) => {
+                    deepest = deepest.max(d);
+                    stack.extend(items.iter().map(|i| (i, d + 1)));
+                }
+                Value::Object(map) => {
+                    deepest = deepest.max(d);
+                    stack.extend(map.values().map(|i| (i, d + 1)));
+                }
+                _ => {}
+            }
+        }
+        deepest
+    }
+
+    #[test]
+    fn depth_is_bounded_and_the_document_reparses() {
+        let mut elements = Map::new();
+        elements.insert("r".into(), json!({"elementType": "BOARD"}));
+        let levels = MAX_NODE_DEPTH + 20;
+        let mut parent = "r".to_owned();
+        for i in 0..levels {
+            let id = format!("n{i}");
+            // A deep rich text at every level, to fill the raw budget too.
+            let mut deep = json!({"type": "text", "text": "t"});
+            for _ in 0..200 {
+                let mut wrapper = Map::new();
+                wrapper.insert("type".into(), json!("blockquote"));
+                wrapper.insert("content".into(), Value::Array(vec![deep]));
+                deep = Value::Object(wrapper);
+            }
+            let cell = json!({"draftContent": {"type": "doc", "content": [deep]}});
+            elements.insert(
+                id.clone(),
+                json!({"elementType": "TABLE", "location": {"parentId": parent},
+                       "content": {"tableContent": {"data": [[cell]]}}}),
+            );
+            parent = id;
+        }
+        let f = Fetched {
+            root_id: "r".into(),
+            elements,
+            ..Fetched::default()
+        };
+        let doc = normalize(&f, "m").unwrap();
+        assert_eq!(chain(&doc).len(), MAX_NODE_DEPTH);
+        let bytes = serde_json::to_vec(&doc).unwrap();
+        let back: Value = serde_json::from_slice(&bytes).expect("within serde_json's depth limit");
+        assert_eq!(
+            max_depth(&back),
+            120,
+            "the documented bound, reached by table cells"
+        );
+        assert_eq!(
+            back["board"]["children"][0]["table"]["rows"][0][0]["value"],
+            "t"
+        );
+    }
+
+    #[test]
+    fn shared_thread_ids_copy_comments_within_a_budget() {
+        let mut f = fetched(
+            "r",
+            json!({
+                "r": {"elementType": "BOARD"},
+                "t1": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "a"}, "content": {"threadId": "T"}},
+                "t2": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "b"}, "content": {"threadId": "T"}},
+                "t3": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "c"}},
+                "t4": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "d"}, "content": {"threadId": "T"}},
+                "t5": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "e"}, "content": {"threadId": "T"}}
+            }),
+        );
+        f.comments = serde_json::from_value(json!({
+            "c1": {"threadId": "T", "text": "one", "createdAt": 2},
+            "c2": {"threadId": "T", "text": "two", "createdAt": 1},
+            "c3": {"threadId": "t3", "text": "three"},
+            "c4": {"text": "no thread"}
+        }))
+        .unwrap();
+        let doc = serde_json::to_value(normalize(&f, "m").unwrap()).unwrap();
+        let ids = |i: usize| -> Vec<Value> {
+            let list = doc["board"]["children"][i]["comments"].as_array().unwrap();
+            list.iter().map(|c| c["id"].clone()).collect()
+        };
+        assert_eq!(ids(0), [json!("c2"), json!("c1")]);
+        assert_eq!(ids(1), [json!("c2"), json!("c1")]);
+        assert_eq!(ids(2), [json!("c3")]);
+        // The budget (4 comments in the input) paid t2's and t4's copies.
+        assert_eq!(ids(3), [json!("c2"), json!("c1")]);
+        assert!(ids(4).is_empty());
+    }
+}

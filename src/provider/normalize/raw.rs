@@ -1,0 +1,206 @@
+//! Lenient readers over raw provider JSON, shared by the normalizer and the
+//! rich-text reader: a field of the wrong type reads as absent, never an error.
+//!
+//! Raw JSON copied into the document (rich-text blocks, `UNKNOWN.content`,
+//! palettes, colors, text styles, column widths) goes through
+//! [`bounded_clone`], so that the document stays within serde_json's parse
+//! depth (see [`MAX_RAW_DEPTH`]).
+
+use crate::document::{Raw, Scalar};
+use serde_json::{Map, Value};
+
+/// Most nested array/object levels a raw value keeps, counting itself.
+///
+/// Deeper arrays and objects are dropped (an object loses that key, an array
+/// that item); scalars at the last level are kept. Together with
+/// [`super::MAX_NODE_DEPTH`] this keeps every document at most 120 levels deep,
+/// below the 127 that `serde_json::from_slice` accepts, so a client using
+/// serde_json can read any document this service writes.
+pub const MAX_RAW_DEPTH: usize = 48;
+
+/// Copies `value` keeping at most `levels` nested array/object levels.
+///
+/// Returns `None` when `value` is itself a container and `levels` is 0.
+/// Recursion is bounded by `levels`.
+pub fn bounded_clone(value: &Value, levels: usize) -> Option<Value> {
+    match value {
+        Value::Array(items) => {
+            let inner = levels.checked_sub(1)?;
+            Some(Value::Array(
+                items
+                    .iter()
+                    .filter_map(|v| bounded_clone(v, inner))
+                    .collect(),
+            ))
+        }
+        Value::Object(map) => {
+            let inner = levels.checked_sub(1)?;
+            Some(Value::Object(
+                map.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), bounded_clone(v, inner)?)))
+                    .collect(),
+            ))
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => Some(value.clone()),
+    }
+}
+
+/// [`bounded_clone`] for a value the caller owns (rich text parsed from a
+/// string): moves instead of copying.
+pub fn bounded_owned(value: Value, levels: usize) -> Option<Value> {
+    match value {
+        Value::Array(items) => {
+            let inner = levels.checked_sub(1)?;
+            Some(Value::Array(
+                items
+                    .into_iter()
+                    .filter_map(|v| bounded_owned(v, inner))
+                    .collect(),
+            ))
+        }
+        Value::Object(map) => {
+            let inner = levels.checked_sub(1)?;
+            Some(Value::Object(
+                map.into_iter()
+                    .filter_map(|(k, v)| Some((k, bounded_owned(v, inner)?)))
+                    .collect(),
+            ))
+        }
+        scalar @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)) => {
+            Some(scalar)
+        }
+    }
+}
+
+/// Raw pass-through of any non-null value, depth-bounded.
+pub fn raw(value: Option<&Value>) -> Option<Raw> {
+    match value? {
+        Value::Null => None,
+        v => bounded_clone(v, MAX_RAW_DEPTH).map(Raw),
+    }
+}
+
+/// An array, its items copied as [`Raw`] (nulls kept as the provider sent them).
+pub fn raw_array(value: Option<&Value>) -> Option<Vec<Raw>> {
+    let items = value?.as_array()?;
+    let levels = MAX_RAW_DEPTH.saturating_sub(1);
+    Some(
+        items
+            .iter()
+            .filter_map(|v| bounded_clone(v, levels))
+            .map(Raw)
+            .collect(),
+    )
+}
+
+/// A JSON scalar (string, number, boolean), as sent.
+pub fn scalar(value: Option<&Value>) -> Option<Scalar> {
+    Scalar::from_value(value?)
+}
+
+/// A string, as sent (possibly empty).
+pub fn string(value: Option<&Value>) -> Option<String> {
+    value?.as_str().map(str::to_owned)
+}
+
+/// A non-empty string: used for URLs and for fallbacks, where an empty string
+/// means "not set" and the next candidate is tried.
+pub fn non_empty(value: Option<&Value>) -> Option<String> {
+    value?.as_str().filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+/// An identifier: a non-empty string, or an integer written in decimal.
+pub fn ident(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A boolean.
+pub fn boolean(value: Option<&Value>) -> Option<bool> {
+    value?.as_bool()
+}
+
+/// An object.
+pub fn object(value: Option<&Value>) -> Option<&Map<String, Value>> {
+    value?.as_object()
+}
+
+/// The id of an element or comment: `id`, else `_id`, else the map key.
+pub fn element_id(key: &str, raw: &Map<String, Value>) -> String {
+    ident(raw.get("id"))
+        .or_else(|| ident(raw.get("_id")))
+        .unwrap_or_else(|| key.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn element_id_table() {
+        let cases: &[(Value, &str)] = &[
+            (json!({"id": "a", "_id": "b"}), "a"),
+            (json!({"_id": "b"}), "b"),
+            (json!({}), "key"),
+            (json!({"id": "", "_id": "b"}), "b"),
+            (json!({"id": null, "_id": ""}), "key"),
+            (json!({"id": 42}), "42"),
+            (json!({"id": 4.5}), "key"),
+            (json!({"id": ["x"], "_id": {"y": 1}}), "key"),
+        ];
+        for (raw, want) in cases {
+            let map = raw.as_object().unwrap();
+            assert_eq!(element_id("key", map), *want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn bounded_clone_table() {
+        let cases: &[(Value, usize, Option<Value>)] = &[
+            (json!(1), 0, Some(json!(1))),
+            (json!([]), 0, None),
+            (json!([]), 1, Some(json!([]))),
+            (json!([1, [2], {"a": 3}]), 1, Some(json!([1]))),
+            (
+                json!({"a": {"b": {"c": 1}}, "d": 2}),
+                2,
+                Some(json!({"a": {}, "d": 2})),
+            ),
+            (
+                json!({"a": {"b": {"c": 1}}}),
+                3,
+                Some(json!({"a": {"b": {"c": 1}}})),
+            ),
+        ];
+        for (value, levels, want) in cases {
+            assert_eq!(bounded_clone(value, *levels), *want, "{value} {levels}");
+            assert_eq!(
+                bounded_owned(value.clone(), *levels),
+                *want,
+                "owned {value} {levels}"
+            );
+        }
+    }
+
+    #[test]
+    fn readers_table() {
+        assert_eq!(scalar(Some(&json!("x"))), Some(Scalar(json!("x"))));
+        assert_eq!(scalar(Some(&json!(null))), None);
+        assert_eq!(scalar(Some(&json!({}))), None);
+        assert_eq!(string(Some(&json!(""))), Some(String::new()));
+        assert_eq!(string(Some(&json!(1))), None);
+        assert_eq!(non_empty(Some(&json!(""))), None);
+        assert_eq!(raw(Some(&json!(null))), None);
+        assert_eq!(raw(Some(&json!({"a": 1}))), Some(Raw(json!({"a": 1}))));
+        assert_eq!(
+            raw_array(Some(&json!(["#fff", null]))),
+            Some(vec![Raw(json!("#fff")), Raw(json!(null))])
+        );
+        assert_eq!(raw_array(Some(&json!("#fff"))), None);
+        assert_eq!(boolean(Some(&json!("true"))), None);
+    }
+}

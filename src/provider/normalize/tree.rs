@@ -1,0 +1,282 @@
+//! Raw elements -> the node tree below the root, without recursion.
+//!
+//! - Index: each raw element (an object) gets its id (`id`, `_id`, map key).
+//!   When two elements claim one id, the one stored under that id as its map
+//!   key wins, else the first in map order; the other is dropped.
+//! - Children of a node are the elements whose `location.parentId` is its id,
+//!   ordered by [`super::order`]. Every element has one parent, so each is
+//!   output at most once: the output grows linearly with the input.
+//! - A child already on the path (the root, when its own `parentId` points
+//!   below it) is skipped, so a cycle never loops. Elements whose parent is
+//!   missing or unreachable from the root (orphans) are not output.
+//! - Nodes deeper than [`super::MAX_NODE_DEPTH`] levels are cut.
+//! - Comments: a `COMMENT_THREAD` gets every comment whose `threadId` equals
+//!   its `threadId` (else its id). When several thread elements share one
+//!   `threadId`, the copies beyond the first are paid from a budget of as many
+//!   comments as the input has, in document (pre-order) order, a whole thread
+//!   at a time; a thread the budget cannot pay gets `[]`. So N threads sharing
+//!   an id cannot multiply M comments into N x M.
+
+use super::fields;
+use super::order::{order_children, SortKey};
+use super::MAX_NODE_DEPTH;
+use crate::document::{Comment, Location, Node, NodeKind};
+use crate::provider::Fetched;
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+
+/// One indexed raw element.
+pub struct Entry<'a> {
+    pub id: String,
+    pub raw: &'a Map<String, Value>,
+    pub location: Option<Location>,
+}
+
+/// Elements by id and children by parent id.
+pub struct Index<'a> {
+    pub entries: Vec<Entry<'a>>,
+    pub by_id: HashMap<String, usize>,
+    keys: Vec<SortKey>,
+    children: HashMap<String, Vec<usize>>,
+}
+
+impl<'a> Index<'a> {
+    pub fn new(elements: &'a Map<String, Value>) -> Index<'a> {
+        let mut entries: Vec<Entry<'a>> = Vec::with_capacity(elements.len());
+        let mut by_id: HashMap<String, usize> = HashMap::with_capacity(elements.len());
+        let mut keyed_by_id: Vec<bool> = Vec::with_capacity(elements.len());
+        for (key, value) in elements {
+            let Some(raw) = value.as_object() else {
+                continue;
+            };
+            let id = super::raw::element_id(key, raw);
+            let is_key = *key == id;
+            if let Some(&existing) = by_id.get(&id) {
+                if keyed_by_id[existing] || !is_key {
+                    continue;
+                }
+                // Same id, but this copy is stored under it: it wins.
+                entries[existing] = Entry {
+                    location: fields::location(raw),
+                    id,
+                    raw,
+                };
+                keyed_by_id[existing] = true;
+                continue;
+            }
+            by_id.insert(id.clone(), entries.len());
+            keyed_by_id.push(is_key);
+            entries.push(Entry {
+                location: fields::location(raw),
+                id,
+                raw,
+            });
+        }
+        let keys = entries
+            .iter()
+            .map(|e| SortKey::new(&e.id, e.location.as_ref()))
+            .collect();
+        let mut children: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, entry) in entries.iter().enumerate() {
+            if let Some(parent) = entry.location.as_ref().and_then(|l| l.parent_id.as_ref()) {
+                children.entry(parent.clone()).or_default().push(i);
+            }
+        }
+        Index {
+            entries,
+            by_id,
+            keys,
+            children,
+        }
+    }
+
+    fn ordered_children(&self, id: &str, canvas_order: &Map<String, Value>) -> Vec<usize> {
+        match self.children.get(id) {
+            Some(children) => order_children(children, &self.keys, canvas_order.get(id)),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// A node being built: its remaining children and those built so far.
+struct Frame {
+    entry: usize,
+    node: Node,
+    pending: Vec<usize>,
+    next: usize,
+    depth: usize,
+}
+
+/// Comments grouped by `threadId`, each group sorted by `createdAt` then id
+/// (missing times last).
+fn comments_by_thread(comments: &Map<String, Value>) -> HashMap<String, Vec<Comment>> {
+    let mut groups: HashMap<String, Vec<(Comment, &str)>> = HashMap::new();
+    for (key, value) in comments {
+        let Some(raw) = value.as_object() else {
+            continue;
+        };
+        let comment = fields::comment(key, raw);
+        if let Some(thread) = comment.thread_id.clone() {
+            groups.entry(thread).or_default().push((comment, key));
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(thread, mut list)| {
+            // ISO strings of one fixed width sort chronologically; map keys are
+            // unique, so the order is total.
+            list.sort_by(|(a, ka), (b, kb)| {
+                (a.created_at.is_none(), &a.created_at, &a.id, ka).cmp(&(
+                    b.created_at.is_none(),
+                    &b.created_at,
+                    &b.id,
+                    kb,
+                ))
+            });
+            (thread, list.into_iter().map(|(c, _)| c).collect())
+        })
+        .collect()
+}
+
+/// Comment groups and what is left of the budget for repeated copies.
+struct Threads {
+    groups: HashMap<String, Vec<Comment>>,
+    claimed: HashSet<String>,
+    budget: usize,
+}
+
+impl Threads {
+    fn claim(&mut self, thread: &str) -> Vec<Comment> {
+        let Some(group) = self.groups.get(thread) else {
+            return Vec::new();
+        };
+        if self.claimed.insert(thread.to_owned()) {
+            return group.clone();
+        }
+        match self.budget.checked_sub(group.len()) {
+            Some(left) => {
+                self.budget = left;
+                group.clone()
+            }
+            None => Vec::new(),
+        }
+    }
+}
+
+/// Builds the tree below `root` (an index into `index.entries`) and returns
+/// the root as a [`Node`] with its children attached.
+pub fn build(index: &Index<'_>, root: usize, fetched: &Fetched) -> Node {
+    let mut threads = Threads {
+        groups: comments_by_thread(&fetched.comments),
+        claimed: HashSet::new(),
+        budget: fetched.comments.len(),
+    };
+    let mut seen = vec![false; index.entries.len()];
+    let mut on_path = vec![false; index.entries.len()];
+    let make = |i: usize, depth: usize, threads: &mut Threads| {
+        let entry = &index.entries[i];
+        let loaded = fetched.loaded_boards.contains(&entry.id);
+        let mut kind = fields::kind(entry.raw, loaded);
+        if let NodeKind::CommentThread(thread) = &mut kind {
+            let key = thread.thread_id.as_deref().unwrap_or(&entry.id);
+            thread.comments = threads.claim(key);
+        }
+        let pending = if depth < MAX_NODE_DEPTH {
+            index.ordered_children(&entry.id, &fetched.canvas_order)
+        } else {
+            Vec::new()
+        };
+        Frame {
+            entry: i,
+            node: Node {
+                id: entry.id.clone(),
+                kind,
+                location: entry.location.clone(),
+                timestamps: fields::timestamps(entry.raw),
+                children: Vec::new(),
+            },
+            pending,
+            next: 0,
+            depth,
+        }
+    };
+    seen[root] = true;
+    on_path[root] = true;
+    let mut top_level = make(root, 0, &mut threads);
+    let mut stack: Vec<Frame> = Vec::new();
+    for &first in &top_level.pending {
+        if on_path[first] || seen[first] {
+            continue;
+        }
+        seen[first] = true;
+        on_path[first] = true;
+        stack.push(make(first, 1, &mut threads));
+        while let Some(top) = stack.last_mut() {
+            if let Some(&child) = top.pending.get(top.next) {
+                top.next += 1;
+                if on_path[child] || seen[child] {
+                    continue;
+                }
+                let depth = top.depth + 1;
+                seen[child] = true;
+                on_path[child] = true;
+                let frame = make(child, depth, &mut threads);
+                stack.push(frame);
+                continue;
+            }
+            if let Some(done) = stack.pop() {
+                on_path[done.entry] = false;
+                match stack.last_mut() {
+                    Some(parent) => parent.node.children.push(done.node),
+                    None => top_level.node.children.push(done.node),
+                }
+            }
+        }
+    }
+    top_level.node
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn comments_sorted_by_created_at_then_id_missing_last() {
+        let raw = json!({
+            "k1": {"id": "b", "threadId": "T", "createdAt": 5},
+            "k2": {"id": "a", "threadId": "T", "createdAt": "1970-01-01T00:00:00.005Z"},
+            "k3": {"id": "c", "threadId": "T"},
+            "k4": {"id": "d", "threadId": "T", "createdAt": "garbage"},
+            "k5": {"id": "e", "threadId": "T", "createdAt": 1},
+            "k6": {"id": "a", "threadId": "T", "createdAt": 5},
+            "k7": {"id": "z", "threadId": "U"},
+            "k8": {"id": "y"},
+            "k9": "not an object"
+        });
+        let groups = comments_by_thread(raw.as_object().unwrap());
+        let ids = |t: &str| -> Vec<String> { groups[t].iter().map(|c| c.id.clone()).collect() };
+        assert_eq!(ids("T"), ["e", "a", "a", "b", "c", "d"]);
+        assert_eq!(ids("U"), ["z"]);
+        assert_eq!(groups.len(), 2);
+    }
+
+    #[test]
+    fn index_resolves_duplicate_ids() {
+        let elements = json!({
+            "a": {"id": "x"},
+            "b": {"id": "x", "elementType": "SECOND"},
+            "x": {"elementType": "KEYED"},
+            "y": {"id": "w", "first": true},
+            "z": {"id": "w"},
+            "n": 5
+        });
+        let index = Index::new(elements.as_object().unwrap());
+        let kind = |id: &str| fields::element_type(index.entries[index.by_id[id]].raw).to_owned();
+        assert_eq!(kind("x"), "KEYED");
+        assert!(index.by_id.contains_key("w"));
+        assert!(index.entries[index.by_id["w"]].raw.contains_key("first"));
+        assert_eq!(index.by_id.len(), 2);
+        assert!(!index.by_id.contains_key("n"));
+    }
+}

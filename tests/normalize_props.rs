@@ -1,0 +1,212 @@
+//! Property tests of the normalizer's invariants over random boards with
+//! cycles, orphans, duplicate ids, shared thread ids and noisy canvasOrder:
+//! no panic, same bytes twice, every element at most once, parents before
+//! children, canvasOrder respected, output linear in the input and readable
+//! back by serde_json. The fuzz target checks the same on arbitrary bytes.
+
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+use shared_board_api::provider::normalize::normalize;
+use shared_board_api::provider::Fetched;
+use std::collections::HashSet;
+
+const IDS: &[&str] = &["r", "a", "b", "c", "d", "e", "f", "g", "h", "x"];
+const TYPES: &[&str] = &[
+    "BOARD",
+    "CARD",
+    "COLUMN",
+    "TASK",
+    "TABLE",
+    "COMMENT_THREAD",
+    "SKELETON",
+    "LINE",
+];
+
+fn scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        (-5i64..5).prop_map(Value::from),
+        (-5i64..5).prop_map(|n| Value::from(n.to_string())),
+        prop::sample::select(vec!["canvas", "column", "", "inf"]).prop_map(Value::from),
+        any::<bool>().prop_map(Value::from),
+    ]
+}
+
+fn element() -> impl Strategy<Value = (String, Value)> {
+    (
+        prop::sample::select(IDS),
+        prop::option::of(prop::sample::select(IDS)),
+        prop::sample::select(IDS),
+        prop::sample::select(TYPES),
+        prop::collection::vec(scalar(), 5),
+        prop::option::of(prop::sample::select(vec!["T1", "a"])),
+    )
+        .prop_map(|(key, id, parent, kind, s, thread)| {
+            let mut e = json!({
+                "elementType": kind,
+                "location": {"parentId": parent, "section": s[0],
+                             "position": {"score": s[1], "index": s[2], "y": s[3], "x": s[4]}},
+                "content": {"threadId": thread, "textContent": "t",
+                            "tableContent": {"data": [[{"value": s[1]}, {"draftContent": "{\"blocks\":[{\"text\":\"c\"}]}"}]]}},
+                "meta": {"createdTime": s[1]}
+            });
+            if let Some(id) = id {
+                e["id"] = json!(id);
+            }
+            (key.to_owned(), e)
+        })
+}
+
+fn board() -> impl Strategy<Value = Value> {
+    (
+        prop::collection::vec(element(), 0..30),
+        prop::collection::vec(
+            (
+                prop::sample::select(IDS),
+                prop::collection::vec(prop::sample::select(IDS), 0..12),
+            ),
+            0..6,
+        ),
+        prop::collection::vec(
+            (prop::sample::select(vec!["T1", "T2", "a", "b"]), scalar()),
+            0..10,
+        ),
+    )
+        .prop_map(|(elements, orders, comments)| {
+            let mut map = Map::new();
+            for (key, e) in elements {
+                map.insert(key, e);
+            }
+            map.insert(
+                "r".into(),
+                json!({"elementType": "BOARD", "location": {"parentId": "a"}}),
+            );
+            let canvas: Map<String, Value> = orders
+                .into_iter()
+                .map(|(p, ids)| (p.to_owned(), json!(ids)))
+                .collect();
+            let comments: Map<String, Value> = comments
+                .into_iter()
+                .enumerate()
+                .map(|(i, (thread, at))| {
+                    (
+                        format!("c{i}"),
+                        json!({"threadId": thread, "text": "x", "createdAt": at}),
+                    )
+                })
+                .collect();
+            json!({"elements": map, "canvasOrder": canvas, "comments": comments})
+        })
+}
+
+fn fetched(body: &Value) -> Fetched {
+    let take = |k: &str| body[k].as_object().cloned().unwrap_or_default();
+    Fetched {
+        root_id: "r".into(),
+        elements: take("elements"),
+        comments: take("comments"),
+        canvas_order: take("canvasOrder"),
+        loaded_boards: ["r".to_owned(), "b".to_owned()].into_iter().collect(),
+        fetched_time_ms: None,
+        fetched_at_ms: 0,
+    }
+}
+
+/// The element each id resolves to, by an independent reading of the rule:
+/// the element stored under that id (when it does not name another id),
+/// else the first in key order whose `id` it is.
+fn winners(elements: &Map<String, Value>) -> Vec<(String, &Value)> {
+    let resolve = |key: &String, e: &Value| {
+        e.get("id")
+            .and_then(Value::as_str)
+            .unwrap_or(key)
+            .to_owned()
+    };
+    let mut ids: Vec<String> = elements.iter().map(|(k, e)| resolve(k, e)).collect();
+    ids.sort();
+    ids.dedup();
+    ids.into_iter()
+        .filter_map(|id| {
+            let own = elements.get(&id).filter(|e| resolve(&id, e) == id);
+            let first = || {
+                elements
+                    .iter()
+                    .find(|(k, e)| resolve(k, e) == id)
+                    .map(|(_, e)| e)
+            };
+            Some((id.clone(), own.or_else(first)?))
+        })
+        .collect()
+}
+
+/// Checks ids, parents, completeness and canvasOrder below `node`.
+fn walk(
+    node: &Value,
+    elements: &Map<String, Value>,
+    canvas: &Map<String, Value>,
+    seen: &mut HashSet<String>,
+) {
+    let winners = winners(elements);
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        let id = n["id"].as_str().unwrap().to_owned();
+        assert!(seen.insert(id.clone()), "{id} twice");
+        let children = n["children"].as_array().unwrap();
+        let child_ids: Vec<&str> = children.iter().map(|c| c["id"].as_str().unwrap()).collect();
+        for c in children {
+            assert_eq!(c["location"]["parentId"], json!(id));
+        }
+        let mut want: Vec<&str> = winners
+            .iter()
+            .filter(|(w, e)| w != "r" && e["location"]["parentId"] == json!(id))
+            .map(|(w, _)| w.as_str())
+            .collect();
+        let mut got = child_ids.clone();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "children of {id}");
+        // Listed children come first, in their listed (first-occurrence) order.
+        let listed: Vec<&str> = canvas
+            .get(&id)
+            .and_then(Value::as_array)
+            .map_or(Vec::new(), |l| {
+                let mut out: Vec<&str> = Vec::new();
+                for v in l.iter().filter_map(Value::as_str) {
+                    if child_ids.contains(&v) && !out.contains(&v) {
+                        out.push(v);
+                    }
+                }
+                out
+            });
+        assert_eq!(&child_ids[..listed.len()], &listed[..], "children of {id}");
+        stack.extend(children.iter());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn normalizer_invariants(body in board()) {
+        let input = serde_json::to_vec(&body).unwrap();
+        let f = fetched(&body);
+        let first = serde_json::to_vec(&normalize(&f, "milanote").unwrap()).unwrap();
+        let second = serde_json::to_vec(&normalize(&f.clone(), "milanote").unwrap()).unwrap();
+        prop_assert_eq!(&first, &second);
+        prop_assert!(first.len() <= 32 * input.len() + 1024);
+        let doc: Value = serde_json::from_slice(&first).unwrap();
+        let mut seen = HashSet::new();
+        walk(&doc["board"], &f.elements, &f.canvas_order, &mut seen);
+        for id in &seen {
+            prop_assert!(f.elements.values().any(|e| e.get("id") == Some(&json!(id))) || f.elements.contains_key(id));
+        }
+        // Shared thread ids may copy comments, at most once more in total.
+        let mut copies = 0;
+        let mut stack = vec![&doc["board"]];
+        while let Some(n) = stack.pop() {
+            copies += n.get("comments").and_then(Value::as_array).map_or(0, Vec::len);
+            stack.extend(n["children"].as_array().unwrap().iter());
+        }
+        prop_assert!(copies <= 2 * f.comments.len());
+    }
+}
