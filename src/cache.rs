@@ -6,19 +6,79 @@
 //! a few seconds, so that a burst against a broken or revoked link also costs
 //! one upstream request instead of N.
 
+use crate::api::error::ApiError;
+use crate::api::respond::{self, Rendered};
+use crate::api::route::Endpoint;
 use crate::api::share_link::ShareLink;
 use crate::document::sanitize::sanitize;
 use crate::provider::client::ProviderClient;
 use crate::provider::error::FetchError;
 use crate::provider::normalize::normalize;
+use crate::select::Selection;
 use async_trait::async_trait;
 use pingora_memory_cache::{CacheStatus, Lookup, RTCache};
 use serde_json::Value;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A sanitized full document, shared by every request that reads it.
-pub type Document = Arc<Value>;
+/// A sanitized full document, shared by every request that reads it, with
+/// the responses rendered from it so far.
+pub type Document = Arc<CachedBoard>;
+
+/// How many distinct (endpoint, selection) renders one board keeps; popular
+/// selections repeat, and the renders die with the board's cache entry.
+pub const MAX_RENDERS_PER_BOARD: usize = 8;
+
+/// One fetched board: the sanitized document and the bodies rendered from it.
+pub struct CachedBoard {
+    pub document: Value,
+    renders: Mutex<VecDeque<(Endpoint, String, Rendered)>>,
+}
+
+impl CachedBoard {
+    pub fn new(document: Value) -> Self {
+        CachedBoard {
+            document,
+            renders: Mutex::new(VecDeque::with_capacity(MAX_RENDERS_PER_BOARD)),
+        }
+    }
+
+    /// The response body and ETag of `selection` on this document, rendered
+    /// once per (endpoint, selection) and then reused.
+    ///
+    /// # Errors
+    /// As [`respond::render`].
+    pub fn rendered(
+        &self,
+        endpoint: Endpoint,
+        selection: &Selection,
+    ) -> Result<Rendered, ApiError> {
+        let canonical = selection.canonical();
+        let found = self
+            .lock()
+            .iter()
+            .find(|(e, c, _)| *e == endpoint && *c == canonical)
+            .map(|(_, _, r)| r.clone());
+        if let Some(rendered) = found {
+            return Ok(rendered);
+        }
+        // Rendered outside the lock; two racing requests may both render once.
+        let data = selection.apply(&self.document);
+        let rendered = respond::render(endpoint, &canonical, &data)?;
+        let mut renders = self.lock();
+        if renders.len() == MAX_RENDERS_PER_BOARD {
+            renders.pop_front();
+        }
+        renders.push_back((endpoint, canonical, rendered.clone()));
+        Ok(rendered)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(Endpoint, String, Rendered)>> {
+        // A panic while holding the lock leaves a valid list behind.
+        self.renders.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 type Outcome = Result<Document, FetchError>;
 
@@ -33,7 +93,8 @@ pub struct CacheSettings {
     pub max_entries: usize,
     /// A document estimated larger than this (default 8 MiB) is kept only
     /// for a second, so it still coalesces a burst but cannot pin memory:
-    /// the cache holds at most about `max_entries * max_document_bytes`.
+    /// the cache holds at most about `max_entries * max_document_bytes`,
+    /// plus up to [`MAX_RENDERS_PER_BOARD`] rendered bodies per entry.
     pub max_document_bytes: usize,
 }
 
@@ -76,7 +137,7 @@ impl BoardLoader {
         let mut value = serde_json::to_value(&document)
             .map_err(|e| FetchError::Upstream(format!("document not serializable: {e}")))?;
         sanitize(&mut value);
-        Ok(Arc::new(value))
+        Ok(Arc::new(CachedBoard::new(value)))
     }
 }
 
@@ -98,7 +159,9 @@ impl Lookup<(String, String), Outcome, LookupContext> for BoardLookup {
         let ctx = extra.ok_or("board lookup without context")?;
         let outcome = ctx.loader.load(&ctx.link).await;
         let ttl = match &outcome {
-            Ok(doc) if approx_json_size(doc) <= ctx.settings.max_document_bytes => ctx.settings.ttl,
+            Ok(board) if approx_json_size(&board.document) <= ctx.settings.max_document_bytes => {
+                ctx.settings.ttl
+            }
             Ok(_) => Duration::from_secs(1),
             Err(_) => ctx.settings.error_ttl,
         };
@@ -178,6 +241,40 @@ pub fn approx_json_size(value: &Value) -> usize {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn renders_are_reused_per_endpoint_and_selection() {
+        use crate::select::View;
+        let board = CachedBoard::new(
+            json!({"version": 1, "source": {"provider": "p", "boardId": "b"}, "fetchedAt": "t", "board": {"id": "b", "type": "BOARD", "title": "T", "children": []}}),
+        );
+        let compact = Selection::view(View::Compact);
+        let first = board.rendered(Endpoint::Search, &compact).expect("renders");
+        let again = board.rendered(Endpoint::Search, &compact).expect("renders");
+        // The same bytes, not a re-render: `Bytes` clones share storage.
+        assert_eq!(first.body.as_ptr(), again.body.as_ptr());
+        let detail = board.rendered(Endpoint::Detail, &compact).expect("renders");
+        assert_ne!(detail.etag, first.etag);
+        // Beyond the cap the oldest render is dropped and rebuilt when asked again.
+        for i in 0..MAX_RENDERS_PER_BOARD {
+            let sel = Selection::include(&format!(
+                "version,board.id{}",
+                ",board.title".repeat(i.min(1))
+            ))
+            .expect("valid");
+            let _ = board.rendered(
+                if i % 2 == 0 {
+                    Endpoint::Detail
+                } else {
+                    Endpoint::Search
+                },
+                &sel,
+            );
+        }
+        assert!(board.lock().len() <= MAX_RENDERS_PER_BOARD);
+        let rebuilt = board.rendered(Endpoint::Search, &compact).expect("renders");
+        assert_eq!(rebuilt, first);
+    }
 
     #[test]
     fn size_estimate_covers_the_serialized_size() {

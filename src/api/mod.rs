@@ -127,13 +127,11 @@ impl BoardApi {
             request.link.board_id,
             started.elapsed()
         );
-        let data = request.selection.apply(&document);
-        respond::success(
-            endpoint,
-            &request.selection.canonical(),
-            &data,
+        let rendered = document.rendered(endpoint, &request.selection)?;
+        Ok(respond::success(
+            &rendered,
             req.headers.get(http::header::IF_NONE_MATCH),
-        )
+        ))
     }
 }
 

@@ -105,23 +105,21 @@ pub fn preflight(request_headers: &HeaderMap) -> ApiResponse {
     response
 }
 
-/// `200` with the envelope and a weak ETag, or `304` when `if_none_match`
+/// A rendered success body and its weak ETag: what a selection of one
+/// document produces, reusable until the document changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub body: Bytes,
+    pub etag: HeaderValue,
+}
+
+/// `200` with the envelope and the weak ETag, or `304` when `if_none_match`
 /// matches it (RFC 9110 weak comparison, lists and `*`).
-///
-/// # Errors
-/// `INTERNAL_ERROR` if `data` cannot be serialized (it always can).
-pub fn success(
-    endpoint: Endpoint,
-    selection: &str,
-    data: &Value,
-    if_none_match: Option<&HeaderValue>,
-) -> Result<ApiResponse, ApiError> {
-    let (body, etag) = render(endpoint, selection, data)?;
-    let etag = HeaderValue::from_str(&etag).map_err(|_| ApiError::Internal)?;
+pub fn success(rendered: &Rendered, if_none_match: Option<&HeaderValue>) -> ApiResponse {
     let not_modified = if_none_match.is_some_and(|inm| {
         pingora_core::protocols::http::conditional_filter::weak_validate_etag(
             inm.as_bytes(),
-            etag.as_bytes(),
+            rendered.etag.as_bytes(),
         )
     });
     let mut response = ApiResponse::new(if not_modified {
@@ -129,20 +127,23 @@ pub fn success(
     } else {
         StatusCode::OK
     });
-    response.headers.insert(header::ETAG, etag);
+    response.headers.insert(header::ETAG, rendered.etag.clone());
     response.set(header::CACHE_CONTROL, SUCCESS_CACHE_CONTROL);
     response.set(header::VARY, "Accept-Encoding");
     if !not_modified {
         response.set(header::CONTENT_TYPE, JSON);
-        response.body = body;
+        response.body = rendered.body.clone();
     }
-    Ok(response)
+    response
 }
 
 /// Serializes `{"ok":true,"data":...}` once and hashes, on the way, the
 /// endpoint, the canonical selection and every top-level entry of `data` but
 /// `fetchedAt`: an unchanged board revalidates although it was fetched again.
-fn render(endpoint: Endpoint, selection: &str, data: &Value) -> Result<(Bytes, String), ApiError> {
+///
+/// # Errors
+/// `INTERNAL_ERROR` if `data` cannot be serialized (it always can).
+pub fn render(endpoint: Endpoint, selection: &str, data: &Value) -> Result<Rendered, ApiError> {
     let mut hasher = Xxh3::new();
     hasher.update(endpoint.path().as_bytes());
     hasher.update(b"\0");
@@ -176,7 +177,10 @@ fn render(endpoint: Endpoint, selection: &str, data: &Value) -> Result<(Bytes, S
     }
     body.push(b'}');
     let etag = format!("W/\"{:032x}\"", hasher.digest128());
-    Ok((Bytes::from(body), etag))
+    Ok(Rendered {
+        body: Bytes::from(body),
+        etag: HeaderValue::from_str(&etag).map_err(|_| ApiError::Internal)?,
+    })
 }
 
 #[cfg(test)]
@@ -249,7 +253,10 @@ mod tests {
     fn success_envelope_etag_and_304() {
         let data =
             json!({"version": 1, "fetchedAt": "2026-01-01T00:00:00.000Z", "board": {"id": "b"}});
-        let r = success(Endpoint::Detail, "full", &data, None).expect("renders");
+        let ok = |e: Endpoint, sel: &str, d: &Value, inm: Option<&HeaderValue>| {
+            success(&render(e, sel, d).expect("renders"), inm)
+        };
+        let r = ok(Endpoint::Detail, "full", &data, None);
         assert_eq!(r.status, 200);
         assert_eq!(header(&r, "cache-control"), Some(SUCCESS_CACHE_CONTROL));
         let body: Value = serde_json::from_slice(&r.body).expect("json");
@@ -261,17 +268,17 @@ mod tests {
         // fetchedAt does not change the ETag; anything else does.
         let refetched =
             json!({"version": 1, "fetchedAt": "2027-01-01T00:00:00.000Z", "board": {"id": "b"}});
-        let again = success(Endpoint::Detail, "full", &refetched, None).expect("renders");
+        let again = ok(Endpoint::Detail, "full", &refetched, None);
         assert_eq!(again.headers.get("etag"), Some(&etag));
         let changed =
             json!({"version": 1, "fetchedAt": "2026-01-01T00:00:00.000Z", "board": {"id": "c"}});
         let other = [
-            success(Endpoint::Search, "full", &data, None),
-            success(Endpoint::Detail, "compact", &data, None),
-            success(Endpoint::Detail, "full", &changed, None),
+            ok(Endpoint::Search, "full", &data, None),
+            ok(Endpoint::Detail, "compact", &data, None),
+            ok(Endpoint::Detail, "full", &changed, None),
         ];
         for r in other {
-            assert_ne!(r.expect("renders").headers.get("etag"), Some(&etag));
+            assert_ne!(r.headers.get("etag"), Some(&etag));
         }
 
         for inm in [
@@ -281,7 +288,7 @@ mod tests {
             "*".into(),
         ] {
             let inm = HeaderValue::from_str(&inm).expect("header");
-            let r = success(Endpoint::Detail, "full", &data, Some(&inm)).expect("renders");
+            let r = ok(Endpoint::Detail, "full", &data, Some(&inm));
             assert_eq!(r.status, 304, "{inm:?}");
             assert!(r.body.is_empty());
             assert_eq!(r.headers.get("etag"), Some(&etag));
@@ -289,7 +296,7 @@ mod tests {
             assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
         }
         let stale = HeaderValue::from_static("W/\"0123\"");
-        let r = success(Endpoint::Detail, "full", &data, Some(&stale)).expect("renders");
+        let r = ok(Endpoint::Detail, "full", &data, Some(&stale));
         assert_eq!(r.status, 200);
     }
 }
