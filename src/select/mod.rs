@@ -190,14 +190,12 @@ impl Selection {
         match &self.plan {
             Plan::Full => doc.clone(),
             Plan::Include(program) => apply::include(program, doc),
-            Plan::Exclude(base, program) => {
-                let mut out = match base {
-                    Some(base) => apply::include(base, doc),
-                    None => doc.clone(),
-                };
+            Plan::Exclude(Some(base), program) => {
+                let mut out = apply::include(base, doc);
                 apply::exclude(program, &mut out);
                 out
             }
+            Plan::Exclude(None, program) => apply::exclude_copy(program, doc),
         }
     }
 
