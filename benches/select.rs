@@ -228,11 +228,7 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(|| doc.clone(), drop, criterion::BatchSize::LargeInput)
     });
     group.bench_function("sanitize", |b| {
-        b.iter_batched_ref(
-            || doc.clone(),
-            |d| sanitize(d),
-            criterion::BatchSize::LargeInput,
-        )
+        b.iter_batched_ref(|| doc.clone(), sanitize, criterion::BatchSize::LargeInput)
     });
     group.finish();
 }
