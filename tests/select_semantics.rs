@@ -317,3 +317,28 @@ fn non_object_documents_give_empty_data() {
     let sel = Selection::exclude(View::Full, "version").expect("valid");
     assert_eq!(sel.apply(&json!("x")), json!("x"));
 }
+
+#[test]
+fn deeply_nested_nodes() {
+    // 1,000 levels of `children` (the normalizer bounds real documents far lower).
+    let mut node =
+        json!({"id": "leaf", "type": "CARD", "timestamps": {"createdAt": "t"}, "children": []});
+    for i in 0..1000 {
+        // By hand: `json!` would serialize `node` again at every level.
+        let mut parent = json!({"id": format!("n{i}"), "type": "COLUMN", "timestamps": {}});
+        parent["children"] = Value::Array(vec![node]);
+        node = parent;
+    }
+    let mut doc = json!({"version": 1});
+    doc["board"] = node;
+    let ids = Selection::include("board.**.id")
+        .expect("valid")
+        .apply(&doc);
+    assert_eq!(ids.to_string().matches("\"id\"").count(), 1001);
+    let out = Selection::exclude(View::Full, "**.createdAt")
+        .expect("valid")
+        .apply(&doc);
+    assert!(!out.to_string().contains("createdAt"));
+    // Already-empty timestamps stay; the emptied one goes.
+    assert_eq!(out.to_string().matches("timestamps").count(), 1000);
+}

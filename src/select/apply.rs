@@ -1,5 +1,6 @@
 //! The two walks of DESIGN.md section 6, driven by a compiled [`Program`]:
-//! `include` builds a new value from nothing, `exclude` deletes in place. Both
+//! `include` builds a new value from nothing, `exclude` deletes in place (or,
+//! on the borrowed full document, copies what it keeps). All
 //! look at object keys only through the automaton, so keys outside the model and
 //! everything inside a leaf (`blocks`, `content`, ...) are never matched.
 //!
