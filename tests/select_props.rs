@@ -478,18 +478,6 @@ proptest! {
     }
 
     #[test]
-    fn exclude_by_copy_equals_exclude_in_place(doc in document(), list in selector_list()) {
-        use shared_board_api::select::{apply, compile, parse};
-        let mut value = serde_json::to_value(&doc).expect("serializes");
-        sanitize(&mut value);
-        let selectors = parse::parse_list(&list.join(",")).expect("parses");
-        let program = compile::compile(&selectors).expect("compiles");
-        let mut in_place = value.clone();
-        apply::exclude(&program, &mut in_place);
-        prop_assert_eq!(apply::exclude_copy(&program, &value), in_place);
-    }
-
-    #[test]
     fn full_view_is_the_sanitized_document(doc in document()) {
         let mut value = serde_json::to_value(&doc).expect("serializes");
         prop_assert!(VALIDATOR.is_valid(&value));

@@ -1,6 +1,5 @@
 //! The two walks of DESIGN.md section 6, driven by a compiled [`Program`]:
-//! `include` builds a new value from nothing, `exclude` deletes in place (or,
-//! on the borrowed full document, copies what it keeps). All
+//! `include` builds a new value from nothing, `exclude` deletes in place. Both
 //! look at object keys only through the automaton, so keys outside the model and
 //! everything inside a leaf (`blocks`, `content`, ...) are never matched.
 //!
@@ -143,50 +142,6 @@ fn exclude_array(program: &Program, items: &mut Vec<Value>, state: u32) {
     });
 }
 
-/// `exclude` on a borrowed document: the same result as cloning `doc` and
-/// calling [`exclude`], without cloning what is then deleted (the `full` base).
-pub fn exclude_copy(program: &Program, doc: &Value) -> Value {
-    match (program.start(), doc) {
-        (Some(start), Value::Object(root)) => {
-            Value::Object(copy_object(program, root, start).unwrap_or_default())
-        }
-        _ => doc.clone(),
-    }
-}
-
-/// The object without the excluded keys; `None` when it had keys and lost them all.
-fn copy_object(
-    program: &Program,
-    obj: &Map<String, Value>,
-    state: u32,
-) -> Option<Map<String, Value>> {
-    let mut out = Map::new();
-    for (key, value) in obj {
-        let kept = match program.step(state, key) {
-            Step::Skip => Some(value.clone()),
-            Step::End(_) => None,
-            Step::Descend(next) => copy_value(program, value, next),
-        };
-        if let Some(kept) = kept {
-            out.insert(key.clone(), kept);
-        }
-    }
-    (obj.is_empty() || !out.is_empty()).then_some(out)
-}
-
-fn copy_value(program: &Program, value: &Value, state: u32) -> Option<Value> {
-    match value {
-        Value::Object(obj) => copy_object(program, obj, state).map(Value::Object),
-        Value::Array(items) => Some(Value::Array(
-            items
-                .iter()
-                .filter_map(|item| copy_value(program, item, state))
-                .collect(),
-        )),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => Some(value.clone()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,11 +233,6 @@ mod tests {
             let mut out = doc();
             exclude(&program(list), &mut out);
             assert_eq!(out, *expected, "{list}");
-            assert_eq!(
-                exclude_copy(&program(list), &doc()),
-                *expected,
-                "copy: {list}"
-            );
         }
     }
 }
