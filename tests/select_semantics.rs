@@ -317,3 +317,31 @@ fn non_object_documents_give_empty_data() {
     let sel = Selection::exclude(View::Full, "version").expect("valid");
     assert_eq!(sel.apply(&json!("x")), json!("x"));
 }
+
+#[test]
+fn deeply_nested_nodes() {
+    // 300 levels of `children` (600 JSON levels) on a default 2 MiB test thread
+    // in a debug build. serde_json's own `Value::clone` overflows such a stack
+    // at about 1,000 levels in debug, so the normalizer's depth bound is what
+    // protects the process, not these walks.
+    let mut node =
+        json!({"id": "leaf", "type": "CARD", "timestamps": {"createdAt": "t"}, "children": []});
+    for i in 0..300 {
+        // By hand: `json!` would serialize `node` again at every level.
+        let mut parent = json!({"id": format!("n{i}"), "type": "COLUMN", "timestamps": {}});
+        parent["children"] = Value::Array(vec![node]);
+        node = parent;
+    }
+    let mut doc = json!({"version": 1});
+    doc["board"] = node;
+    let ids = Selection::include("board.**.id")
+        .expect("valid")
+        .apply(&doc);
+    assert_eq!(ids.to_string().matches("\"id\"").count(), 301);
+    let out = Selection::exclude(View::Full, "**.createdAt")
+        .expect("valid")
+        .apply(&doc);
+    assert!(!out.to_string().contains("createdAt"));
+    // Already-empty timestamps stay; the emptied one goes.
+    assert_eq!(out.to_string().matches("timestamps").count(), 300);
+}

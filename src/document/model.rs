@@ -63,14 +63,6 @@ impl ModelNode {
         self.fields.binary_search_by(|(n, _)| (**n).cmp(name)).ok()
     }
 
-    /// The node that field number `index` leads to.
-    ///
-    /// # Panics
-    /// When `index` is not below [`ModelNode::len`] (a caller bug, never input data).
-    pub fn field_node(&self, index: usize) -> NodeId {
-        self.fields[index].1
-    }
-
     /// The node `name` leads to, if it is a field here.
     pub fn child(&self, name: &str) -> Option<NodeId> {
         self.field_index(name).map(|i| self.fields[i].1)

@@ -76,10 +76,12 @@ fn prune_empty(model: &Model, value: &mut Value, node: NodeId) -> bool {
         Value::Object(obj) => {
             let mut emptied = false;
             for (key, child) in obj.iter_mut() {
+                if !matches!(child, Value::Object(_) | Value::Array(_)) {
+                    continue; // scalars: nothing to prune, no lookup needed
+                }
                 // Keys outside the model (absent from sanitized documents) are kept as they are.
                 if let Some(child_node) = here.child(key) {
-                    emptied |= matches!(child, Value::Object(_) | Value::Array(_))
-                        && prune_empty(model, child, child_node);
+                    emptied |= prune_empty(model, child, child_node);
                 }
             }
             if emptied {

@@ -374,7 +374,6 @@ mod tests {
             .map(|i| crate::select::parse::parse_item(i).expect("parses"))
             .collect();
         let program = compile(&selectors).expect("all valid: `*` can be `children`");
-        eprintln!("hostile list: {} DFA states", program.len());
         assert!(program.len() < 2_000, "{} states", program.len());
     }
 
