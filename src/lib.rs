@@ -4,6 +4,7 @@ pub mod api;
 pub mod cache;
 pub mod config;
 pub mod document;
+pub mod logging;
 pub mod metrics;
 pub mod provider;
 pub mod select;

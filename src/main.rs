@@ -32,7 +32,8 @@ const DEMO_BOARD: &str = "1W3ZZU1Qvua02H";
 const DEMO_PERMISSION: &str = "demo";
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    // Every record, ours and Pingora's, passes the share-link scrubber.
+    let _ = shared_board_api::logging::init();
     let cli = Cli::parse();
     let settings = if cli.demo {
         // `--demo -c FILE` runs FILE's settings against the sample upstream.
