@@ -196,26 +196,14 @@ impl BoardApiConf {
                 )
             }
         }
-        let origin = match url::Url::parse(&p.origin) {
-            Ok(u) if matches!(u.scheme(), "http" | "https")
-                && u.host_str().is_some()
-                && u.path() == "/"
-                && u.query().is_none()
-                && u.username().is_empty()
-                && u.password().is_none() =>
-            {
-                u
-            }
-            _ => return fail("board_api.provider.origin", "must be an http(s) origin such as https://app.milanote.com (no path, query or user info)"),
-        };
+        let origin = url::Url::parse(&p.origin).or_else(|e| {
+            fail(
+                "board_api.provider.origin",
+                format!("not a URL ({e}); e.g. https://app.milanote.com"),
+            )
+        })?;
         let defaults = ProviderSettings::default();
         let user_agent = p.user_agent.unwrap_or(defaults.user_agent.clone());
-        if user_agent.is_empty() || http::HeaderValue::from_str(&user_agent).is_err() {
-            return fail(
-                "board_api.provider.user_agent",
-                "must be a non-empty header value",
-            );
-        }
         if let Some(ca) = &p.ca_file {
             if !ca.is_file() {
                 return fail(
@@ -279,6 +267,12 @@ impl BoardApiConf {
                 10_000_000,
             )?,
         };
+        // The client's own rules (origin shape, user agent, positive limits);
+        // its messages start with the setting's name.
+        provider.validate().or_else(|message| {
+            let setting = message.split(':').next().unwrap_or("");
+            fail(&format!("board_api.provider.{setting}"), message.clone())
+        })?;
         let cache = match self.cache {
             Some(c) if !c.enabled => None,
             c => {
