@@ -142,19 +142,30 @@ fn head_has_the_get_status_and_headers_without_body() {
         "/api/nope".to_string(),
     ];
     for target in cases {
-        let g = request(gateway(), "GET", &target, &[]);
-        let h = request(gateway(), "HEAD", &target, &[]);
-        assert_eq!(g.status, h.status, "{target}");
-        assert!(h.body.is_empty());
-        for name in [
-            "content-length",
-            "content-type",
-            "cache-control",
-            "etag",
-            "access-control-allow-origin",
-            "access-control-expose-headers",
-        ] {
-            assert_eq!(g.header(name), h.header(name), "{target} {name}");
+        // Plain, and with compression negotiated: HEAD mirrors GET either way.
+        for headers in [&[][..], &[("Accept-Encoding", "gzip")][..]] {
+            let g = request(gateway(), "GET", &target, headers);
+            let h = request(gateway(), "HEAD", &target, headers);
+            assert_eq!(g.status, h.status, "{target}");
+            assert!(h.body.is_empty());
+            for name in [
+                "content-length",
+                "content-type",
+                "content-encoding",
+                "transfer-encoding",
+                "cache-control",
+                "etag",
+                "vary",
+                "allow",
+                "access-control-allow-origin",
+                "access-control-expose-headers",
+            ] {
+                assert_eq!(
+                    g.header(name),
+                    h.header(name),
+                    "{target} {headers:?} {name}"
+                );
+            }
         }
     }
 }

@@ -64,11 +64,15 @@ async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Resu
     if body {
         header.insert_header(header::CONTENT_LENGTH, response.body.len())?;
     }
-    let send_body = body && !head && !response.body.is_empty();
+    let has_bytes = body && !response.body.is_empty();
+    // A HEAD answer is written as if a body followed (end_of_stream false),
+    // so the downstream modules (compression) shape its headers exactly as
+    // for the GET; Pingora sends no body bytes for HEAD, and once we return
+    // `Ok(true)` it finishes the response without running module filters.
     session
-        .write_response_header(Box::new(header), !send_body)
+        .write_response_header(Box::new(header), !has_bytes)
         .await?;
-    if send_body {
+    if has_bytes && !head {
         session
             .write_response_body(Some(response.body), true)
             .await?;
