@@ -67,3 +67,8 @@ row "detail, full, cached board" "http://127.0.0.1:18080/api/detail?$U"
 row "detail, If-None-Match -> 304" "http://127.0.0.1:18080/api/detail?$U" "If-None-Match: $etag"
 row "detail, include 3 selectors, cached" "http://127.0.0.1:18080/api/detail?$U&include=board.**.title,board.**.plainText,version"
 row "search, cache off (token + 4 boards fetched per request)" "http://127.0.0.1:18081/api/search?$U"
+echo
+for i in 0 1; do
+  name=$([ "$i" = 0 ] && echo "cache on" || echo "cache off")
+  printf 'peak RSS, %s process (gateway + sample upstream): %s\n' "$name" "$(awk '/VmHWM/{print $2, $3}' "/proc/${pids[$i]}/status")"
+done
