@@ -18,7 +18,6 @@ use pingora_core::upstreams::peer::HttpPeer;
 use pingora_core::Result;
 use pingora_proxy::{ProxyHttp, Session};
 use shared_board_api::api::BoardApi;
-use shared_board_api::config::ApiSettings;
 use std::sync::Arc;
 
 pub struct MyGateway {
@@ -57,15 +56,12 @@ impl ProxyHttp for MyGateway {
 fn main() {
     env_logger::init();
     let opt = Opt::parse_args();
+    // The board_api section lives in the same YAML file as Pingora's keys.
     let conf = opt
         .conf
         .clone()
         .unwrap_or_else(|| "conf/embedded.yaml".into());
-    let settings = ApiSettings::from_file(conf.as_ref()).unwrap_or_else(|e| {
-        eprintln!("invalid configuration: {e}");
-        std::process::exit(2)
-    });
-    let boards = Arc::new(BoardApi::new(&settings).unwrap_or_else(|e| {
+    let boards = Arc::new(BoardApi::from_file(conf.as_ref()).unwrap_or_else(|e| {
         eprintln!("cannot start the board API: {e}");
         std::process::exit(2)
     }));

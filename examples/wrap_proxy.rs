@@ -20,7 +20,6 @@ use pingora_http::ResponseHeader;
 use pingora_proxy::{ProxyHttp, Session};
 use shared_board_api::api::proxy::WithBoardApi;
 use shared_board_api::api::BoardApi;
-use shared_board_api::config::ApiSettings;
 use std::sync::Arc;
 
 /// Your gateway as it was: proxies everything to a local app.
@@ -58,11 +57,7 @@ fn main() {
         .conf
         .clone()
         .unwrap_or_else(|| "conf/embedded.yaml".into());
-    let settings = ApiSettings::from_file(conf.as_ref()).unwrap_or_else(|e| {
-        eprintln!("invalid configuration: {e}");
-        std::process::exit(2)
-    });
-    let api = Arc::new(BoardApi::new(&settings).unwrap_or_else(|e| {
+    let api = Arc::new(BoardApi::from_file(conf.as_ref()).unwrap_or_else(|e| {
         eprintln!("cannot start the board API: {e}");
         std::process::exit(2)
     }));

@@ -63,6 +63,18 @@ impl BoardApi {
         })
     }
 
+    /// Builds the API for embedding from the `board_api` section of a YAML
+    /// file (typically the same file as the host's Pingora configuration).
+    ///
+    /// # Errors
+    /// The file is unreadable, a key is invalid (the message names it), or
+    /// the provider client cannot be built.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, String> {
+        let settings =
+            ApiSettings::from_file(path).map_err(|e| format!("invalid configuration: {e}"))?;
+        Self::new(&settings)
+    }
+
     /// Standalone mode: every path is ours, and unknown ones are `404 NOT_FOUND`.
     pub fn answer_all_paths(mut self) -> Self {
         self.answer_all_paths = true;
