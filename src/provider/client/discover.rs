@@ -13,7 +13,9 @@ const MAX_PARENT_CHAIN: usize = 64;
 /// id order. "Below" means the `location.parentId` chain reaches a loaded
 /// board through non-board elements (columns, ...).
 pub fn boards_to_fetch(fetched: &Fetched, known: &HashSet<String>) -> Vec<String> {
-    fetched
+    // Sorted: the elements map keeps the provider's key order, and which
+    // boards land in which batch must not depend on it.
+    let mut ids: Vec<String> = fetched
         .elements
         .iter()
         .filter(|(id, el)| {
@@ -24,7 +26,9 @@ pub fn boards_to_fetch(fetched: &Fetched, known: &HashSet<String>) -> Vec<String
                 && below_loaded_board(fetched, el)
         })
         .map(|(id, _)| id.clone())
-        .collect()
+        .collect();
+    ids.sort_unstable();
+    ids
 }
 
 fn parent_id(element: &Value) -> Option<&str> {
