@@ -177,11 +177,18 @@ pub struct BoardCache {
 }
 
 impl BoardCache {
-    /// `settings: None` turns caching (and coalescing) off.
-    pub fn new(loader: BoardLoader, settings: Option<CacheSettings>) -> Self {
+    /// `settings: None` turns caching (and coalescing) off. `fetch_deadline`
+    /// bounds how long requests wait on another's fetch of the same board: a
+    /// fetch that was cancelled or panicked never leaves its key locked.
+    pub fn new(
+        loader: BoardLoader,
+        settings: Option<CacheSettings>,
+        fetch_deadline: Duration,
+    ) -> Self {
+        let lock = fetch_deadline + Duration::from_secs(1);
         let cache = settings
             .as_ref()
-            .map(|s| RTCache::new(s.max_entries, None, None));
+            .map(|s| RTCache::new(s.max_entries, Some(lock), Some(lock)));
         BoardCache {
             loader: Arc::new(loader),
             settings,
@@ -274,6 +281,41 @@ mod tests {
         assert!(board.lock().len() <= MAX_RENDERS_PER_BOARD);
         let rebuilt = board.rendered(Endpoint::Search, &compact).expect("renders");
         assert_eq!(rebuilt, first);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_fetch_never_leaves_its_board_locked() {
+        use crate::provider::client::ProviderSettings;
+        use crate::provider::sample::SampleUpstream;
+        let sample = SampleUpstream::start(([127, 0, 0, 1], 0).into())
+            .await
+            .expect("sample upstream");
+        let settings = ProviderSettings {
+            origin: url::Url::parse(&sample.origin()).expect("origin"),
+            fetch_deadline: Duration::from_millis(400),
+            ..ProviderSettings::default()
+        };
+        let client = ProviderClient::new(settings.clone()).expect("client");
+        let cache = BoardCache::new(
+            BoardLoader::new(client, "milanote".into()),
+            Some(CacheSettings::default()),
+            settings.fetch_deadline,
+        );
+        let link = ShareLink {
+            board_id: "1W3ZZU1Qvua02H".into(),
+            permission_id: "fault-slow".into(),
+        };
+        // A host that wraps our handler in its own timeout drops the first fetch...
+        let first = tokio::time::timeout(Duration::from_millis(50), cache.get(&link)).await;
+        assert!(first.is_err(), "the slow fetch cannot finish in 50 ms");
+        // ...and the next request for that board still gets an answer.
+        let second = tokio::time::timeout(Duration::from_secs(10), cache.get(&link)).await;
+        let (outcome, _) = second.expect("not stuck behind the dropped fetch");
+        assert!(
+            matches!(outcome, Err(FetchError::Timeout)),
+            "{:?}",
+            outcome.err()
+        );
     }
 
     #[test]

@@ -57,7 +57,11 @@ impl BoardApi {
         let loader = crate::cache::BoardLoader::new(client, settings.provider_name.clone());
         Ok(BoardApi {
             share_host: settings.share_host.clone(),
-            boards: BoardCache::new(loader, settings.cache.clone()),
+            boards: BoardCache::new(
+                loader,
+                settings.cache.clone(),
+                settings.provider.fetch_deadline,
+            ),
             limiter: settings.rate_limit.map(RateLimiter::new),
             answer_all_paths: false,
         })

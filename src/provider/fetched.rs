@@ -1,6 +1,7 @@
 //! What the provider client hands the normalizer: the raw `/api/boards`
 //! responses of one share link, merged (DESIGN.md section 4).
 
+use crate::provider::normalize::raw::element_id;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 
@@ -39,13 +40,19 @@ impl Fetched {
     }
 
     /// Merge one raw `/api/boards` response: its `elements`, `comments` and
-    /// `canvasOrder` maps. A later copy replaces an earlier one, except that a
-    /// `BOARD` is never replaced by a `SKELETON` of the same id. Keys of the
-    /// wrong type are ignored.
+    /// `canvasOrder` maps. Elements are keyed by their id (`id`, else `_id`,
+    /// else the map key, DESIGN.md section 4), so nested boards and parents
+    /// are found by id whatever the provider keys its map by. A later copy
+    /// replaces an earlier one, except that a `BOARD` is never replaced by a
+    /// `SKELETON` of the same id. Keys of the wrong type are ignored.
     pub fn merge_response(&mut self, response: &Map<String, Value>) {
         if let Some(Value::Object(elements)) = response.get("elements") {
-            for (id, element) in elements {
-                self.merge_element(id, element.clone());
+            for (key, element) in elements {
+                let id = match element {
+                    Value::Object(raw) => element_id(key, raw),
+                    _ => key.clone(),
+                };
+                self.merge_element(&id, element.clone());
             }
         }
         if let Some(Value::Object(comments)) = response.get("comments") {
@@ -94,6 +101,24 @@ mod tests {
             Value::Object(m) => m,
             _ => Map::new(),
         }
+    }
+
+    #[test]
+    fn elements_are_keyed_by_their_id() {
+        let mut f = Fetched::new("r", 0);
+        f.merge_response(&response(json!({"elements": {
+            "e0": {"_id": "r", "elementType": "BOARD"},
+            "e1": {"id": "b2", "_id": "x", "elementType": "BOARD"},
+            "e2": {"elementType": "CARD"},
+            "e3": {"id": "", "_id": "c4", "elementType": "CARD"}
+        }})));
+        let keys: Vec<&str> = f.elements.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["r", "b2", "e2", "c4"]);
+        // A SKELETON under another key still never replaces the BOARD.
+        f.merge_response(&response(
+            json!({"elements": {"k": {"id": "b2", "elementType": "SKELETON"}}}),
+        ));
+        assert_eq!(element_type(&f.elements["b2"]), Some("BOARD"));
     }
 
     #[test]

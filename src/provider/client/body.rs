@@ -16,9 +16,19 @@ pub fn decode_body(encoding: Option<&str>, body: Vec<u8>, max: usize) -> Result<
     match encoding {
         None | Some("") | Some("identity") => Ok(Bytes::from(body)),
         Some("gzip") | Some("x-gzip") => gunzip_bounded(&body, max).map(Bytes::from),
-        Some(other) => Err(FetchError::upstream(format!(
-            "unsupported Content-Encoding {other:?}"
-        ))),
+        // Named in the log only when it looks like a coding token, never
+        // arbitrary provider text.
+        Some(other)
+            if other.len() <= 32
+                && other
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
+        {
+            Err(FetchError::upstream(format!(
+                "unsupported Content-Encoding {other}"
+            )))
+        }
+        Some(_) => Err(FetchError::upstream("unsupported Content-Encoding")),
     }
 }
 

@@ -123,12 +123,21 @@ pub fn parse_boards(response: &Response) -> Result<Map<String, Value>, FetchErro
 /// `errors[id].error.code`, when present.
 fn error_code<'a>(body: &'a Map<String, Value>, id: &str) -> Option<Option<&'a str>> {
     let entry = body.get("errors")?.get(id)?;
-    Some(
-        entry
-            .get("error")
-            .and_then(|e| e.get("code"))
-            .and_then(Value::as_str),
-    )
+    // `null` or an empty entry reports nothing. The code is read from
+    // `{"error":{"code"}}` (what Milanote sends), a flat `{"code"}`, or a
+    // plain string; an entry with none of these is an error without a code.
+    match entry {
+        Value::Null => None,
+        Value::Object(o) if o.is_empty() => None,
+        Value::String(code) => Some(Some(code.as_str())),
+        _ => Some(
+            entry
+                .get("error")
+                .and_then(|e| e.get("code"))
+                .or_else(|| entry.get("code"))
+                .and_then(Value::as_str),
+        ),
+    }
 }
 
 /// `childrenReturned[id] == true`.
@@ -372,6 +381,33 @@ mod tests {
             panic!("expected an upstream error");
         };
         assert!(!msg.contains("secret"));
+    }
+
+    #[test]
+    fn error_entry_shapes() {
+        let body = |errors: Value| obj(json!({"errors": errors}));
+        assert_eq!(error_code(&body(json!({"r": null})), "r"), None);
+        assert_eq!(error_code(&body(json!({"r": {}})), "r"), None);
+        assert_eq!(error_code(&body(json!({})), "r"), None);
+        let nested = body(json!({"r": {"error": {"code": "ACCESS_DENIED"}}}));
+        assert_eq!(error_code(&nested, "r"), Some(Some("ACCESS_DENIED")));
+        let flat = body(json!({"r": {"code": "NOT_FOUND"}}));
+        assert_eq!(error_code(&flat, "r"), Some(Some("NOT_FOUND")));
+        assert_eq!(
+            error_code(&body(json!({"r": "DELETED"})), "r"),
+            Some(Some("DELETED"))
+        );
+        assert_eq!(
+            error_code(&body(json!({"r": {"message": "x"}})), "r"),
+            Some(None)
+        );
+        // A null entry does not turn a good root into an error.
+        let good = obj(
+            json!({"errors": {"r": null}, "elements": {"r": {"elementType": "BOARD"}}, "childrenReturned": {"r": true}}),
+        );
+        assert_eq!(check_root(&good, "r"), Ok(()));
+        let flat_denied = obj(json!({"errors": {"r": {"code": "ACCESS_DENIED"}}, "elements": {}}));
+        assert_eq!(check_root(&flat_denied, "r"), Err(FetchError::AccessDenied));
     }
 
     #[test]

@@ -190,7 +190,7 @@ impl Transport {
         // `what` names the request; the target is never logged (it holds secrets).
         match &result {
             Ok(r) => log::debug!("provider: {what} request: HTTP {} in {ms} ms", r.status),
-            Err(e) => log::debug!("provider: request failed in {ms} ms: {e}"),
+            Err(e) => log::debug!("provider: request failed in {ms} ms: {e:?}"),
         }
         result
     }
@@ -223,7 +223,10 @@ impl Transport {
                     e.retry.decide_reuse(reused);
                     if attempt == 0 && e.retry() {
                         attempt += 1;
-                        log::debug!("provider: reused connection failed ({e}), retrying");
+                        log::debug!(
+                            "provider: reused connection failed ({}), retrying",
+                            describe(&e)
+                        );
                         continue;
                     }
                     return Err(pingora_failure("exchanging", &e));
@@ -317,11 +320,26 @@ enum Exchanged {
 fn pingora_failure(stage: &str, e: &pingora_error::Error) -> FetchError {
     match e.etype() {
         ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => {
-            log::info!("provider: {stage} timed out: {e}");
+            log::info!("provider: {stage} timed out: {}", describe(e));
             FetchError::Timeout
         }
-        _ => FetchError::upstream(format!("{stage}: {}", e.to_string().trim())),
+        _ => FetchError::upstream(format!("{stage}: {}", describe(e))),
     }
+}
+
+/// A Pingora error for the log: its type, source and the kind of an I/O cause.
+/// Never its context or message, which can quote the provider's raw bytes
+/// (a malformed response header is reported with the buffer it came in).
+fn describe(e: &pingora_error::Error) -> String {
+    let mut text = format!("{} ({:?})", e.etype().as_str(), e.esource());
+    let io = e
+        .cause
+        .as_ref()
+        .and_then(|c| c.downcast_ref::<std::io::Error>());
+    if let Some(io) = io {
+        text.push_str(&format!(": {:?}", io.kind()));
+    }
+    text
 }
 
 #[cfg(test)]
