@@ -28,8 +28,12 @@ pub fn scrub(text: &str) -> String {
     while i < bytes.len() {
         let marker = MARKERS.iter().find(|m| {
             bytes[i..].starts_with(m.as_bytes())
-                // `p=` only as a whole parameter name, not the tail of `top=`.
-                && (!m.starts_with('p') || i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
+                // `p=` only as a whole parameter name, not the tail of `top=`;
+                // in an encoded link it follows `%3F` (`?`) or `%26` (`&`).
+                && (!m.starts_with('p')
+                    || i == 0
+                    || !bytes[i - 1].is_ascii_alphanumeric()
+                    || (i >= 3 && matches!(&bytes[i - 3..i], b"%3F" | b"%3f" | b"%26")))
         });
         match marker {
             Some(m) => {
@@ -120,6 +124,11 @@ mod tests {
             ("/api/boards?ids=a,b&tokens=tok.SECRET&x=1", "/api/boards?ids=a,b&tokens=[redacted]&x=1"),
             ("link https://app.milanote.com/b?p=SECRET done", "link https://app.milanote.com/b?p=[redacted] done"),
             ("p%3DSECRET", "p%3D[redacted]"),
+            (
+                "/api/search?%75rl=https%3A%2F%2Fapp.milanote.com%2Fb%3Fp%3DSECRET2",
+                "/api/search?%75rl=https%3A%2F%2Fapp.milanote.com%2Fb%3Fp%3D[redacted]",
+            ),
+            ("x%26p%3dSECRET&y", "x%26p%3d[redacted]&y"),
             ("stop=1 top=2", "stop=1 top=2"),
             ("nothing here", "nothing here"),
             ("url=", "url="),

@@ -82,29 +82,46 @@ pub fn parse(
 /// Step 3: `application/x-www-form-urlencoded` decoding; unknown and repeated
 /// parameters.
 fn shape(query: &str) -> Result<RawParams<'_>, ApiError> {
+    let pairs: Vec<_> = url::form_urlencoded::parse(query.as_bytes()).collect();
     let mut raw = RawParams::default();
-    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+    for (key, value) in &pairs {
         let slot = match key.as_ref() {
             "url" => &mut raw.url,
             "view" => &mut raw.view,
             "include" => &mut raw.include,
             "exclude" => &mut raw.exclude,
-            other => {
-                return Err(ApiError::invalid_request(
-                    other,
-                    "unknown query parameter; allowed: url, view, include, exclude",
-                ))
-            }
+            other => return Err(unknown_parameter(other, &pairs)),
         };
         if slot.is_some() {
             return Err(ApiError::invalid_request(
-                &key,
+                key,
                 format!("{key} must appear at most once"),
             ));
         }
-        *slot = Some(value);
+        *slot = Some(value.clone());
     }
     Ok(raw)
+}
+
+/// `INVALID_REQUEST` for an unknown parameter, naming it in `error.field`
+/// only when that cannot leak a secret: a short plain name that is not the
+/// permission id of the request's own share link (a link pasted as a
+/// parameter name, or `?<permission>`, is never echoed).
+fn unknown_parameter(name: &str, pairs: &[(Cow<'_, str>, Cow<'_, str>)]) -> ApiError {
+    let plain = (1..=64).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    let is_permission = pairs
+        .iter()
+        .filter(|(k, _)| k == "url")
+        .filter_map(|(_, v)| url::Url::parse(v.trim()).ok())
+        .any(|link| link.query_pairs().any(|(k, v)| k == "p" && v == name));
+    ApiError::InvalidRequest {
+        field: (plain && !is_permission).then(|| name.to_string()),
+        message: "unknown query parameter; allowed: url, view, include, exclude".into(),
+    }
 }
 
 fn combination(message: &str) -> ApiError {
@@ -220,6 +237,30 @@ mod tests {
                 (code.to_string(), field.map(str::to_string)),
                 "{q}"
             );
+        }
+    }
+
+    #[test]
+    fn unknown_names_that_could_carry_secrets_are_not_echoed() {
+        let link = "https://app.milanote.com/1W3ZZU1Qvua02H/x?p=m441fkw92yV";
+        let cases = [
+            // The link itself as a parameter name.
+            (
+                url::form_urlencoded::byte_serialize(link.as_bytes()).collect::<String>(),
+                None,
+            ),
+            // The permission id of the request's own link.
+            (format!("{LINK}&m441fkw92yV"), None),
+            (format!("{LINK}&m441fkw92yV=1"), None),
+            // Ordinary mistakes are named.
+            (format!("{LINK}&callback=x"), Some("callback")),
+            (format!("{LINK}&p=m441fkw92yV"), Some("p")),
+            (format!("{LINK}&{}=1", "a".repeat(65)), None),
+        ];
+        for (q, field) in cases {
+            let e = parse(Endpoint::Search, Some(&q), HOST).expect_err(&q);
+            assert_eq!((e.code(), e.field()), ("INVALID_REQUEST", field), "{q}");
+            assert!(!e.message().contains("m441fkw92yV"));
         }
     }
 
