@@ -31,11 +31,25 @@ pub const SENSITIVE_KEYS: [&str; 18] = [
     "modifiedby",
 ];
 
-/// True when `key` names a sensitive field (ASCII case-insensitive). Does not allocate.
+/// True when `key` names a sensitive field, compared case-insensitively.
+///
+/// ASCII keys (nearly all) are compared without allocating. A key with other
+/// characters is also compared after Unicode lower-casing and case folding of
+/// the characters that fold to ASCII letters (`K` KELVIN SIGN to `k`, `ſ` LONG
+/// S to `s`), so no spelling that a client's `toLowerCase()` or `casefold()`
+/// reads as a sensitive name gets through.
 pub fn is_sensitive(key: &str) -> bool {
-    SENSITIVE_KEYS
-        .iter()
-        .any(|s| s.len() == key.len() && s.eq_ignore_ascii_case(key))
+    if key.is_ascii() {
+        return SENSITIVE_KEYS
+            .iter()
+            .any(|s| s.len() == key.len() && s.eq_ignore_ascii_case(key));
+    }
+    let folded: String = key
+        .chars()
+        .flat_map(char::to_lowercase)
+        .map(|c| if c == 'ſ' { 's' } else { c })
+        .collect();
+    SENSITIVE_KEYS.contains(&folded.as_str())
 }
 
 /// Removes every sensitive key from `value`, at every depth, keeping the order
@@ -94,7 +108,11 @@ mod tests {
             ("", false),
             ("secre", false),
             ("secrét", false),
-            ("ſecret", false),
+            ("ſecret", true),
+            ("accesstoK\u{212A}en", false),
+            ("accessto\u{212A}en", true),
+            ("ACCESSTOKEN", true),
+            ("İd", false),
         ];
         for (key, expected) in cases {
             assert_eq!(is_sensitive(key), *expected, "{key}");

@@ -140,6 +140,19 @@ impl<'a> Chain<'a> {
 /// [`ErrorKind::NoMatch`] naming the first selector that matches no path of
 /// the model; [`ErrorKind::TooComplex`] when the automaton would exceed
 /// [`MAX_DFA_STATES`].
+/// Whether `selector` can match some path of the model (DESIGN.md section 6).
+///
+/// # Errors
+/// `NoMatch` naming the selector.
+pub fn validate(selector: &Selector) -> Result<(), ParseError> {
+    let model = model::get();
+    if Chain::new(model, selector.segments()).is_live(0, Model::ROOT) {
+        Ok(())
+    } else {
+        Err(ParseError::item(ErrorKind::NoMatch, selector.text()))
+    }
+}
+
 pub fn compile(selectors: &[Selector]) -> Result<Program, ParseError> {
     let model = model::get();
     let chains: Vec<Chain<'_>> = selectors

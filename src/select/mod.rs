@@ -124,9 +124,10 @@ fn preset(list: &str) -> Arc<Program> {
     }
 }
 
-/// Parses, validates and compiles one list; also returns its sorted, de-duplicated text.
+/// Parses, validates (item by item, so the first bad item is reported) and
+/// compiles one list; also returns its sorted, de-duplicated text.
 fn compile_list(list: &str) -> Result<(Program, String), parse::ParseError> {
-    let selectors = parse::parse_list(list)?;
+    let selectors = parse::parse_list_checked(list, compile::validate)?;
     let program = compile::compile(&selectors)?;
     let mut texts: Vec<&str> = selectors.iter().map(|s| s.text()).collect();
     texts.sort_unstable();
@@ -224,6 +225,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_first_bad_item_is_reported_whatever_is_wrong_with_it() {
+        let cases = [
+            ("nope,1x", "nope"),
+            ("1x,nope", "1x"),
+            ("board.caption,a,,b", "board.caption"),
+            ("version,,board.caption", ""),
+            ("version,board.**.password,board..id", "board.**.password"),
+        ];
+        for (list, item) in cases {
+            for err in [
+                Selection::include(list).err(),
+                Selection::exclude(View::Full, list).err(),
+            ] {
+                let err = err.expect(list);
+                assert_eq!(
+                    err.message,
+                    format!("Unknown field selector: {item}"),
+                    "{list}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn presets_compile() {
         assert!(compile_list(COMPACT).is_ok());
         assert!(compile_list(STANDARD).is_ok());
@@ -295,7 +320,7 @@ mod tests {
                 "Unknown field selector: board.caption",
             ),
             (
-                Selection::include("a,,b"),
+                Selection::include("version,,b"),
                 Param::Include,
                 "Unknown field selector: ",
             ),

@@ -132,6 +132,19 @@ impl std::error::Error for ParseError {}
 /// [`ErrorKind::EmptyItem`], [`ErrorKind::InvalidSegment`] or
 /// [`ErrorKind::TooManySegments`].
 pub fn parse_list(list: &str) -> Result<Vec<Selector>, ParseError> {
+    parse_list_checked(list, |_| Ok(()))
+}
+
+/// As [`parse_list`], running `check` on each item as soon as it parses, so
+/// that the first bad item in the list is the one reported, whatever the
+/// reason (grammar or `check`, e.g. the model).
+///
+/// # Errors
+/// As [`parse_list`], or the first error of `check`.
+pub fn parse_list_checked(
+    list: &str,
+    check: impl Fn(&Selector) -> Result<(), ParseError>,
+) -> Result<Vec<Selector>, ParseError> {
     if list.len() > MAX_CHARS && list.chars().count() > MAX_CHARS {
         return Err(ParseError::whole(ErrorKind::TooLong));
     }
@@ -141,6 +154,7 @@ pub fn parse_list(list: &str) -> Result<Vec<Selector>, ParseError> {
     let mut selectors: Vec<Selector> = Vec::new();
     for raw in list.split(',') {
         let selector = parse_item(raw.trim())?;
+        check(&selector)?;
         if !selectors.iter().any(|s| s.text == selector.text) {
             selectors.push(selector);
         }
