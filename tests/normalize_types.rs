@@ -146,7 +146,11 @@ fn card() {
         ),
         (json!({"transparent": false}), json!({"transparent": false})),
         (json!({"transparent": {"enabled": "yes"}}), json!({})),
-        (json!({"textContent": ""}), json!({})),
+        // A plain string, even empty, is rich text (DESIGN.md 5).
+        (
+            json!({"textContent": ""}),
+            json!({"richText": {"blocks": [], "plainText": ""}}),
+        ),
         (
             json!({"textContent": "plain"}),
             json!({"richText": {"blocks": [], "plainText": "plain"}}),

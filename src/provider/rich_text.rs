@@ -42,9 +42,7 @@ pub fn rich_text(value: &Value) -> Option<RichText> {
             })
         }
         Value::String(s) => {
-            if s.is_empty() {
-                return None;
-            }
+            // A plain string, even empty, is rich text with no blocks.
             let trimmed = s.trim_start();
             if trimmed.starts_with('{') {
                 if let Ok(parsed) = serde_json::from_str::<Value>(trimmed) {
@@ -249,7 +247,7 @@ mod tests {
             (json!("{not json"), Some("{not json")),
             (json!("{\"other\":1}"), Some("{\"other\":1}")),
             (json!("just text\nline 2"), Some("just text\nline 2")),
-            (json!(""), None),
+            (json!(""), Some("")),
             (json!(null), None),
             (json!(7), None),
             (json!(true), None),

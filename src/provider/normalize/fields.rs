@@ -237,15 +237,18 @@ fn cell(value: &Value) -> TableCell {
     let rich = ["draftContent", "textContent"]
         .iter()
         .find_map(|k| c.get(*k).and_then(rich_text));
+    // DESIGN.md 5: the value, falling back to the rich text's plain text when
+    // it is absent or empty (a formatted cell keeps its text in the rich text).
     let raw_value = scalar(c.get("value"));
-    let plain = rich
-        .as_ref()
-        .filter(|r| !r.plain_text.is_empty())
-        .map(|r| Scalar(Value::String(r.plain_text.clone())));
     let value = match raw_value {
-        Some(Scalar(Value::String(s))) if s.is_empty() => plain.or(Some(Scalar(Value::String(s)))),
+        Some(Scalar(Value::String(s))) if s.is_empty() => rich
+            .as_ref()
+            .map(|r| Scalar(Value::String(r.plain_text.clone())))
+            .or(Some(Scalar(Value::String(s)))),
         Some(v) => Some(v),
-        None => plain,
+        None => rich
+            .as_ref()
+            .map(|r| Scalar(Value::String(r.plain_text.clone()))),
     };
     TableCell {
         value,
@@ -323,7 +326,7 @@ mod tests {
                 json!({"value": "", "draftContent": {"blocks": []}}),
                 json!(""),
             ),
-            (json!({"draftContent": {"blocks": []}}), Value::Null),
+            (json!({"draftContent": {"blocks": []}}), json!("")),
             (json!({}), Value::Null),
             (json!(3), json!(3)),
             (json!(null), Value::Null),
