@@ -81,11 +81,21 @@ pub struct CacheConf {
     /// `false` turns caching and request coalescing off.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Seconds a document is served (DESIGN.md 7 calls it `ttl`); 0 turns
+    /// caching off.
+    #[serde(alias = "ttl")]
     pub ttl_seconds: Option<u64>,
     pub error_ttl_seconds: Option<u64>,
     pub max_entries: Option<usize>,
     pub max_document_bytes: Option<usize>,
+    /// An approximate byte budget (DESIGN.md 7 `size`): sets
+    /// `max_document_bytes` to at most it and `max_entries` to one entry per
+    /// 64 KiB of it, unless those are given.
+    pub size: Option<usize>,
 }
+
+/// The typical document size `cache.size` is divided by to count entries.
+const TYPICAL_DOCUMENT_BYTES: usize = 64 * 1024;
 
 fn yes() -> bool {
     true
@@ -274,47 +284,8 @@ impl BoardApiConf {
             fail(&format!("board_api.provider.{setting}"), message.clone())
         })?;
         let cache = match self.cache {
-            Some(c) if !c.enabled => None,
-            c => {
-                let d = CacheSettings::default();
-                let c = c.unwrap_or(CacheConf {
-                    enabled: true,
-                    ttl_seconds: None,
-                    error_ttl_seconds: None,
-                    max_entries: None,
-                    max_document_bytes: None,
-                });
-                Some(CacheSettings {
-                    ttl: Duration::from_secs(within(
-                        "board_api.cache.ttl_seconds",
-                        c.ttl_seconds.map(|v| v as usize),
-                        d.ttl.as_secs() as usize,
-                        1,
-                        86_400,
-                    )? as u64),
-                    error_ttl: Duration::from_secs(within(
-                        "board_api.cache.error_ttl_seconds",
-                        c.error_ttl_seconds.map(|v| v as usize),
-                        d.error_ttl.as_secs() as usize,
-                        1,
-                        3_600,
-                    )? as u64),
-                    max_entries: within(
-                        "board_api.cache.max_entries",
-                        c.max_entries,
-                        d.max_entries,
-                        1,
-                        10_000_000,
-                    )?,
-                    max_document_bytes: within(
-                        "board_api.cache.max_document_bytes",
-                        c.max_document_bytes,
-                        d.max_document_bytes,
-                        1024,
-                        1 << 32,
-                    )?,
-                })
-            }
+            Some(c) if !c.enabled || c.ttl_seconds == Some(0) => None,
+            c => Some(cache_settings(c)?),
         };
         if let Some(r) = &self.rate_limit {
             if r.requests_per_second == 0 {
@@ -368,6 +339,53 @@ impl BoardApiConf {
             compression_level,
         })
     }
+}
+
+/// `board_api.cache`, with defaults; `None` means the section was absent.
+fn cache_settings(conf: Option<CacheConf>) -> Result<CacheSettings, ConfigError> {
+    let d = CacheSettings::default();
+    let Some(c) = conf else {
+        return Ok(d);
+    };
+    let size = c
+        .size
+        .map(|s| within("board_api.cache.size", Some(s), s, 1024, 1 << 40))
+        .transpose()?;
+    let default_entries = size.map_or(d.max_entries, |s| (s / TYPICAL_DOCUMENT_BYTES).max(1));
+    let default_document = size.map_or(d.max_document_bytes, |s| s.min(d.max_document_bytes));
+    let secs = |key: &str, value: Option<u64>, default: Duration, max: usize| {
+        within(
+            key,
+            value.map(|v| v as usize),
+            default.as_secs() as usize,
+            1,
+            max,
+        )
+        .map(|v| Duration::from_secs(v as u64))
+    };
+    Ok(CacheSettings {
+        ttl: secs("board_api.cache.ttl_seconds", c.ttl_seconds, d.ttl, 86_400)?,
+        error_ttl: secs(
+            "board_api.cache.error_ttl_seconds",
+            c.error_ttl_seconds,
+            d.error_ttl,
+            3_600,
+        )?,
+        max_entries: within(
+            "board_api.cache.max_entries",
+            c.max_entries,
+            default_entries,
+            1,
+            10_000_000,
+        )?,
+        max_document_bytes: within(
+            "board_api.cache.max_document_bytes",
+            c.max_document_bytes,
+            default_document,
+            1024,
+            1 << 32,
+        )?,
+    })
 }
 
 /// A positive millisecond duration of at most ten minutes.
@@ -442,7 +460,7 @@ mod tests {
                 "board_api.provider.ca_file",
             ),
             (
-                "  cache:\n    ttl_seconds: 0\n",
+                "  cache:\n    ttl_seconds: 86401\n",
                 "board_api.cache.ttl_seconds",
             ),
             (
@@ -518,10 +536,23 @@ mod tests {
 
     #[test]
     fn cache_can_be_turned_off() {
-        assert_eq!(
-            with("  cache:\n    enabled: false\n").expect("valid").cache,
-            None
-        );
+        for off in ["enabled: false", "ttl: 0", "ttl_seconds: 0"] {
+            let settings = with(&format!("  cache:\n    {off}\n")).expect(off);
+            assert_eq!(settings.cache, None, "{off}");
+        }
+    }
+
+    #[test]
+    fn cache_accepts_design_names_ttl_and_size() {
+        let c = with("  cache:\n    ttl: 30\n    size: 1048576\n").expect("valid");
+        let c = c.cache.expect("on");
+        assert_eq!(c.ttl, Duration::from_secs(30));
+        assert_eq!((c.max_entries, c.max_document_bytes), (16, 1_048_576));
+        let c = with("  cache:\n    size: 1073741824\n    max_entries: 5\n").expect("valid");
+        let c = c.cache.expect("on");
+        assert_eq!((c.max_entries, c.max_document_bytes), (5, 8 << 20));
+        let err = with("  cache:\n    size: 10\n").expect_err("tiny");
+        assert_eq!(err.key, "board_api.cache.size");
     }
 
     #[test]
