@@ -104,7 +104,7 @@ impl BoardApi {
         let response = match route::method_action(req.method) {
             MethodAction::Preflight => respond::preflight(req.headers),
             MethodAction::NotAllowed => respond::error(&ApiError::MethodNotAllowed),
-            MethodAction::Read { .. } => self
+            MethodAction::Read => self
                 .read(endpoint, &req)
                 .await
                 .unwrap_or_else(|e| respond::error(&e)),

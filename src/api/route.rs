@@ -70,16 +70,15 @@ pub fn route(path: &str) -> Route {
 pub enum MethodAction {
     /// `OPTIONS`: CORS preflight, `204`.
     Preflight,
-    /// `GET` (`head: false`) or `HEAD` (`head: true`): go on.
-    Read { head: bool },
+    /// `GET` or `HEAD`: go on (the adapter drops the body for `HEAD`).
+    Read,
     /// Anything else: `405` with `Allow`.
     NotAllowed,
 }
 
 pub fn method_action(method: &Method) -> MethodAction {
     match *method {
-        Method::GET => MethodAction::Read { head: false },
-        Method::HEAD => MethodAction::Read { head: true },
+        Method::GET | Method::HEAD => MethodAction::Read,
         Method::OPTIONS => MethodAction::Preflight,
         _ => MethodAction::NotAllowed,
     }
@@ -112,8 +111,8 @@ mod tests {
     #[test]
     fn methods() {
         let cases = [
-            (Method::GET, MethodAction::Read { head: false }),
-            (Method::HEAD, MethodAction::Read { head: true }),
+            (Method::GET, MethodAction::Read),
+            (Method::HEAD, MethodAction::Read),
             (Method::OPTIONS, MethodAction::Preflight),
             (Method::POST, MethodAction::NotAllowed),
             (Method::PUT, MethodAction::NotAllowed),
