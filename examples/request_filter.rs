@@ -4,7 +4,7 @@
 //! outside `/api/` it returns `Ok(false)` and your filter goes on as before.
 //!
 //! Run (your app on 127.0.0.1:8000, e.g. `python3 -m http.server 8000`):
-//!   cargo run --example request_filter -- -c conf/embedded.yaml
+//!   cargo run --example request_filter -- -c examples/host_gateway.yaml
 //! Try:
 //!   curl -s 'http://127.0.0.1:6191/api/detail?url=https%3A%2F%2Fapp.milanote.com%2F1W3ZZU1Qvua02H%2Fdemo%3Fp%3Dm441fkw92yV&view=standard'
 //!   curl -si 'http://127.0.0.1:6191/login'         # 403 from your own check
@@ -60,7 +60,7 @@ fn main() {
     let conf = opt
         .conf
         .clone()
-        .unwrap_or_else(|| "conf/embedded.yaml".into());
+        .unwrap_or_else(|| "examples/host_gateway.yaml".into());
     let boards = Arc::new(BoardApi::from_file(conf.as_ref()).unwrap_or_else(|e| {
         eprintln!("cannot start the board API: {e}");
         std::process::exit(2)

@@ -1,4 +1,4 @@
-//! The short-lived in-memory cache of sanitized documents, keyed by
+//! The short-lived in-memory cache of loaded boards, keyed by
 //! (board id, permission id), with request coalescing (DESIGN.md section 8):
 //! N concurrent requests for one board cost one upstream fetch.
 //!
@@ -6,79 +6,16 @@
 //! a few seconds, so that a burst against a broken or revoked link also costs
 //! one upstream request instead of N.
 
-use crate::api::error::ApiError;
-use crate::api::respond::{self, Rendered};
-use crate::api::route::Endpoint;
-use crate::api::share_link::ShareLink;
-use crate::document::sanitize::sanitize;
-use crate::provider::client::ProviderClient;
+use crate::pipeline::{BoardLoader, LoadedBoard};
 use crate::provider::error::FetchError;
-use crate::provider::normalize::normalize;
-use crate::select::Selection;
 use async_trait::async_trait;
 use pingora_memory_cache::{CacheStatus, Lookup, RTCache};
 use serde_json::Value;
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// A sanitized full document, shared by every request that reads it, with
-/// the responses rendered from it so far.
-pub type Document = Arc<CachedBoard>;
-
-/// How many distinct (endpoint, selection) renders one board keeps; popular
-/// selections repeat, and the renders die with the board's cache entry.
-pub const MAX_RENDERS_PER_BOARD: usize = 8;
-
-/// One fetched board: the sanitized document and the bodies rendered from it.
-pub struct CachedBoard {
-    pub document: Value,
-    renders: Mutex<VecDeque<(Endpoint, String, Rendered)>>,
-}
-
-impl CachedBoard {
-    pub fn new(document: Value) -> Self {
-        CachedBoard {
-            document,
-            renders: Mutex::new(VecDeque::with_capacity(MAX_RENDERS_PER_BOARD)),
-        }
-    }
-
-    /// The response body and ETag of `selection` on this document, rendered
-    /// once per (endpoint, selection) and then reused.
-    ///
-    /// # Errors
-    /// As [`respond::render`].
-    pub fn rendered(
-        &self,
-        endpoint: Endpoint,
-        selection: &Selection,
-    ) -> Result<Rendered, ApiError> {
-        let canonical = selection.canonical();
-        let found = self
-            .lock()
-            .iter()
-            .find(|(e, c, _)| *e == endpoint && *c == canonical)
-            .map(|(_, _, r)| r.clone());
-        if let Some(rendered) = found {
-            return Ok(rendered);
-        }
-        // Rendered outside the lock; two racing requests may both render once.
-        let data = selection.apply(&self.document);
-        let rendered = respond::render(endpoint, &canonical, &data)?;
-        let mut renders = self.lock();
-        if renders.len() == MAX_RENDERS_PER_BOARD {
-            renders.pop_front();
-        }
-        renders.push_back((endpoint, canonical, rendered.clone()));
-        Ok(rendered)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(Endpoint, String, Rendered)>> {
-        // A panic while holding the lock leaves a valid list behind.
-        self.renders.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
+/// A loaded board, shared by every request that reads it.
+pub type Document = Arc<LoadedBoard>;
 
 type Outcome = Result<Document, FetchError>;
 
@@ -109,42 +46,11 @@ impl Default for CacheSettings {
     }
 }
 
-/// Fetches, normalizes and sanitizes one board: the work behind a cache miss.
-pub struct BoardLoader {
-    client: ProviderClient,
-    provider_name: String,
-}
-
-impl BoardLoader {
-    pub fn new(client: ProviderClient, provider_name: String) -> Self {
-        BoardLoader {
-            client,
-            provider_name,
-        }
-    }
-
-    /// # Errors
-    /// The provider's [`FetchError`]; a document the normalizer cannot use
-    /// is an upstream error.
-    pub async fn load(&self, link: &ShareLink) -> Outcome {
-        let fetched = self
-            .client
-            .fetch(&link.board_id, &link.permission_id)
-            .await?;
-        let document = normalize(&fetched, &self.provider_name).map_err(|e| {
-            FetchError::Upstream(format!("board {} not normalizable: {e:?}", link.board_id))
-        })?;
-        let mut value = serde_json::to_value(&document)
-            .map_err(|e| FetchError::Upstream(format!("document not serializable: {e}")))?;
-        sanitize(&mut value);
-        Ok(Arc::new(CachedBoard::new(value)))
-    }
-}
-
 /// What a lookup needs; `RTCache`'s `Lookup::lookup` has no `&self`.
 struct LookupContext {
     loader: Arc<BoardLoader>,
-    link: ShareLink,
+    board_id: String,
+    permission_id: String,
     settings: CacheSettings,
 }
 
@@ -157,7 +63,7 @@ impl Lookup<(String, String), Outcome, LookupContext> for BoardLookup {
         extra: Option<&LookupContext>,
     ) -> Result<(Outcome, Option<Duration>), Box<dyn std::error::Error + Send + Sync>> {
         let ctx = extra.ok_or("board lookup without context")?;
-        let outcome = ctx.loader.load(&ctx.link).await;
+        let outcome = ctx.loader.load(&ctx.board_id, &ctx.permission_id).await;
         let ttl = match &outcome {
             Ok(board) if approx_json_size(&board.document) <= ctx.settings.max_document_bytes => {
                 ctx.settings.ttl
@@ -200,14 +106,15 @@ impl BoardCache {
     ///
     /// # Errors
     /// The provider's [`FetchError`], possibly remembered from a recent attempt.
-    pub async fn get(&self, link: &ShareLink) -> (Outcome, bool) {
+    pub async fn get(&self, board_id: &str, permission_id: &str) -> (Outcome, bool) {
         let (Some(cache), Some(settings)) = (&self.cache, &self.settings) else {
-            return (self.loader.load(link).await, false);
+            return (self.loader.load(board_id, permission_id).await, false);
         };
-        let key = (link.board_id.clone(), link.permission_id.clone());
+        let key = (board_id.to_owned(), permission_id.to_owned());
         let ctx = LookupContext {
             loader: self.loader.clone(),
-            link: link.clone(),
+            board_id: key.0.clone(),
+            permission_id: key.1.clone(),
             settings: settings.clone(),
         };
         let (result, status) = cache.get(&key, Some(settings.ttl), Some(&ctx)).await;
@@ -249,44 +156,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn renders_are_reused_per_endpoint_and_selection() {
-        use crate::select::View;
-        let board = CachedBoard::new(
-            json!({"version": 1, "source": {"provider": "p", "boardId": "b"}, "fetchedAt": "t", "board": {"id": "b", "type": "BOARD", "title": "T", "children": []}}),
-        );
-        let compact = Selection::view(View::Compact);
-        let first = board.rendered(Endpoint::Search, &compact).expect("renders");
-        let again = board.rendered(Endpoint::Search, &compact).expect("renders");
-        // The same bytes, not a re-render: `Bytes` clones share storage.
-        assert_eq!(first.body.as_ptr(), again.body.as_ptr());
-        let detail = board.rendered(Endpoint::Detail, &compact).expect("renders");
-        assert_ne!(detail.etag, first.etag);
-        // Beyond the cap the oldest render is dropped and rebuilt when asked again.
-        for i in 0..MAX_RENDERS_PER_BOARD {
-            let sel = Selection::include(&format!(
-                "version,board.id{}",
-                ",board.title".repeat(i.min(1))
-            ))
-            .expect("valid");
-            let _ = board.rendered(
-                if i % 2 == 0 {
-                    Endpoint::Detail
-                } else {
-                    Endpoint::Search
-                },
-                &sel,
-            );
-        }
-        assert!(board.lock().len() <= MAX_RENDERS_PER_BOARD);
-        let rebuilt = board.rendered(Endpoint::Search, &compact).expect("renders");
-        assert_eq!(rebuilt, first);
-    }
-
+    #[cfg(feature = "demo")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_cancelled_fetch_never_leaves_its_board_locked() {
+        use crate::demo::SampleUpstream;
+        use crate::provider::client::ProviderClient;
         use crate::provider::client::ProviderSettings;
-        use crate::provider::sample::SampleUpstream;
         let sample = SampleUpstream::start(([127, 0, 0, 1], 0).into())
             .await
             .expect("sample upstream");
@@ -301,15 +176,13 @@ mod tests {
             Some(CacheSettings::default()),
             settings.fetch_deadline,
         );
-        let link = ShareLink {
-            board_id: "1W3ZZU1Qvua02H".into(),
-            permission_id: "fault-slow".into(),
-        };
+        let link = ("1W3ZZU1Qvua02H", "fault-slow");
         // A host that wraps our handler in its own timeout drops the first fetch...
-        let first = tokio::time::timeout(Duration::from_millis(50), cache.get(&link)).await;
+        let first =
+            tokio::time::timeout(Duration::from_millis(50), cache.get(link.0, link.1)).await;
         assert!(first.is_err(), "the slow fetch cannot finish in 50 ms");
         // ...and the next request for that board still gets an answer.
-        let second = tokio::time::timeout(Duration::from_secs(10), cache.get(&link)).await;
+        let second = tokio::time::timeout(Duration::from_secs(10), cache.get(link.0, link.1)).await;
         let (outcome, _) = second.expect("not stuck behind the dropped fetch");
         assert!(
             matches!(outcome, Err(FetchError::Timeout)),

@@ -3,9 +3,12 @@
 pub mod api;
 pub mod cache;
 pub mod config;
+#[cfg(feature = "demo")]
+pub mod demo;
 pub mod document;
+pub mod host;
 pub mod logging;
 pub mod metrics;
+pub mod pipeline;
 pub mod provider;
 pub mod select;
-pub mod server;

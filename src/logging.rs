@@ -95,6 +95,7 @@ impl<L: Log> Log for Redacting<L> {
     }
 }
 
+#[cfg(feature = "demo")]
 /// Installs `env_logger` (default level `info`, `RUST_LOG` to change it)
 /// behind [`Redacting`] as the process logger.
 ///

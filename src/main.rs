@@ -9,8 +9,8 @@
 use clap::Parser;
 use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::Server;
-use shared_board_api::config::{ApiSettings, ConfigError};
-use shared_board_api::provider::sample::SampleUpstream;
+use shared_board_api::config::{ConfigError, Settings};
+use shared_board_api::demo::SampleUpstream;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
         demo_settings(&text).map(|(settings, sample)| (settings, Some(sample)))
     } else {
         match &cli.pingora.conf {
-            Some(path) => ApiSettings::from_file(path.as_ref()).map(|s| (s, None)),
+            Some(path) => Settings::from_file(path.as_ref()).map(|s| (s, None)),
             None => {
                 eprintln!(
                     "shared-board-api: pass -c <file.yaml> (see conf/gateway.yaml) or --demo"
@@ -84,7 +84,7 @@ fn main() -> ExitCode {
     // With -t, Pingora exits here after checking its own keys.
     server.bootstrap();
 
-    if let Err(e) = shared_board_api::server::add_services(&mut server, &settings) {
+    if let Err(e) = shared_board_api::host::service::add_services(&mut server, &settings) {
         eprintln!("shared-board-api: cannot start: {e}");
         return ExitCode::from(2);
     }
@@ -97,36 +97,41 @@ fn main() -> ExitCode {
 /// Starts the bundled sample upstream on a loopback port, on its own thread,
 /// and points the demo configuration at it. The upstream serves as long as
 /// the returned handle lives.
-fn demo_settings(conf: &str) -> Result<(ApiSettings, SampleUpstream), ConfigError> {
-    let mut settings = ApiSettings::from_yaml(conf)?;
+fn demo_settings(conf: &str) -> Result<(Settings, SampleUpstream), ConfigError> {
+    let mut settings = Settings::from_yaml(conf)?;
     let sample =
         SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).map_err(|e| ConfigError {
             key: "--demo".into(),
             message: format!("cannot start the sample upstream: {e}"),
         })?;
-    settings.provider.origin = url::Url::parse(&sample.origin()).map_err(|e| ConfigError {
+    settings.api.provider.origin = url::Url::parse(&sample.origin()).map_err(|e| ConfigError {
         key: "--demo".into(),
         message: e.to_string(),
     })?;
     Ok((settings, sample))
 }
 
-fn print_demo_help(settings: &ApiSettings) {
+fn print_demo_help(settings: &Settings) {
     let base = settings
+        .server
         .listen
         .first()
         .map(|a| format!("http://{a}"))
         .unwrap_or_default();
+    let prefix = &settings.api.prefix;
     let link = format!("https://app.milanote.com/{DEMO_BOARD}/demo?p={DEMO_PERMISSION}");
     let url: String = url::form_urlencoded::byte_serialize(link.as_bytes()).collect();
     println!("\nshared-board-api demo: serving the bundled sample boards on {base}");
-    println!("sample Milanote upstream: {}\n", settings.provider.origin);
+    println!(
+        "sample Milanote upstream: {}\n",
+        settings.api.provider.origin
+    );
     println!("Try:");
-    println!("  curl -s '{base}/api/search?url={url}'");
-    println!("  curl -s '{base}/api/detail?url={url}'");
-    println!("  curl -s '{base}/api/detail?url={url}&view=standard'");
-    println!("  curl -s '{base}/api/search?url={url}&include=board.**.title'");
-    println!("  curl -s '{base}/api/detail?url={url}&exclude=**.timestamps'");
-    println!("  curl -si '{base}/api/search?url={url}&include=board.password'");
-    println!("  curl -si '{base}/api/search?url=https%3A%2F%2Fexample.com%2Fx%3Fp%3Dy'\n");
+    println!("  curl -s '{base}{prefix}/search?url={url}'");
+    println!("  curl -s '{base}{prefix}/detail?url={url}'");
+    println!("  curl -s '{base}{prefix}/detail?url={url}&view=standard'");
+    println!("  curl -s '{base}{prefix}/search?url={url}&include=board.**.title'");
+    println!("  curl -s '{base}{prefix}/detail?url={url}&exclude=**.timestamps'");
+    println!("  curl -si '{base}{prefix}/search?url={url}&include=board.password'");
+    println!("  curl -si '{base}{prefix}/search?url=https%3A%2F%2Fexample.com%2Fx%3Fp%3Dy'\n");
 }

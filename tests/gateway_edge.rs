@@ -33,9 +33,10 @@ fn rate_limit_answers_429_with_retry_after() {
 #[test]
 fn metrics_count_requests_by_endpoint_and_status() {
     let metrics_port = free_port();
-    let gw = start_gateway(
+    let gw = start_gateway_with(
         "",
-        &format!("  metrics:\n    listen: \"127.0.0.1:{metrics_port}\"\n"),
+        "",
+        &format!("    metrics:\n      listen: \"127.0.0.1:{metrics_port}\"\n"),
     );
     request(gw.addr, "GET", "/api/detail?url=x", &[]).assert_error(
         400,

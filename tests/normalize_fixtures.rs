@@ -15,7 +15,7 @@ const DEMO: &str = "1W3ZZU1Qvua02H";
 const EDGE: &str = "7Ed9GeCa5eS0zZ";
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/boards")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demo/fixtures/boards")
 }
 
 fn board_ids() -> Vec<String> {

@@ -2,8 +2,8 @@
 //! sockets: the happy path, nested boards (breadth first, batching, limits),
 //! headers, pooling and gzip. Fault scenarios: `provider_faults.rs`.
 
+use shared_board_api::demo::SampleUpstream;
 use shared_board_api::provider::client::{ProviderClient, ProviderSettings};
-use shared_board_api::provider::sample::SampleUpstream;
 use std::collections::HashSet;
 use std::time::Duration;
 

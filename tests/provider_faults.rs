@@ -3,9 +3,9 @@
 //! specified `FetchError`, deadlines and size limits hold, and no error text
 //! carries the permission id or the token.
 
+use shared_board_api::demo::SampleUpstream;
 use shared_board_api::provider::client::{ProviderClient, ProviderSettings};
 use shared_board_api::provider::error::FetchError;
-use shared_board_api::provider::sample::SampleUpstream;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
@@ -256,7 +256,7 @@ async fn tls_origin_speaking_plain_http_is_an_upstream_error() {
         .await
         .unwrap();
     let ca = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/scenarios/tls/test-ca.pem");
+        .join("src/demo/fixtures/scenarios/tls/test-ca.pem");
     let settings = ProviderSettings {
         origin: url::Url::parse(&format!("https://{}", sample.addr())).unwrap(),
         ca_file: Some(ca),

@@ -1,11 +1,10 @@
-//! The request pipeline (DESIGN.md section 2): [`BoardApi`] answers
-//! `/api/search` and `/api/detail` from plain request parts; [`proxy`] is the
-//! thin Pingora adapter (one call from a host's `request_filter`, a wrapper
-//! around any `ProxyHttp`, and the standalone service).
+//! The request contract: [`BoardApi`] answers `/api/search` and
+//! `/api/detail` from plain request parts (route, method, query, share link,
+//! then the pipeline and the response policies). No Pingora types here: the
+//! `host` module is the adapter.
 
 pub mod error;
 pub mod params;
-pub mod proxy;
 pub mod respond;
 pub mod route;
 pub mod share_link;
@@ -42,19 +41,24 @@ pub struct BoardApi {
     share_host: String,
     boards: BoardCache,
     limiter: Option<RateLimiter>,
-    /// Standalone, paths outside `/api/` are `404 NOT_FOUND` too; embedded,
-    /// they are the host's.
+    /// `/api` unless configured: the endpoints are `{prefix}/search` and
+    /// `{prefix}/detail`.
+    prefix: String,
+    /// Other paths under the prefix are our `404 NOT_FOUND`.
+    claim_prefix: bool,
+    /// Standalone: every path is ours, unknown ones `404 NOT_FOUND`.
     answer_all_paths: bool,
 }
 
 impl BoardApi {
-    /// Builds the API for embedding: paths outside `/api/` are left to the host.
+    /// Builds the API for embedding: paths other than the two endpoints are
+    /// left to the host, unless `claim_prefix` is set.
     ///
     /// # Errors
     /// The provider client could not be built (e.g. an unreadable `ca_file`).
     pub fn new(settings: &ApiSettings) -> Result<Self, String> {
         let client = ProviderClient::new(settings.provider.clone()).map_err(|e| e.to_string())?;
-        let loader = crate::cache::BoardLoader::new(client, settings.provider_name.clone());
+        let loader = crate::pipeline::BoardLoader::new(client, settings.provider_name.clone());
         Ok(BoardApi {
             share_host: settings.share_host.clone(),
             boards: BoardCache::new(
@@ -63,6 +67,8 @@ impl BoardApi {
                 settings.provider.fetch_deadline,
             ),
             limiter: settings.rate_limit.map(RateLimiter::new),
+            prefix: settings.prefix.clone(),
+            claim_prefix: settings.claim_prefix,
             answer_all_paths: false,
         })
     }
@@ -85,18 +91,22 @@ impl BoardApi {
         self
     }
 
-    /// Whether `path` is one this API answers (used by the wrapper).
+    /// Whether `path` is one this API answers: its two endpoints; with
+    /// `claim_prefix`, every path under the prefix; standalone, every path.
     pub fn owns(&self, path: &str) -> bool {
-        self.answer_all_paths || !matches!(route::route(path), Route::Outside)
+        match route::route(path, &self.prefix) {
+            Route::Endpoint(_) => true,
+            Route::UnderPrefix => self.claim_prefix || self.answer_all_paths,
+            Route::Outside => self.answer_all_paths,
+        }
     }
 
-    /// Answers a request, or `None` when the path is not ours (embedded,
-    /// outside `/api/`).
+    /// Answers a request, or `None` when the path is the host's.
     pub async fn respond(&self, req: RequestParts<'_>) -> Option<ApiResponse> {
-        let endpoint = match route::route(req.path) {
+        let endpoint = match route::route(req.path, &self.prefix) {
             Route::Endpoint(endpoint) => endpoint,
-            Route::Outside if !self.answer_all_paths => return None,
-            Route::UnknownApi | Route::Outside => {
+            _ if !self.owns(req.path) => return None,
+            Route::UnderPrefix | Route::Outside => {
                 metrics::request("unknown", 404);
                 return Some(respond::error(&ApiError::NotFound));
             }
@@ -123,7 +133,10 @@ impl BoardApi {
         }
         let request = params::parse(endpoint, req.query, &self.share_host)?;
         let started = Instant::now();
-        let (outcome, cached) = self.boards.get(&request.link).await;
+        let (outcome, cached) = self
+            .boards
+            .get(&request.link.board_id, &request.link.permission_id)
+            .await;
         metrics::cache(cached);
         if !cached {
             metrics::upstream_seconds(started.elapsed().as_secs_f64());
@@ -142,7 +155,12 @@ impl BoardApi {
             request.link.board_id,
             started.elapsed()
         );
-        let rendered = document.rendered(endpoint, &request.selection)?;
+        let rendered = document
+            .rendered(endpoint.name(), &request.selection)
+            .map_err(|e| {
+                log::error!("board {}: {e}", request.link.board_id);
+                ApiError::Internal
+            })?;
         Ok(respond::success(
             &rendered,
             req.headers.get(http::header::IF_NONE_MATCH),

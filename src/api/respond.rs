@@ -3,12 +3,11 @@
 //! (DESIGN.md section 3). Pure: produces an [`ApiResponse`], no Pingora types.
 
 use super::error::ApiError;
-use super::route::{Endpoint, ALLOW};
+use super::route::ALLOW;
+use crate::pipeline::Rendered;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::StatusCode;
-use serde_json::Value;
-use xxhash_rust::xxh3::Xxh3;
 
 pub const SUCCESS_CACHE_CONTROL: &str = "public, max-age=60, stale-while-revalidate=300";
 pub const ERROR_CACHE_CONTROL: &str = "no-store";
@@ -105,14 +104,6 @@ pub fn preflight(request_headers: &HeaderMap) -> ApiResponse {
     response
 }
 
-/// A rendered success body and its weak ETag: what a selection of one
-/// document produces, reusable until the document changes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rendered {
-    pub body: Bytes,
-    pub etag: HeaderValue,
-}
-
 /// `200` with the envelope and the weak ETag, or `304` when `if_none_match`
 /// matches it (RFC 9110 weak comparison, lists and `*`).
 pub fn success(rendered: &Rendered, if_none_match: Option<&HeaderValue>) -> ApiResponse {
@@ -137,56 +128,11 @@ pub fn success(rendered: &Rendered, if_none_match: Option<&HeaderValue>) -> ApiR
     response
 }
 
-/// Serializes `{"ok":true,"data":...}` once and hashes, on the way, the
-/// endpoint, the canonical selection and every top-level entry of `data` but
-/// `fetchedAt`: an unchanged board revalidates although it was fetched again.
-///
-/// # Errors
-/// `INTERNAL_ERROR` if `data` cannot be serialized (it always can).
-pub fn render(endpoint: Endpoint, selection: &str, data: &Value) -> Result<Rendered, ApiError> {
-    let mut hasher = Xxh3::new();
-    hasher.update(endpoint.path().as_bytes());
-    hasher.update(b"\0");
-    hasher.update(selection.as_bytes());
-    hasher.update(b"\0");
-    let mut body = Vec::with_capacity(4096);
-    body.extend_from_slice(br#"{"ok":true,"data":"#);
-    match data {
-        Value::Object(map) => {
-            body.push(b'{');
-            for (i, (key, value)) in map.iter().enumerate() {
-                if i > 0 {
-                    body.push(b',');
-                }
-                let start = body.len();
-                serde_json::to_writer(&mut body, key).map_err(|_| ApiError::Internal)?;
-                body.push(b':');
-                serde_json::to_writer(&mut body, value).map_err(|_| ApiError::Internal)?;
-                if key != "fetchedAt" {
-                    hasher.update(&body[start..]);
-                    hasher.update(b"\0");
-                }
-            }
-            body.push(b'}');
-        }
-        other => {
-            let start = body.len();
-            serde_json::to_writer(&mut body, other).map_err(|_| ApiError::Internal)?;
-            hasher.update(&body[start..]);
-        }
-    }
-    body.push(b'}');
-    let etag = format!("W/\"{:032x}\"", hasher.digest128());
-    Ok(Rendered {
-        body: Bytes::from(body),
-        etag: HeaderValue::from_str(&etag).map_err(|_| ApiError::Internal)?,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::pipeline::render;
+    use serde_json::{json, Value};
 
     fn header<'a>(r: &'a ApiResponse, name: &str) -> Option<&'a str> {
         r.headers.get(name).and_then(|v| v.to_str().ok())
@@ -253,10 +199,10 @@ mod tests {
     fn success_envelope_etag_and_304() {
         let data =
             json!({"version": 1, "fetchedAt": "2026-01-01T00:00:00.000Z", "board": {"id": "b"}});
-        let ok = |e: Endpoint, sel: &str, d: &Value, inm: Option<&HeaderValue>| {
+        let ok = |e: &'static str, sel: &str, d: &Value, inm: Option<&HeaderValue>| {
             success(&render(e, sel, d).expect("renders"), inm)
         };
-        let r = ok(Endpoint::Detail, "full", &data, None);
+        let r = ok("detail", "full", &data, None);
         assert_eq!(r.status, 200);
         assert_eq!(header(&r, "cache-control"), Some(SUCCESS_CACHE_CONTROL));
         let body: Value = serde_json::from_slice(&r.body).expect("json");
@@ -268,14 +214,14 @@ mod tests {
         // fetchedAt does not change the ETag; anything else does.
         let refetched =
             json!({"version": 1, "fetchedAt": "2027-01-01T00:00:00.000Z", "board": {"id": "b"}});
-        let again = ok(Endpoint::Detail, "full", &refetched, None);
+        let again = ok("detail", "full", &refetched, None);
         assert_eq!(again.headers.get("etag"), Some(&etag));
         let changed =
             json!({"version": 1, "fetchedAt": "2026-01-01T00:00:00.000Z", "board": {"id": "c"}});
         let other = [
-            ok(Endpoint::Search, "full", &data, None),
-            ok(Endpoint::Detail, "compact", &data, None),
-            ok(Endpoint::Detail, "full", &changed, None),
+            ok("search", "full", &data, None),
+            ok("detail", "compact", &data, None),
+            ok("detail", "full", &changed, None),
         ];
         for r in other {
             assert_ne!(r.headers.get("etag"), Some(&etag));
@@ -288,7 +234,7 @@ mod tests {
             "*".into(),
         ] {
             let inm = HeaderValue::from_str(&inm).expect("header");
-            let r = ok(Endpoint::Detail, "full", &data, Some(&inm));
+            let r = ok("detail", "full", &data, Some(&inm));
             assert_eq!(r.status, 304, "{inm:?}");
             assert!(r.body.is_empty());
             assert_eq!(r.headers.get("etag"), Some(&etag));
@@ -296,7 +242,7 @@ mod tests {
             assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
         }
         let stale = HeaderValue::from_static("W/\"0123\"");
-        let r = ok(Endpoint::Detail, "full", &data, Some(&stale));
+        let r = ok("detail", "full", &data, Some(&stale));
         assert_eq!(r.status, 200);
     }
 }

@@ -1,11 +1,8 @@
-//! Step 1 and 2 of the pipeline (DESIGN.md section 2): which of our routes a
-//! path is, and what the method asks for. Pure: no Pingora types.
+//! Steps 1 and 2 of a request: which of our routes a path is, and what the
+//! method asks for. Pure: no Pingora types.
 
 use crate::select::View;
 use http::Method;
-
-/// Where our routes live; embedded, everything else belongs to the host.
-pub const API_PREFIX: &str = "/api/";
 
 /// The value of the `Allow` header on 405.
 pub const ALLOW: &str = "GET, HEAD, OPTIONS";
@@ -28,13 +25,6 @@ impl Endpoint {
         }
     }
 
-    pub fn path(self) -> &'static str {
-        match self {
-            Endpoint::Search => "/api/search",
-            Endpoint::Detail => "/api/detail",
-        }
-    }
-
     /// A short label for metrics and logs.
     pub fn name(self) -> &'static str {
         match self {
@@ -48,19 +38,25 @@ impl Endpoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     Endpoint(Endpoint),
-    /// Under `/api/` but not ours: `404 NOT_FOUND`, any method.
-    UnknownApi,
-    /// Outside `/api/`: the host gateway's when embedded, `404` standalone.
+    /// Under the prefix but not an endpoint: `404 NOT_FOUND` standalone or
+    /// with `claim_prefix`, else the host's.
+    UnderPrefix,
+    /// Outside the prefix: the host gateway's when embedded, `404` standalone.
     Outside,
 }
 
-/// Classifies a request path (without query). Paths are compared exactly:
-/// `/api/search/` is an unknown route, not an alias.
-pub fn route(path: &str) -> Route {
-    match path {
-        "/api/search" => Route::Endpoint(Endpoint::Search),
-        "/api/detail" => Route::Endpoint(Endpoint::Detail),
-        p if p.starts_with(API_PREFIX) => Route::UnknownApi,
+/// Classifies a request path (without query) against `prefix` (validated
+/// by the config: starts with `/`, no trailing `/`). Paths are compared
+/// exactly: `/api/search/` is not an alias of `/api/search`.
+pub fn route(path: &str, prefix: &str) -> Route {
+    let Some(rest) = path.strip_prefix(prefix) else {
+        return Route::Outside;
+    };
+    match rest {
+        "/search" => Route::Endpoint(Endpoint::Search),
+        "/detail" => Route::Endpoint(Endpoint::Detail),
+        r if r.starts_with('/') => Route::UnderPrefix,
+        // `/api` itself and `/apix/...` are not under `/api/`.
         _ => Route::Outside,
     }
 }
@@ -91,20 +87,26 @@ mod tests {
     #[test]
     fn routes() {
         let cases = [
-            ("/api/search", Route::Endpoint(Endpoint::Search)),
-            ("/api/detail", Route::Endpoint(Endpoint::Detail)),
-            ("/api/search/", Route::UnknownApi),
-            ("/api/detail/x", Route::UnknownApi),
-            ("/api/Search", Route::UnknownApi),
-            ("/api/", Route::UnknownApi),
-            ("/api/boards", Route::UnknownApi),
-            ("/api", Route::Outside),
-            ("/", Route::Outside),
-            ("/search", Route::Outside),
-            ("/apix/search", Route::Outside),
+            ("/api", "/api/search", Route::Endpoint(Endpoint::Search)),
+            ("/api", "/api/detail", Route::Endpoint(Endpoint::Detail)),
+            ("/api", "/api/search/", Route::UnderPrefix),
+            ("/api", "/api/detail/x", Route::UnderPrefix),
+            ("/api", "/api/Search", Route::UnderPrefix),
+            ("/api", "/api/", Route::UnderPrefix),
+            ("/api", "/api/boards", Route::UnderPrefix),
+            ("/api", "/api", Route::Outside),
+            ("/api", "/", Route::Outside),
+            ("/api", "/search", Route::Outside),
+            ("/api", "/apix/search", Route::Outside),
+            ("/b/v1", "/b/v1/search", Route::Endpoint(Endpoint::Search)),
+            ("/b/v1", "/b/v1/detail", Route::Endpoint(Endpoint::Detail)),
+            ("/b/v1", "/b/v1/users", Route::UnderPrefix),
+            ("/b/v1", "/api/search", Route::Outside),
+            ("/b/v1", "/b/v10/search", Route::Outside),
+            ("/b/v1", "/b/search", Route::Outside),
         ];
-        for (path, want) in cases {
-            assert_eq!(route(path), want, "{path}");
+        for (prefix, path, want) in cases {
+            assert_eq!(route(path, prefix), want, "{prefix} {path}");
         }
     }
 

@@ -6,7 +6,6 @@ pub mod error;
 pub mod fetched;
 pub mod normalize;
 pub mod rich_text;
-pub mod sample;
 pub mod time;
 
 pub use fetched::Fetched;

@@ -6,8 +6,8 @@
 
 use pingora_core::server::configuration::ServerConf;
 use pingora_core::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
-use shared_board_api::config::ApiSettings;
-use shared_board_api::provider::sample::SampleUpstream;
+use shared_board_api::config::Settings;
+use shared_board_api::demo::SampleUpstream;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::OnceLock;
@@ -75,23 +75,34 @@ impl Drop for Gateway {
     }
 }
 
-/// Config text for a gateway on `port` in front of the sample upstream;
-/// `extra` is appended under `board_api.provider` unless it starts at
-/// column 2 (then it is a `board_api` key).
-pub fn config(port: u16, provider_extra: &str, api_extra: &str) -> String {
+/// Config text for a gateway on `port` in front of the sample upstream.
+/// `provider_extra` is appended under `board_api.provider`, `api_extra`
+/// under `board_api` (keys at column 2), `server_extra` under
+/// `board_api.server` (keys at column 4).
+pub fn config_with(port: u16, provider_extra: &str, api_extra: &str, server_extra: &str) -> String {
     format!(
-        "version: 1\nthreads: 2\nboard_api:\n  listen: [\"127.0.0.1:{port}\"]\n  provider:\n    name: milanote\n    share_host: app.milanote.com\n    origin: {}\n{provider_extra}{api_extra}",
+        "version: 1\nthreads: 2\nboard_api:\n  server:\n    listen: [\"127.0.0.1:{port}\"]\n{server_extra}  provider:\n    name: milanote\n    share_host: app.milanote.com\n    origin: {}\n{provider_extra}{api_extra}",
         upstream_origin()
     )
 }
 
-/// Starts the real service (the binary's `server::service`) in this process.
+/// [`config_with`] without server keys.
+pub fn config(port: u16, provider_extra: &str, api_extra: &str) -> String {
+    config_with(port, provider_extra, api_extra, "")
+}
+
+/// Starts the real service (the binary's `host::service`) in this process.
 pub fn start_gateway(provider_extra: &str, api_extra: &str) -> Gateway {
+    start_gateway_with(provider_extra, api_extra, "")
+}
+
+/// [`start_gateway`] with `board_api.server` keys too.
+pub fn start_gateway_with(provider_extra: &str, api_extra: &str, server_extra: &str) -> Gateway {
     let port = free_port();
-    let settings = ApiSettings::from_yaml(&config(port, provider_extra, api_extra))
+    let settings = Settings::from_yaml(&config_with(port, provider_extra, api_extra, server_extra))
         .expect("test config is valid");
     start_server(port, |server| {
-        shared_board_api::server::add_services(server, &settings).expect("services build");
+        shared_board_api::host::service::add_services(server, &settings).expect("services build");
     })
 }
 

@@ -76,8 +76,8 @@ mod tests {
 
     #[test]
     fn loads_a_real_certificate() {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/tls/test-ca.pem");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src/demo/fixtures/scenarios/tls/test-ca.pem");
         let ca = load_ca_file(&path).unwrap();
         assert_eq!(ca.len(), 1);
     }

@@ -1,7 +1,13 @@
-//! The `board_api` section of the YAML file (DESIGN.md section 7): parsed with
-//! the same YAML crate as Pingora's `ServerConf`, then validated once at
-//! start-up into [`ApiSettings`]. File structs (`...Conf`) are the stable
-//! interface; settings are what the code runs on.
+//! The `board_api` section of the YAML file, beside Pingora's own keys:
+//! parsed with the same YAML crate as Pingora's `ServerConf` (one file, one
+//! parser), then validated once at start-up. File structs (`...Conf`) are the
+//! stable interface operators write; settings (`...Settings`) are what the
+//! code runs on, so no value is checked at request time.
+//!
+//! Two parts: what the API needs ([`ApiSettings`]: prefix, provider, cache,
+//! rate limit), which is all an embedding host configures, and what only the
+//! standalone binary needs (`board_api.server`, [`ServerSettings`]: listeners,
+//! TLS, metrics endpoint, compression, playground).
 
 use crate::cache::CacheSettings;
 use crate::provider::client::ProviderSettings;
@@ -36,21 +42,41 @@ fn fail<T>(key: &str, message: impl Into<String>) -> Result<T, ConfigError> {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BoardApiConf {
-    /// Addresses to listen on (required, at least one).
-    pub listen: Vec<String>,
+    /// Where the endpoints live: `{prefix}/search`, `{prefix}/detail`
+    /// (default `/api`).
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// Embedded only: answer every other path under the prefix with our
+    /// `404 NOT_FOUND` instead of leaving it to the host (default false).
+    #[serde(default)]
+    pub claim_prefix: Option<bool>,
     pub provider: ProviderConf,
     /// In-memory document cache; on with defaults when absent.
     #[serde(default)]
     pub cache: Option<CacheConf>,
     #[serde(default)]
     pub rate_limit: Option<RateLimitConf>,
+    /// The standalone binary's own settings; an embedding host ignores them.
+    #[serde(default)]
+    pub server: Option<ServerConf>,
+}
+
+/// `board_api.server:`, read by the standalone binary only.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConf {
+    /// Addresses to listen on (required, at least one).
+    pub listen: Vec<String>,
     #[serde(default)]
     pub tls: Option<TlsConf>,
     #[serde(default)]
     pub metrics: Option<MetricsConf>,
-    /// Response compression level for gzip/brotli/zstd (0 turns it off; default 6).
+    /// Response compression level (0 turns it off; default 6).
     #[serde(default)]
     pub compression_level: Option<u32>,
+    /// Serve the playground page at `GET /` (default false; on in `--demo`).
+    #[serde(default)]
+    pub playground: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -122,63 +148,119 @@ pub struct TlsConf {
     pub key: PathBuf,
 }
 
-/// The validated settings the service runs on.
+/// What the API runs on: everything an embedding host configures.
 #[derive(Debug, Clone)]
 pub struct ApiSettings {
-    pub listen: Vec<SocketAddr>,
+    /// `/api` by default; never ends with `/`.
+    pub prefix: String,
+    /// Embedded: other paths under the prefix are our `404` (default false).
+    pub claim_prefix: bool,
     pub provider_name: String,
     pub share_host: String,
     pub provider: ProviderSettings,
     /// `None`: caching off.
     pub cache: Option<CacheSettings>,
     pub rate_limit: Option<u32>,
+}
+
+/// What only the standalone binary runs on (`board_api.server`).
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    pub listen: Vec<SocketAddr>,
     pub tls: Option<TlsConf>,
     /// The Prometheus exporter's address, when configured.
     pub metrics_listen: Option<SocketAddr>,
+    /// 0 (off) to 9; the same level for gzip, brotli and zstd.
     pub compression_level: u32,
+    /// Serve the playground page at `GET /`.
+    pub playground: bool,
+}
+
+/// Both parts, for the standalone binary.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub api: ApiSettings,
+    pub server: ServerSettings,
 }
 
 /// The part of the file we read; Pingora's keys beside it are Pingora's.
 #[derive(Deserialize)]
 struct FileConf {
-    board_api: Option<serde_yaml::Value>,
+    board_api: Option<BoardApiConf>,
+}
+
+/// Parses the whole file; serde's message names the key path and, where the
+/// YAML parser knows it, the line and column.
+fn parse(text: &str) -> Result<BoardApiConf, ConfigError> {
+    let file: FileConf =
+        serde_yaml::from_str(text).or_else(|e| fail("board_api", e.to_string()))?;
+    match file.board_api {
+        Some(conf) => Ok(conf),
+        None => fail("board_api", "missing section"),
+    }
+}
+
+fn read(path: &std::path::Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path)
+        .or_else(|e| fail("(file)", format!("cannot read {}: {e}", path.display())))
 }
 
 impl ApiSettings {
-    /// Reads the `board_api` section of a whole Pingora YAML file.
+    /// Reads the `board_api` section of a whole Pingora YAML file; a
+    /// `board_api.server` section is parsed but not required or validated.
     ///
     /// # Errors
     /// A [`ConfigError`] naming the first bad key.
     pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
-        let file: FileConf =
-            serde_yaml::from_str(text).or_else(|e| fail("(file)", e.to_string()))?;
-        let Some(section) = file.board_api else {
-            return fail("board_api", "missing section");
-        };
-        let conf: BoardApiConf =
-            serde_yaml::from_value(section).or_else(|e| fail("board_api", e.to_string()))?;
-        conf.validate()
+        parse(text)?.validate_api()
     }
 
-    /// Reads and validates a YAML file.
+    /// Reads and validates a YAML file, as [`ApiSettings::from_yaml`].
     ///
     /// # Errors
     /// An unreadable file, or a [`ConfigError`] naming the first bad key.
     pub fn from_file(path: &std::path::Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .or_else(|e| fail("(file)", format!("cannot read {}: {e}", path.display())))?;
-        Self::from_yaml(&text)
+        Self::from_yaml(&read(path)?)
     }
 }
 
-impl BoardApiConf {
-    /// Checks every value and applies defaults.
+impl Settings {
+    /// Reads the whole `board_api` section, `server` included (required).
     ///
     /// # Errors
     /// A [`ConfigError`] naming the first bad key.
-    pub fn validate(self) -> Result<ApiSettings, ConfigError> {
+    pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
+        let conf = parse(text)?;
+        let server = conf.server.clone();
+        let api = conf.validate_api()?;
+        let Some(server) = server else {
+            return fail(
+                "board_api.server",
+                "missing section (the standalone binary needs server.listen)",
+            );
+        };
+        Ok(Settings {
+            api,
+            server: server.validate()?,
+        })
+    }
+
+    /// Reads and validates a YAML file, as [`Settings::from_yaml`].
+    ///
+    /// # Errors
+    /// An unreadable file, or a [`ConfigError`] naming the first bad key.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, ConfigError> {
+        Self::from_yaml(&read(path)?)
+    }
+}
+
+impl ServerConf {
+    fn validate(self) -> Result<ServerSettings, ConfigError> {
         if self.listen.is_empty() {
-            return fail("board_api.listen", "at least one address is required");
+            return fail(
+                "board_api.server.listen",
+                "at least one address is required",
+            );
         }
         let mut listen = Vec::with_capacity(self.listen.len());
         for addr in &self.listen {
@@ -186,12 +268,63 @@ impl BoardApiConf {
                 Ok(a) => listen.push(a),
                 Err(_) => {
                     return fail(
-                        "board_api.listen",
+                        "board_api.server.listen",
                         format!("{addr:?} is not an IP:port address"),
                     )
                 }
             }
         }
+        if let Some(tls) = &self.tls {
+            for (key, path) in [
+                ("board_api.server.tls.cert", &tls.cert),
+                ("board_api.server.tls.key", &tls.key),
+            ] {
+                if !path.is_file() {
+                    return fail(key, format!("{} is not a readable file", path.display()));
+                }
+            }
+        }
+        let metrics_listen = match &self.metrics {
+            None => None,
+            Some(m) => match m.listen.parse::<SocketAddr>() {
+                Ok(a) if !listen.contains(&a) => Some(a),
+                Ok(_) => {
+                    return fail(
+                        "board_api.server.metrics.listen",
+                        "must differ from board_api.server.listen",
+                    )
+                }
+                Err(_) => {
+                    return fail(
+                        "board_api.server.metrics.listen",
+                        format!("{:?} is not an IP:port address", m.listen),
+                    )
+                }
+            },
+        };
+        // Pingora hands one level to every codec; gzip (zlib-ng through
+        // flate2) asserts on levels above 9, so 9 is the ceiling for all.
+        let compression_level = self.compression_level.unwrap_or(6);
+        if compression_level > 9 {
+            return fail("board_api.server.compression_level", "must be 0 (off) to 9");
+        }
+        Ok(ServerSettings {
+            listen,
+            tls: self.tls,
+            metrics_listen,
+            compression_level,
+            playground: self.playground.unwrap_or(false),
+        })
+    }
+}
+
+impl BoardApiConf {
+    /// Checks every value of the API's part and applies defaults.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key.
+    fn validate_api(self) -> Result<ApiSettings, ConfigError> {
+        let prefix = validate_prefix(self.prefix.as_deref())?;
         let p = self.provider;
         if p.name.trim().is_empty() {
             return fail("board_api.provider.name", "must not be empty");
@@ -295,50 +428,39 @@ impl BoardApiConf {
                 );
             }
         }
-        if let Some(tls) = &self.tls {
-            for (key, path) in [
-                ("board_api.tls.cert", &tls.cert),
-                ("board_api.tls.key", &tls.key),
-            ] {
-                if !path.is_file() {
-                    return fail(key, format!("{} is not a readable file", path.display()));
-                }
-            }
-        }
-        let metrics_listen = match &self.metrics {
-            None => None,
-            Some(m) => match m.listen.parse::<SocketAddr>() {
-                Ok(a) if !listen.contains(&a) => Some(a),
-                Ok(_) => {
-                    return fail(
-                        "board_api.metrics.listen",
-                        "must differ from board_api.listen",
-                    )
-                }
-                Err(_) => {
-                    return fail(
-                        "board_api.metrics.listen",
-                        format!("{:?} is not an IP:port address", m.listen),
-                    )
-                }
-            },
-        };
-        let compression_level = self.compression_level.unwrap_or(6);
-        if compression_level > 11 {
-            return fail("board_api.compression_level", "must be 0 (off) to 11");
-        }
         Ok(ApiSettings {
-            listen,
+            prefix,
+            claim_prefix: self.claim_prefix.unwrap_or(false),
             provider_name: p.name,
             share_host,
             provider,
             cache,
             rate_limit: self.rate_limit.map(|r| r.requests_per_second),
-            tls: self.tls,
-            metrics_listen,
-            compression_level,
         })
     }
+}
+
+/// `/api` by default; one or more `/segment`s of unreserved characters, no
+/// trailing `/` (a trailing `/` is dropped).
+fn validate_prefix(prefix: Option<&str>) -> Result<String, ConfigError> {
+    let Some(raw) = prefix else {
+        return Ok("/api".into());
+    };
+    let trimmed = raw.trim_end_matches('/');
+    let valid = trimmed.starts_with('/')
+        && trimmed[1..].split('/').all(|segment| {
+            !segment.is_empty()
+                && segment
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+        });
+    if !valid {
+        return fail(
+            "board_api.prefix",
+            format!("{raw:?} is not a path prefix such as /api or /boards/v1"),
+        );
+    }
+    Ok(trimmed.to_string())
 }
 
 /// `board_api.cache`, with defaults; `None` means the section was absent.
@@ -415,19 +537,23 @@ fn within(
 mod tests {
     use super::*;
 
-    const BASE: &str = "version: 1\nthreads: 2\nboard_api:\n  listen: [\"127.0.0.1:8080\"]\n  provider:\n    name: milanote\n    share_host: app.milanote.com\n    origin: https://app.milanote.com\n";
+    const BASE: &str = "version: 1\nthreads: 2\nboard_api:\n  provider:\n    name: milanote\n    share_host: app.milanote.com\n    origin: https://app.milanote.com\n";
 
     fn with(extra: &str) -> Result<ApiSettings, ConfigError> {
         ApiSettings::from_yaml(&format!("{BASE}{extra}"))
     }
 
+    /// The binary's view: `extra` lines go under `board_api.server`.
+    fn server(extra: &str) -> Result<Settings, ConfigError> {
+        Settings::from_yaml(&format!(
+            "{BASE}  server:\n    listen: [\"127.0.0.1:8080\"]\n{extra}"
+        ))
+    }
+
     #[test]
-    fn minimal_file_gets_design_defaults() {
-        let s = with("").expect("valid");
-        assert_eq!(
-            s.listen,
-            vec!["127.0.0.1:8080".parse::<SocketAddr>().expect("addr")]
-        );
+    fn minimal_file_gets_defaults() {
+        let s = with("").expect("valid without server");
+        assert_eq!((s.prefix.as_str(), s.claim_prefix), ("/api", false));
         assert_eq!(s.provider_name, "milanote");
         assert_eq!(s.share_host, "app.milanote.com");
         assert_eq!(s.provider.fetch_deadline, Duration::from_millis(15_000));
@@ -437,6 +563,40 @@ mod tests {
         assert_eq!(s.provider.concurrency, 4);
         assert_eq!(s.cache, Some(CacheSettings::default()));
         assert_eq!(s.rate_limit, None);
+        let s = server("").expect("valid").server;
+        assert_eq!(
+            s.listen,
+            vec!["127.0.0.1:8080".parse::<SocketAddr>().expect("addr")]
+        );
+        assert_eq!((s.compression_level, s.playground), (6, false));
+    }
+
+    #[test]
+    fn the_binary_needs_a_server_section_and_a_host_does_not() {
+        assert!(with("").is_ok());
+        let err = Settings::from_yaml(BASE).expect_err("no server");
+        assert_eq!(err.key, "board_api.server");
+        // A host's file may carry the section; the API part ignores it.
+        assert!(with("  server:\n    listen: [\"127.0.0.1:1\"]\n").is_ok());
+    }
+
+    #[test]
+    fn prefixes() {
+        let ok = [
+            ("/api", "/api"),
+            ("/api/", "/api"),
+            ("/boards/v1", "/boards/v1"),
+            ("/a-b_c.d~e", "/a-b_c.d~e"),
+        ];
+        for (given, want) in ok {
+            let s = with(&format!("  prefix: \"{given}\"\n")).expect(given);
+            assert_eq!(s.prefix, want, "{given}");
+        }
+        for bad in ["", "/", "api", "/api//x", "/a b", "/api?x", "/%41"] {
+            let err = with(&format!("  prefix: \"{bad}\"\n")).expect_err(bad);
+            assert_eq!(err.key, "board_api.prefix", "{bad}");
+        }
+        assert!(with("  claim_prefix: true\n").expect("valid").claim_prefix);
     }
 
     #[test]
@@ -467,34 +627,47 @@ mod tests {
                 "  rate_limit:\n    requests_per_second: 0\n",
                 "board_api.rate_limit.requests_per_second",
             ),
-            ("  compression_level: 12\n", "board_api.compression_level"),
-            (
-                "  metrics:\n    listen: nowhere\n",
-                "board_api.metrics.listen",
-            ),
-            (
-                "  metrics:\n    listen: \"127.0.0.1:8080\"\n",
-                "board_api.metrics.listen",
-            ),
-            (
-                "  tls:\n    cert: /nonexistent.pem\n    key: /nonexistent.key\n",
-                "board_api.tls.cert",
-            ),
         ];
         for (extra, key) in cases {
             let err = with(extra).expect_err(extra);
             assert_eq!(err.key, key, "{extra}: {err}");
         }
-        // serde's message names the unknown key itself.
+        // serde's message names the unknown key, its path and its line.
         let err = with("    bogus: 1\n").expect_err("unknown key");
         assert!(err.message.contains("bogus"), "{err}");
+        assert!(err.message.contains("board_api.provider"), "{err}");
+        assert!(err.message.contains("line 8"), "{err}");
+        let server_cases = [
+            (
+                "    compression_level: 10\n",
+                "board_api.server.compression_level",
+            ),
+            (
+                "    metrics:\n      listen: nowhere\n",
+                "board_api.server.metrics.listen",
+            ),
+            (
+                "    metrics:\n      listen: \"127.0.0.1:8080\"\n",
+                "board_api.server.metrics.listen",
+            ),
+            (
+                "    tls:\n      cert: /nonexistent.pem\n      key: /nonexistent.key\n",
+                "board_api.server.tls.cert",
+            ),
+        ];
+        for (extra, key) in server_cases {
+            let err = server(extra).expect_err(extra);
+            assert_eq!(err.key, key, "{extra}: {err}");
+        }
+        for level in 0..=9 {
+            let s = server(&format!("    compression_level: {level}\n")).expect("in range");
+            assert_eq!(s.server.compression_level, level);
+        }
     }
 
     #[test]
     fn bad_values() {
         let bad = [
-            ("listen: []", "board_api.listen"),
-            ("listen: [\"localhost\"]", "board_api.listen"),
             ("origin: ftp://x", "board_api.provider.origin"),
             (
                 "origin: https://app.milanote.com/path",
@@ -525,6 +698,11 @@ mod tests {
                 .collect();
             let err = ApiSettings::from_yaml(&text).expect_err(replace);
             assert_eq!(err.key, key, "{replace}: {err}");
+        }
+        for listen in ["[]", "[\"localhost\"]"] {
+            let text = format!("{BASE}  server:\n    listen: {listen}\n");
+            let err = Settings::from_yaml(&text).expect_err(listen);
+            assert_eq!(err.key, "board_api.server.listen", "{listen}");
         }
         assert_eq!(
             ApiSettings::from_yaml("version: 1\n")
@@ -557,15 +735,18 @@ mod tests {
 
     #[test]
     fn shipped_configs_are_valid() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/conf");
+        let root = env!("CARGO_MANIFEST_DIR");
         let mut seen = 0;
-        for entry in std::fs::read_dir(dir).expect("conf/ exists") {
+        for entry in std::fs::read_dir(format!("{root}/conf")).expect("conf/ exists") {
             let path = entry.expect("entry").path();
             if path.extension().is_some_and(|e| e == "yaml") {
-                ApiSettings::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                Settings::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 seen += 1;
             }
         }
-        assert!(seen >= 1);
+        assert!(seen >= 2);
+        let host = std::path::Path::new(root).join("examples/host_gateway.yaml");
+        let api = ApiSettings::from_file(&host).expect("the host example's file is valid");
+        assert_eq!(api.prefix, "/boards");
     }
 }

@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 include!(concat!(env!("OUT_DIR"), "/sample_fixtures.rs"));
 
 /// The raw text of the fixture for `board_id`: a board fixture
-/// (`tests/fixtures/boards/`) first, else a scenario fixture
-/// (`tests/fixtures/scenarios/`).
+/// (`src/demo/fixtures/boards/`) first, else a scenario fixture
+/// (`src/demo/fixtures/scenarios/`).
 pub fn fixture_text(board_id: &str) -> Option<&'static str> {
     BOARD_FIXTURES
         .iter()

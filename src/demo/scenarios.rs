@@ -238,7 +238,7 @@ fn gzip_bomb() -> &'static [u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::sample::wire::parse_head;
+    use crate::demo::wire::parse_head;
 
     fn get(tokens: &TokenRegistry, target: &str) -> Reply {
         let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip");

@@ -1,6 +1,6 @@
 //! The bundled sample Milanote upstream: a small HTTP/1.1 server on loopback
 //! that serves the token and boards endpoints from the embedded fixture boards
-//! (`tests/fixtures/boards/*.json`), plus fault scenarios. The binary's
+//! (`src/demo/fixtures/boards/*.json`), plus fault scenarios. The binary's
 //! `--demo` and every integration test point the provider client at it.
 //!
 //! # Endpoints
@@ -51,7 +51,7 @@
 //! | `s-wide` | boards | a root with 5 nested boards `s-wide-1..5`; `s-wide-1` holds `s-wide-1-1` | batching and breadth-first tests |
 //!
 //! The `fault-*` board answers that are data (not HTTP faults) and `s-*` boards
-//! live in `tests/fixtures/scenarios/`; `build.rs` embeds them with the boards.
+//! live in `src/demo/fixtures/scenarios/`; `build.rs` embeds them with the boards.
 
 mod boards;
 mod fixtures;

@@ -1,0 +1,107 @@
+//! The embedding seam: one call from a host gateway's `request_filter`, and
+//! a redacted request summary for the host's `request_summary`.
+
+use crate::api::respond::ApiResponse;
+use crate::api::{BoardApi, RequestParts};
+use http::header;
+use pingora_error::Result;
+use pingora_http::ResponseHeader;
+use pingora_proxy::Session;
+
+impl BoardApi {
+    /// Answers the request if its path is ours; call it first thing in the
+    /// host's `ProxyHttp::request_filter`.
+    ///
+    /// Returns `Ok(true)` when the request was answered (the host then
+    /// returns `Ok(true)` from its `request_filter` too), `Ok(false)` for
+    /// paths that belong to the host. It reads only the method, path, query,
+    /// `If-None-Match`, the preflight headers and the client address; nothing
+    /// of the request is forwarded to the provider.
+    ///
+    /// A client that goes away while the answer is written is not an error:
+    /// a redacted line is logged at debug level and the request counts as
+    /// answered, so Pingora never logs the request target (and with it the
+    /// share link) as a failed request.
+    ///
+    /// # Errors
+    /// None today; the `Result` is the shape of Pingora's `request_filter`.
+    pub async fn handle(&self, session: &mut Session) -> Result<bool> {
+        let req = session.req_header();
+        let head = req.method == http::Method::HEAD;
+        let parts = RequestParts {
+            method: &req.method,
+            path: req.uri.path(),
+            query: req.uri.query(),
+            headers: &req.headers,
+            client_ip: session
+                .client_addr()
+                .and_then(|a| a.as_inet())
+                .map(|a| a.ip()),
+        };
+        let Some(response) = self.respond(parts).await else {
+            return Ok(false);
+        };
+        if let Err(e) = write(session, response, head).await {
+            log::debug!(
+                "{}: client gone while answering: {}",
+                self.request_summary(session).unwrap_or_default(),
+                e.etype().as_str()
+            );
+        }
+        Ok(true)
+    }
+
+    /// A log line for requests to our paths that never includes the query
+    /// (the `url` parameter carries the permission id, however it is
+    /// encoded): `GET /api/detail?[query redacted]`. `None` for paths that
+    /// are the host's, so the host logs those its own way:
+    ///
+    /// ```ignore
+    /// fn request_summary(&self, session: &Session, ctx: &Self::CTX) -> String {
+    ///     self.board_api
+    ///         .request_summary(session)
+    ///         .unwrap_or_else(|| my_summary(session))
+    /// }
+    /// ```
+    pub fn request_summary(&self, session: &Session) -> Option<String> {
+        let req = session.req_header();
+        let path = req.uri.path();
+        if !self.owns(path) {
+            return None;
+        }
+        let query = if req.uri.query().is_some() {
+            "?[query redacted]"
+        } else {
+            ""
+        };
+        Some(format!("{} {path}{query}", req.method))
+    }
+}
+
+/// Writes an [`ApiResponse`] through Pingora's downstream modules
+/// (compression applies). `HEAD` gets the same headers, `Content-Length`
+/// included, and no body.
+async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Result<()> {
+    let mut header = ResponseHeader::build(response.status, Some(response.headers.len() + 1))?;
+    for (name, value) in &response.headers {
+        header.append_header(name.clone(), value.clone())?;
+    }
+    let body = response.has_body();
+    if body {
+        header.insert_header(header::CONTENT_LENGTH, response.body.len())?;
+    }
+    let has_bytes = body && !response.body.is_empty();
+    // A HEAD answer is written as if a body followed (end_of_stream false),
+    // so the downstream modules (compression) shape its headers exactly as
+    // for the GET; Pingora sends no body bytes for HEAD, and once we return
+    // `Ok(true)` it finishes the response without running module filters.
+    session
+        .write_response_header(Box::new(header), !has_bytes)
+        .await?;
+    if has_bytes && !head {
+        session
+            .write_response_body(Some(response.body), true)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! Assembles the standalone Pingora service from validated settings; used by
+//! the binary and by the end-to-end tests, so both run the same thing.
+
+use crate::api::BoardApi;
+use crate::config::Settings;
+use async_trait::async_trait;
+use pingora_core::modules::http::compression::ResponseCompressionBuilder;
+use pingora_core::modules::http::HttpModules;
+use pingora_core::server::configuration::ServerConf;
+use pingora_core::services::listening::Service;
+use pingora_core::upstreams::peer::HttpPeer;
+use pingora_error::{Error, ErrorType, Result};
+use pingora_proxy::{HttpProxy, ProxyHttp, Session};
+use std::sync::Arc;
+
+/// The standalone service: every path is answered by the API (unknown ones
+/// with `404 NOT_FOUND`); nothing is proxied.
+pub struct BoardApiService {
+    api: Arc<BoardApi>,
+    compression_level: u32,
+}
+
+impl BoardApiService {
+    pub fn new(api: Arc<BoardApi>, compression_level: u32) -> Self {
+        BoardApiService {
+            api,
+            compression_level,
+        }
+    }
+}
+
+#[async_trait]
+impl ProxyHttp for BoardApiService {
+    type CTX = ();
+    fn new_ctx(&self) -> Self::CTX {}
+
+    fn init_downstream_modules(&self, modules: &mut HttpModules) {
+        modules.add_module(ResponseCompressionBuilder::enable(self.compression_level));
+    }
+
+    async fn request_filter(&self, session: &mut Session, _ctx: &mut ()) -> Result<bool> {
+        if self.api.handle(session).await? {
+            return Ok(true);
+        }
+        // Unreachable with `answer_all_paths`; refuse rather than proxy anywhere.
+        session.respond_error(404).await?;
+        Ok(true)
+    }
+
+    async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut ()) -> Result<Box<HttpPeer>> {
+        Error::e_explain(ErrorType::InternalError, "the board API never proxies")
+    }
+
+    fn suppress_error_log(&self, _session: &Session, _ctx: &(), error: &Error) -> bool {
+        // A client that disconnects is not our error.
+        matches!(
+            error.etype(),
+            ErrorType::ConnectionClosed | ErrorType::ReadError | ErrorType::WriteError
+        )
+    }
+
+    fn request_summary(&self, session: &Session, _ctx: &()) -> String {
+        // Standalone, every path is ours, so this is always `Some`.
+        self.api
+            .request_summary(session)
+            .unwrap_or_else(|| "(request)".into())
+    }
+}
+
+/// The listening service for `settings` (TLS when configured).
+///
+/// # Errors
+/// The provider client cannot be built, or TLS files cannot be loaded.
+pub fn service(
+    conf: &Arc<ServerConf>,
+    settings: &Settings,
+) -> Result<Service<HttpProxy<BoardApiService>>, String> {
+    let api = Arc::new(BoardApi::new(&settings.api)?.answer_all_paths());
+    let mut service = pingora_proxy::http_proxy_service_with_name(
+        conf,
+        BoardApiService::new(api, settings.server.compression_level),
+        "shared-board-api",
+    );
+    for addr in &settings.server.listen {
+        let addr = addr.to_string();
+        match &settings.server.tls {
+            Some(tls) => service
+                .add_tls(
+                    &addr,
+                    &tls.cert.to_string_lossy(),
+                    &tls.key.to_string_lossy(),
+                )
+                .map_err(|e| format!("TLS on {addr}: {e}"))?,
+            None => service.add_tcp(&addr),
+        }
+    }
+    Ok(service)
+}
+
+/// Adds the API service, and the Prometheus exporter when configured, to `server`.
+///
+/// # Errors
+/// As [`service`].
+pub fn add_services(
+    server: &mut pingora_core::server::Server,
+    settings: &Settings,
+) -> Result<(), String> {
+    let api = service(&server.configuration, settings)?;
+    server.add_service(api);
+    if let Some(addr) = settings.server.metrics_listen {
+        let mut metrics = pingora_prometheus::prometheus_http_service();
+        metrics.add_tcp(&addr.to_string());
+        server.add_service(metrics);
+    }
+    Ok(())
+}

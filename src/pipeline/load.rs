@@ -1,0 +1,42 @@
+//! Load: fetch a board from the provider, normalize it into BoardDocument v1
+//! and remove the sensitive fields; the work behind a cache miss.
+
+use super::LoadedBoard;
+use crate::document::sanitize::sanitize;
+use crate::provider::client::ProviderClient;
+use crate::provider::error::FetchError;
+use crate::provider::normalize::normalize;
+use std::sync::Arc;
+
+/// Fetches, normalizes and sanitizes one board.
+pub struct BoardLoader {
+    client: ProviderClient,
+    provider_name: String,
+}
+
+impl BoardLoader {
+    pub fn new(client: ProviderClient, provider_name: String) -> Self {
+        BoardLoader {
+            client,
+            provider_name,
+        }
+    }
+
+    /// # Errors
+    /// The provider's [`FetchError`]; a document the normalizer cannot use
+    /// is an upstream error.
+    pub async fn load(
+        &self,
+        board_id: &str,
+        permission_id: &str,
+    ) -> Result<Arc<LoadedBoard>, FetchError> {
+        let fetched = self.client.fetch(board_id, permission_id).await?;
+        let document = normalize(&fetched, &self.provider_name).map_err(|e| {
+            FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}"))
+        })?;
+        let mut value = serde_json::to_value(&document)
+            .map_err(|e| FetchError::Upstream(format!("document not serializable: {e}")))?;
+        sanitize(&mut value);
+        Ok(Arc::new(LoadedBoard::new(value)))
+    }
+}

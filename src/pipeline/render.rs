@@ -1,0 +1,98 @@
+//! Render: the success envelope `{"ok":true,"data":...}` of one selection,
+//! serialized once, and its weak ETag hashed on the way (xxh3-128).
+//!
+//! The ETag covers the endpoint, the canonical selection and every top-level
+//! entry of `data` except `fetchedAt`, so an unchanged board revalidates to
+//! `304` although it was fetched again, while another selection or another
+//! endpoint never shares a tag.
+
+use bytes::Bytes;
+use http::HeaderValue;
+use serde_json::Value;
+use xxhash_rust::xxh3::Xxh3;
+
+/// A rendered success body and its weak ETag: what a selection of one
+/// document produces, reusable until the document changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub body: Bytes,
+    pub etag: HeaderValue,
+}
+
+/// A document that could not be written as JSON (a bug, never input).
+#[derive(Debug)]
+pub struct RenderError(serde_json::Error);
+
+impl std::fmt::Display for RenderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "board document not serializable: {}", self.0)
+    }
+}
+
+impl std::error::Error for RenderError {}
+
+/// Serializes `{"ok":true,"data":...}` for the endpoint named `scope` and
+/// the canonical text of its selection.
+///
+/// # Errors
+/// [`RenderError`] if `data` cannot be serialized (it always can).
+pub fn render(scope: &str, selection: &str, data: &Value) -> Result<Rendered, RenderError> {
+    let mut hasher = Xxh3::new();
+    hasher.update(scope.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(selection.as_bytes());
+    hasher.update(b"\0");
+    let mut body = Vec::with_capacity(4096);
+    body.extend_from_slice(br#"{"ok":true,"data":"#);
+    match data {
+        Value::Object(map) => {
+            body.push(b'{');
+            for (i, (key, value)) in map.iter().enumerate() {
+                if i > 0 {
+                    body.push(b',');
+                }
+                let start = body.len();
+                serde_json::to_writer(&mut body, key).map_err(RenderError)?;
+                body.push(b':');
+                serde_json::to_writer(&mut body, value).map_err(RenderError)?;
+                if key != "fetchedAt" {
+                    hasher.update(&body[start..]);
+                    hasher.update(b"\0");
+                }
+            }
+            body.push(b'}');
+        }
+        other => {
+            let start = body.len();
+            serde_json::to_writer(&mut body, other).map_err(RenderError)?;
+            hasher.update(&body[start..]);
+        }
+    }
+    body.push(b'}');
+    Ok(Rendered {
+        body: Bytes::from(body),
+        etag: weak_etag(hasher.digest128()),
+    })
+}
+
+/// `W/"<32 hex digits>"`.
+fn weak_etag(digest: u128) -> HeaderValue {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut tag = *b"W/\"00000000000000000000000000000000\"";
+    for (i, slot) in tag[3..35].iter_mut().enumerate() {
+        *slot = HEX[((digest >> (124 - 4 * i)) & 0xf) as usize];
+    }
+    HeaderValue::from_bytes(&tag).unwrap_or_else(|_| HeaderValue::from_static("W/\"0\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weak_etag_is_the_digest_in_hex() {
+        let tag = weak_etag(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210);
+        assert_eq!(tag, "W/\"0123456789abcdeffedcba9876543210\"");
+        assert_eq!(weak_etag(0), "W/\"00000000000000000000000000000000\"");
+    }
+}
