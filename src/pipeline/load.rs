@@ -6,6 +6,7 @@ use crate::document::sanitize::sanitize;
 use crate::provider::client::ProviderClient;
 use crate::provider::error::FetchError;
 use crate::provider::normalize::normalize;
+use crate::provider::Fetched;
 use std::sync::Arc;
 
 /// Fetches, normalizes and sanitizes one board.
@@ -22,6 +23,8 @@ impl BoardLoader {
         }
     }
 
+    /// Fetches the board (I/O), then [`build`]s it (CPU).
+    ///
     /// # Errors
     /// The provider's [`FetchError`]; a document the normalizer cannot use
     /// is an upstream error.
@@ -31,12 +34,24 @@ impl BoardLoader {
         permission_id: &str,
     ) -> Result<Arc<LoadedBoard>, FetchError> {
         let fetched = self.client.fetch(board_id, permission_id).await?;
-        let document = normalize(&fetched, &self.provider_name).map_err(|e| {
-            FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}"))
-        })?;
-        let mut value = serde_json::to_value(&document)
-            .map_err(|e| FetchError::Upstream(format!("document not serializable: {e}")))?;
-        sanitize(&mut value);
-        Ok(Arc::new(LoadedBoard::new(value)))
+        build(&fetched, board_id, &self.provider_name).map(Arc::new)
     }
+}
+
+/// The CPU half of a load: normalize what the provider sent into
+/// BoardDocument v1 and remove the sensitive fields.
+///
+/// # Errors
+/// A document the normalizer cannot use is an upstream error.
+pub fn build(
+    fetched: &Fetched,
+    board_id: &str,
+    provider_name: &str,
+) -> Result<LoadedBoard, FetchError> {
+    let document = normalize(fetched, provider_name)
+        .map_err(|e| FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}")))?;
+    let mut value = serde_json::to_value(&document)
+        .map_err(|e| FetchError::Upstream(format!("document not serializable: {e}")))?;
+    sanitize(&mut value);
+    Ok(LoadedBoard::new(value))
 }
