@@ -143,10 +143,7 @@ impl BoardApi {
             started.elapsed()
         );
         let rendered = document.rendered(endpoint, &request.selection)?;
-        Ok(respond::success(
-            &rendered,
-            req.headers.get(http::header::IF_NONE_MATCH),
-        ))
+        Ok(respond::success(&rendered, req.headers))
     }
 }
 
