@@ -38,6 +38,9 @@ fn fail<T>(key: &str, message: impl Into<String>) -> Result<T, ConfigError> {
 pub struct BoardApiConf {
     /// Addresses to listen on (required, at least one).
     pub listen: Vec<String>,
+    /// Serve the playground page at `GET /` (standalone only; default false).
+    #[serde(default)]
+    pub playground: Option<bool>,
     pub provider: ProviderConf,
     /// In-memory document cache; on with defaults when absent.
     #[serde(default)]
@@ -126,6 +129,8 @@ pub struct TlsConf {
 #[derive(Debug, Clone)]
 pub struct ApiSettings {
     pub listen: Vec<SocketAddr>,
+    /// The standalone binary serves the playground page at `GET /`.
+    pub playground: bool,
     pub provider_name: String,
     pub share_host: String,
     pub provider: ProviderSettings,
@@ -329,6 +334,7 @@ impl BoardApiConf {
         }
         Ok(ApiSettings {
             listen,
+            playground: self.playground.unwrap_or(false),
             provider_name: p.name,
             share_host,
             provider,

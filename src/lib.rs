@@ -6,6 +6,7 @@ pub mod config;
 pub mod document;
 pub mod logging;
 pub mod metrics;
+mod playground;
 pub mod provider;
 pub mod select;
 pub mod server;

@@ -120,7 +120,11 @@ fn print_demo_help(settings: &ApiSettings) {
     let link = format!("https://app.milanote.com/{DEMO_BOARD}/demo?p={DEMO_PERMISSION}");
     let url: String = url::form_urlencoded::byte_serialize(link.as_bytes()).collect();
     println!("\nshared-board-api demo: serving the bundled sample boards on {base}");
-    println!("sample Milanote upstream: {}\n", settings.provider.origin);
+    println!("sample Milanote upstream: {}", settings.provider.origin);
+    if settings.playground {
+        println!("playground: open {base}/ in a browser");
+    }
+    println!();
     println!("Try:");
     println!("  curl -s '{base}/api/search?url={url}'");
     println!("  curl -s '{base}/api/detail?url={url}'");

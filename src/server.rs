@@ -17,7 +17,11 @@ pub fn service(
     conf: &Arc<ServerConf>,
     settings: &ApiSettings,
 ) -> Result<Service<HttpProxy<BoardApiService>>, String> {
-    let api = Arc::new(BoardApi::new(settings)?.answer_all_paths());
+    let api = Arc::new(
+        BoardApi::new(settings)?
+            .answer_all_paths()
+            .serve_playground(settings.playground),
+    );
     let mut service = pingora_proxy::http_proxy_service_with_name(
         conf,
         BoardApiService::new(api, settings.compression_level),

@@ -45,6 +45,8 @@ pub struct BoardApi {
     /// Standalone, paths outside `/api/` are `404 NOT_FOUND` too; embedded,
     /// they are the host's.
     answer_all_paths: bool,
+    /// Standalone only: `GET /` and `HEAD /` are the playground page.
+    playground: bool,
 }
 
 impl BoardApi {
@@ -64,6 +66,7 @@ impl BoardApi {
             ),
             limiter: settings.rate_limit.map(RateLimiter::new),
             answer_all_paths: false,
+            playground: false,
         })
     }
 
@@ -85,6 +88,14 @@ impl BoardApi {
         self
     }
 
+    /// Standalone mode with the playground page at `GET /` and `HEAD /`
+    /// (`board_api.playground`); without [`Self::answer_all_paths`] it has
+    /// no effect, so an embedding host never serves it.
+    pub fn serve_playground(mut self, on: bool) -> Self {
+        self.playground = on;
+        self
+    }
+
     /// Whether `path` is one this API answers (used by the wrapper).
     pub fn owns(&self, path: &str) -> bool {
         self.answer_all_paths || !matches!(route::route(path), Route::Outside)
@@ -96,6 +107,14 @@ impl BoardApi {
         let endpoint = match route::route(req.path) {
             Route::Endpoint(endpoint) => endpoint,
             Route::Outside if !self.answer_all_paths => return None,
+            Route::Outside if self.playground && req.path == "/" => {
+                if let Some(page) = crate::playground::page(req.method) {
+                    metrics::request("playground", page.status.as_u16());
+                    return Some(page);
+                }
+                metrics::request("unknown", 404);
+                return Some(respond::error(&ApiError::NotFound));
+            }
             Route::UnknownApi | Route::Outside => {
                 metrics::request("unknown", 404);
                 return Some(respond::error(&ApiError::NotFound));
