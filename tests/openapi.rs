@@ -172,6 +172,44 @@ fn the_catalogue_matches_the_service() {
     }
 }
 
+#[test]
+fn every_example_matches_its_schema() {
+    let mut checked = 0;
+    let components = &SPEC["components"];
+    for (name, response) in components["responses"].as_object().expect("responses") {
+        let Some(content) = response.get("content").and_then(Value::as_object) else {
+            continue;
+        };
+        for (media, body) in content {
+            let pointer = format!(
+                "/components/responses/{}/content/{}/schema",
+                escape(name),
+                escape(media)
+            );
+            let v = validator_at(&pointer);
+            for (example, e) in body["examples"].as_object().into_iter().flatten() {
+                let errors: Vec<String> =
+                    v.iter_errors(&e["value"]).map(|e| e.to_string()).collect();
+                assert!(errors.is_empty(), "{name}/{example}: {errors:#?}");
+                checked += 1;
+            }
+        }
+    }
+    for (name, parameter) in components["parameters"].as_object().expect("parameters") {
+        let v = validator_at(&format!("/components/parameters/{}/schema", escape(name)));
+        for (example, e) in parameter["examples"].as_object().into_iter().flatten() {
+            assert!(v.is_valid(&e["value"]), "{name}/{example}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "only {checked} examples");
+    // The demo link is the one the examples use.
+    assert_eq!(
+        components["parameters"]["url"]["examples"]["demo"]["value"],
+        "https://app.milanote.com/1W3ZZU1Qvua02H/demo?p=demo"
+    );
+}
+
 // Part (b): real responses against the document.
 
 /// Checks one response against the spec; returns the status for coverage.
