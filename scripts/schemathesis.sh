@@ -39,7 +39,7 @@ status=0
   --request-timeout 20 \
   --workers 2 \
   --suppress-health-check too_slow,filter_too_much \
-  --report junit --report-dir "${REPORT_DIR:-target/schemathesis}" \
+  --report junit --report-dir "${REPORT_DIR:-${CARGO_TARGET_DIR:-target}/schemathesis}" \
   "$@" || status=$?
 if grep -q 'panicked' "$DEMO_DIR/server.log"; then
   echo "the server panicked during the run:" >&2
