@@ -10,5 +10,6 @@ pub mod host;
 pub mod logging;
 pub mod metrics;
 pub mod pipeline;
+mod playground;
 pub mod provider;
 pub mod select;

@@ -122,10 +122,11 @@ fn print_demo_help(settings: &Settings) {
     let link = format!("https://app.milanote.com/{DEMO_BOARD}/demo?p={DEMO_PERMISSION}");
     let url: String = url::form_urlencoded::byte_serialize(link.as_bytes()).collect();
     println!("\nshared-board-api demo: serving the bundled sample boards on {base}");
-    println!(
-        "sample Milanote upstream: {}\n",
-        settings.api.provider.origin
-    );
+    println!("sample Milanote upstream: {}", settings.api.provider.origin);
+    if settings.server.playground {
+        println!("playground: open {base}/ in a browser");
+    }
+    println!();
     println!("Try:");
     println!("  curl -s '{base}{prefix}/search?url={url}'");
     println!("  curl -s '{base}{prefix}/detail?url={url}'");

@@ -454,6 +454,15 @@ fn etags_revalidate_and_differ_by_selection() {
         Some("public, max-age=60, stale-while-revalidate=300")
     );
     r.assert_cors();
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    // Several If-None-Match lines are one list (RFC 9110 section 5.3).
+    let r = request(
+        gateway(),
+        "GET",
+        &format!("/api/search?{l}"),
+        &[("If-None-Match", "\"nope\""), ("If-None-Match", &etag)],
+    );
+    assert_eq!(r.status, 304);
     let list = format!("\"nope\", {etag}");
     assert_eq!(
         request(

@@ -48,6 +48,8 @@ pub struct BoardApi {
     claim_prefix: bool,
     /// Standalone: every path is ours, unknown ones `404 NOT_FOUND`.
     answer_all_paths: bool,
+    /// Standalone only: `GET /` and `HEAD /` are the playground page.
+    playground: bool,
 }
 
 impl BoardApi {
@@ -70,6 +72,7 @@ impl BoardApi {
             prefix: settings.prefix.clone(),
             claim_prefix: settings.claim_prefix,
             answer_all_paths: false,
+            playground: false,
         })
     }
 
@@ -91,6 +94,14 @@ impl BoardApi {
         self
     }
 
+    /// Standalone mode with the playground page at `GET /` and `HEAD /`
+    /// (`board_api.server.playground`); without [`Self::answer_all_paths`]
+    /// it has no effect, so an embedding host never serves it.
+    pub fn serve_playground(mut self, on: bool) -> Self {
+        self.playground = on;
+        self
+    }
+
     /// Whether `path` is one this API answers: its two endpoints; with
     /// `claim_prefix`, every path under the prefix; standalone, every path.
     pub fn owns(&self, path: &str) -> bool {
@@ -106,6 +117,14 @@ impl BoardApi {
         let endpoint = match route::route(req.path, &self.prefix) {
             Route::Endpoint(endpoint) => endpoint,
             _ if !self.owns(req.path) => return None,
+            Route::Outside if self.playground && req.path == "/" => {
+                if let Some(page) = crate::playground::page(req.method) {
+                    metrics::request("playground", page.status.as_u16());
+                    return Some(page);
+                }
+                metrics::request("unknown", 404);
+                return Some(respond::error(&ApiError::NotFound));
+            }
             Route::UnderPrefix | Route::Outside => {
                 metrics::request("unknown", 404);
                 return Some(respond::error(&ApiError::NotFound));
@@ -161,10 +180,7 @@ impl BoardApi {
                 log::error!("board {}: {e}", request.link.board_id);
                 ApiError::Internal
             })?;
-        Ok(respond::success(
-            &rendered,
-            req.headers.get(http::header::IF_NONE_MATCH),
-        ))
+        Ok(respond::success(&rendered, req.headers))
     }
 }
 

@@ -28,6 +28,12 @@ impl ApiResponse {
     fn new(status: StatusCode) -> Self {
         let mut headers = HeaderMap::new();
         cors(&mut headers);
+        // Every answer, 304 and preflight included: a browser never sniffs a
+        // JSON body (or an error echoing a parameter) into something active.
+        headers.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
         ApiResponse {
             status,
             headers,
@@ -104,15 +110,26 @@ pub fn preflight(request_headers: &HeaderMap) -> ApiResponse {
     response
 }
 
-/// `200` with the envelope and the weak ETag, or `304` when `if_none_match`
-/// matches it (RFC 9110 weak comparison, lists and `*`).
-pub fn success(rendered: &Rendered, if_none_match: Option<&HeaderValue>) -> ApiResponse {
-    let not_modified = if_none_match.is_some_and(|inm| {
-        pingora_core::protocols::http::conditional_filter::weak_validate_etag(
-            inm.as_bytes(),
-            rendered.etag.as_bytes(),
-        )
-    });
+/// Whether the request's `If-None-Match` matches `etag` (RFC 9110 weak
+/// comparison, lists and `*`). Several header lines are one comma-separated
+/// list (RFC 9110 section 5.3), so each line is a part of it and any match
+/// counts.
+fn if_none_match(request_headers: &HeaderMap, etag: &HeaderValue) -> bool {
+    request_headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .any(|line| {
+            pingora_core::protocols::http::conditional_filter::weak_validate_etag(
+                line.as_bytes(),
+                etag.as_bytes(),
+            )
+        })
+}
+
+/// `200` with the envelope and the weak ETag, or `304` when the request's
+/// `If-None-Match` matches it.
+pub fn success(rendered: &Rendered, request_headers: &HeaderMap) -> ApiResponse {
+    let not_modified = if_none_match(request_headers, &rendered.etag);
     let mut response = ApiResponse::new(if not_modified {
         StatusCode::NOT_MODIFIED
     } else {
@@ -200,7 +217,11 @@ mod tests {
         let data =
             json!({"version": 1, "fetchedAt": "2026-01-01T00:00:00.000Z", "board": {"id": "b"}});
         let ok = |e: &'static str, sel: &str, d: &Value, inm: Option<&HeaderValue>| {
-            success(&render(e, sel, d).expect("renders"), inm)
+            let mut headers = HeaderMap::new();
+            if let Some(inm) = inm {
+                headers.insert(header::IF_NONE_MATCH, inm.clone());
+            }
+            success(&render(e, sel, d).expect("renders"), &headers)
         };
         let r = ok("detail", "full", &data, None);
         assert_eq!(r.status, 200);
@@ -244,5 +265,54 @@ mod tests {
         let stale = HeaderValue::from_static("W/\"0123\"");
         let r = ok("detail", "full", &data, Some(&stale));
         assert_eq!(r.status, 200);
+    }
+
+    #[test]
+    fn if_none_match_on_several_lines_is_one_list() {
+        let data = json!({"version": 1, "board": {"id": "b"}});
+        let rendered = render("search", "compact", &data).expect("renders");
+        let lines = |values: &[&str]| {
+            let mut headers = HeaderMap::new();
+            for v in values {
+                headers.append(
+                    header::IF_NONE_MATCH,
+                    HeaderValue::from_str(v).expect("header"),
+                );
+            }
+            success(&rendered, &headers).status.as_u16()
+        };
+        let tag = rendered.etag.to_str().expect("ascii");
+        let strong = &tag[2..];
+        // The match on the second or third line counts as on the first.
+        assert_eq!(lines(&["\"a\"", tag]), 304);
+        assert_eq!(lines(&["\"a\", W/\"b\"", "\"c\"", strong]), 304);
+        assert_eq!(lines(&[tag, "\"a\""]), 304);
+        assert_eq!(lines(&["\"a\"", "*"]), 304);
+        assert_eq!(lines(&["\"a\"", "W/\"b\""]), 200);
+        assert_eq!(lines(&[]), 200);
+    }
+
+    #[test]
+    fn every_answer_says_nosniff() {
+        let data = json!({"version": 1});
+        let rendered = render("detail", "full", &data).expect("renders");
+        let mut inm = HeaderMap::new();
+        inm.insert(header::IF_NONE_MATCH, rendered.etag.clone());
+        let answers = [
+            success(&rendered, &HeaderMap::new()),
+            success(&rendered, &inm),
+            preflight(&HeaderMap::new()),
+            error(&ApiError::NotFound),
+            error(&ApiError::MethodNotAllowed),
+            error(&ApiError::UpstreamTimeout),
+        ];
+        for r in answers {
+            assert_eq!(
+                header(&r, "x-content-type-options"),
+                Some("nosniff"),
+                "{}",
+                r.status
+            );
+        }
     }
 }

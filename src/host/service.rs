@@ -75,7 +75,11 @@ pub fn service(
     conf: &Arc<ServerConf>,
     settings: &Settings,
 ) -> Result<Service<HttpProxy<BoardApiService>>, String> {
-    let api = Arc::new(BoardApi::new(&settings.api)?.answer_all_paths());
+    let api = Arc::new(
+        BoardApi::new(&settings.api)?
+            .answer_all_paths()
+            .serve_playground(settings.server.playground),
+    );
     let mut service = pingora_proxy::http_proxy_service_with_name(
         conf,
         BoardApiService::new(api, settings.server.compression_level),

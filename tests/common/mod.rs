@@ -199,9 +199,12 @@ impl Response {
         self.assert_cors();
     }
 
+    /// The headers every response of the two endpoints carries: CORS and
+    /// `X-Content-Type-Options: nosniff`.
     pub fn assert_cors(&self) {
         assert_eq!(self.header("access-control-allow-origin"), Some("*"));
         assert_eq!(self.header("access-control-expose-headers"), Some("ETag"));
+        assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
     }
 }
 

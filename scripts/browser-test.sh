@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Drives the playground in headless Chromium against the real service, page
+# and API on two loopback origins (http://127.0.0.1:PORT serves the page,
+# http://localhost:PORT is the API base it queries), so every answer passes
+# through CORS. Installs Debian's chromium (apt) and playwright-core (npm,
+# scripts/browser/) when missing. Screenshots go to target/browser-test/.
+#
+#   scripts/browser-test.sh             # PROFILE=release for the release binary
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/demo-server.sh
+
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+if [ ! -x "$CHROMIUM" ]; then
+  echo "== installing chromium (apt)" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium
+fi
+"$CHROMIUM" --version 2>/dev/null | grep -i chromium || true
+if [ ! -d scripts/browser/node_modules/playwright-core ]; then
+  echo "== installing playwright-core (npm)" >&2
+  (cd scripts/browser && npm install --no-audit --no-fund --loglevel=error)
+fi
+
+build_binary
+start_demo
+
+SHOT=${SHOT:-${CARGO_TARGET_DIR:-target}/browser-test/playground.png}
+mkdir -p "$(dirname "$SHOT")"
+CHROMIUM="$CHROMIUM" node scripts/browser/playground-test.mjs \
+  "$DEMO_BASE" "http://localhost:$DEMO_PORT" "$SHOT"
+echo "screenshots: $SHOT and ${SHOT%.png}-error.png" >&2

@@ -1,0 +1,430 @@
+//! `openapi.yaml` against the OpenAPI 3.1 meta-schema (vendored from the
+//! OpenAPI Initiative, `schema/openapi-3.1.schema.json`), then against the
+//! real service: responses received over loopback sockets must have a
+//! documented status, every required header with a valid value, and a body
+//! that validates against the operation's response schema (which `$ref`s
+//! `schema/board-document.schema.json`).
+
+mod common;
+
+use common::*;
+use jsonschema::{Registry, Validator};
+use serde_json::{json, Value};
+use shared_board_api::api::error::ApiError;
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+const BASE: &str = "https://shared-board-api.test/openapi.yaml";
+const BOARD_SCHEMA_URI: &str = "https://shared-board-api.test/schema/board-document.schema.json";
+
+fn read_json(path: &str) -> Value {
+    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"));
+    if path.ends_with(".yaml") {
+        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{full}: {e}"))
+    } else {
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{full}: {e}"))
+    }
+}
+
+static SPEC: LazyLock<Value> = LazyLock::new(|| read_json("openapi.yaml"));
+static BOARD_SCHEMA: LazyLock<Value> =
+    LazyLock::new(|| read_json("schema/board-document.schema.json"));
+
+/// The spec and the BoardDocument schema, at the URIs the spec's relative
+/// `$ref`s resolve to; nothing is ever fetched.
+static REGISTRY: LazyLock<Registry<'static>> = LazyLock::new(|| {
+    Registry::new()
+        .add(BASE, SPEC.clone())
+        .and_then(|r| r.add(BOARD_SCHEMA_URI, BOARD_SCHEMA.clone()))
+        .and_then(|r| r.prepare())
+        .expect("registry")
+});
+
+/// A validator for the schema at `pointer` inside the spec.
+fn validator_at(pointer: &str) -> Validator {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .with_registry(&REGISTRY)
+        .build(&json!({ "$ref": format!("{BASE}#{pointer}") }))
+        .unwrap_or_else(|e| panic!("schema at {pointer} does not compile: {e}"))
+}
+
+fn escape(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// Follows a local `$ref` (the spec only has local ones outside schemas),
+/// returning the object and its JSON pointer.
+fn resolve(value: &Value, pointer: String) -> (Value, String) {
+    match value.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            let target = r.strip_prefix('#').expect("local $ref outside schemas");
+            let found = SPEC
+                .pointer(target)
+                .unwrap_or_else(|| panic!("dangling $ref {r}"));
+            resolve(found, target.to_string())
+        }
+        None => (value.clone(), pointer),
+    }
+}
+
+// Part (a): the document itself.
+
+#[test]
+fn the_spec_is_a_valid_openapi_3_1_document() {
+    let meta = read_json("schema/openapi-3.1.schema.json");
+    assert_eq!(
+        meta["$id"], "https://spec.openapis.org/oas/3.1/schema/2022-10-07",
+        "the vendored meta-schema is the published OpenAPI 3.1 one"
+    );
+    let validator = jsonschema::draft202012::new(&meta).expect("meta-schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(&SPEC)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(SPEC["openapi"], "3.1.0");
+
+    // The validator does reject a broken document (the check can fail).
+    let mut broken = SPEC.clone();
+    broken["paths"]["/api/search"]["get"]["responses"]["200"] = json!({"content": {}});
+    broken
+        .as_object_mut()
+        .expect("object")
+        .remove("info")
+        .expect("info");
+    assert!(!validator.is_valid(&broken));
+}
+
+#[test]
+fn every_schema_reference_resolves() {
+    // Compiling a validator resolves every $ref reachable from it, the
+    // BoardDocument schema's own `#/$defs/...` included.
+    for name in SPEC["components"]["schemas"]
+        .as_object()
+        .expect("schemas")
+        .keys()
+    {
+        validator_at(&format!("/components/schemas/{}", escape(name)));
+    }
+}
+
+#[test]
+fn the_catalogue_matches_the_service() {
+    let codes: BTreeSet<&str> = SPEC["components"]["schemas"]["ErrorCode"]["enum"]
+        .as_array()
+        .expect("enum")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let served = [
+        ApiError::invalid_request("url", "x"),
+        ApiError::InvalidFieldSelector {
+            field: "include",
+            message: "x".into(),
+        },
+        ApiError::InvalidShareUrl { message: "x" },
+        ApiError::BoardAccessDenied,
+        ApiError::BoardNotFound,
+        ApiError::NotFound,
+        ApiError::MethodNotAllowed,
+        ApiError::RateLimited {
+            retry_after: Duration::from_secs(1),
+        },
+        ApiError::UpstreamError,
+        ApiError::UpstreamTimeout,
+        ApiError::Internal,
+    ];
+    for e in &served {
+        assert!(codes.contains(e.code()), "{} is not in ErrorCode", e.code());
+        // The status this error is served with is documented on every GET.
+        for path in ["/api/search", "/api/detail"] {
+            let responses = &SPEC["paths"][path]["get"]["responses"];
+            if e.code() != "NOT_FOUND" && e.code() != "METHOD_NOT_ALLOWED" {
+                assert!(
+                    responses.get(e.status().as_str()).is_some(),
+                    "{path}: {} undocumented",
+                    e.status()
+                );
+            }
+        }
+    }
+    // DESIGN.md section 3's whole table, 503 OVERLOADED included.
+    assert!(codes.contains("OVERLOADED"));
+    for path in ["/api/search", "/api/detail"] {
+        for method in ["get", "head"] {
+            let responses = SPEC["paths"][path][method]["responses"]
+                .as_object()
+                .expect("responses");
+            let statuses: BTreeSet<&str> = responses.keys().map(String::as_str).collect();
+            assert_eq!(
+                statuses,
+                BTreeSet::from([
+                    "200", "304", "400", "403", "404", "429", "500", "502", "503", "504"
+                ]),
+                "{method} {path}"
+            );
+        }
+        let preflight = &SPEC["paths"][path]["options"]["responses"];
+        assert!(preflight.get("204").is_some());
+    }
+}
+
+#[test]
+fn every_example_matches_its_schema() {
+    let mut checked = 0;
+    let components = &SPEC["components"];
+    for (name, response) in components["responses"].as_object().expect("responses") {
+        let Some(content) = response.get("content").and_then(Value::as_object) else {
+            continue;
+        };
+        for (media, body) in content {
+            let pointer = format!(
+                "/components/responses/{}/content/{}/schema",
+                escape(name),
+                escape(media)
+            );
+            let v = validator_at(&pointer);
+            for (example, e) in body["examples"].as_object().into_iter().flatten() {
+                let errors: Vec<String> =
+                    v.iter_errors(&e["value"]).map(|e| e.to_string()).collect();
+                assert!(errors.is_empty(), "{name}/{example}: {errors:#?}");
+                checked += 1;
+            }
+        }
+    }
+    for (name, parameter) in components["parameters"].as_object().expect("parameters") {
+        let v = validator_at(&format!("/components/parameters/{}/schema", escape(name)));
+        for (example, e) in parameter["examples"].as_object().into_iter().flatten() {
+            assert!(v.is_valid(&e["value"]), "{name}/{example}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "only {checked} examples");
+    // The demo link is the one the examples use.
+    assert_eq!(
+        components["parameters"]["url"]["examples"]["demo"]["value"],
+        "https://app.milanote.com/1W3ZZU1Qvua02H/demo?p=demo"
+    );
+}
+
+// Part (b): real responses against the document.
+
+/// Checks one response against the spec; returns the status for coverage.
+fn check(method: &str, target: &str, r: &Response) -> u16 {
+    let path = target.split('?').next().unwrap_or(target);
+    let lower = method.to_ascii_lowercase();
+    let operation = SPEC["paths"].get(path).and_then(|item| item.get(&lower));
+    let (response, pointer) = match operation {
+        Some(op) => {
+            let status = r.status.to_string();
+            let documented = op["responses"]
+                .get(&status)
+                .unwrap_or_else(|| panic!("{method} {target}: {status} is not documented"));
+            resolve(
+                documented,
+                format!("/paths/{}/{lower}/responses/{status}", escape(path)),
+            )
+        }
+        None => {
+            // Outside the operations: the two responses the description names.
+            let name = if SPEC["paths"].get(path).is_some() {
+                "MethodNotAllowed"
+            } else {
+                "RouteNotFound"
+            };
+            let expected = if name == "MethodNotAllowed" { 405 } else { 404 };
+            assert_eq!(r.status, expected, "{method} {target}");
+            let pointer = format!("/components/responses/{name}");
+            (SPEC.pointer(&pointer).expect("component").clone(), pointer)
+        }
+    };
+    if let Some(headers) = response.get("headers").and_then(Value::as_object) {
+        for (name, header) in headers {
+            let (header, header_pointer) =
+                resolve(header, format!("{pointer}/headers/{}", escape(name)));
+            match r.header(name) {
+                Some(value) => {
+                    let v = validator_at(&format!("{header_pointer}/schema"));
+                    assert!(
+                        v.is_valid(&json!(value)),
+                        "{method} {target}: {name}: {value:?} does not match the spec"
+                    );
+                }
+                None => assert!(
+                    header["required"] != true,
+                    "{method} {target} ({}): required header {name} missing",
+                    r.status
+                ),
+            }
+        }
+    }
+    match response.get("content").and_then(Value::as_object) {
+        Some(content) => {
+            let content_type = r.header("content-type").unwrap_or_default();
+            let media = content
+                .keys()
+                .find(|m| content_type.starts_with(m.as_str()))
+                .unwrap_or_else(|| panic!("{method} {target}: {content_type} undocumented"));
+            let body = r.json();
+            let v = validator_at(&format!("{pointer}/content/{}/schema", escape(media)));
+            let errors: Vec<String> = v.iter_errors(&body).map(|e| e.to_string()).collect();
+            assert!(
+                errors.is_empty(),
+                "{method} {target} ({}): {errors:#?}",
+                r.status
+            );
+        }
+        None => assert!(
+            r.body.is_empty(),
+            "{method} {target}: {} has a body the spec does not describe",
+            r.status
+        ),
+    }
+    r.status
+}
+
+fn send(
+    addr: std::net::SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Response) {
+    let r = request(addr, method, target, headers);
+    (check(method, target, &r), r)
+}
+
+#[test]
+fn responses_over_sockets_match_the_spec() {
+    let gw = gateway();
+    let l = format!("url={}", link(BOARD, PERMISSION));
+    let mut seen = BTreeSet::new();
+    let mut etag = String::new();
+    for target in [
+        format!("/api/search?{l}"),
+        format!("/api/search?{l}&view=standard"),
+        format!("/api/search?{l}&view=full"),
+        format!("/api/search?{l}&include=board.**.title"),
+        format!("/api/detail?{l}"),
+        format!("/api/detail?{l}&view=compact"),
+        format!("/api/detail?{l}&exclude=**.timestamps,**.location"),
+        format!("/api/detail?{l}&view=standard&exclude=board.children"),
+        format!("/api/detail?{l}&exclude=**"),
+    ] {
+        let (status, r) = send(gw, "GET", &target, &[]);
+        assert_eq!(status, 200, "{target}");
+        seen.insert(status);
+        etag = r.header("etag").expect("etag").to_string();
+        send(gw, "HEAD", &target, &[]);
+    }
+    // The full document is the BoardDocument itself, not only a partial one.
+    let (_, full) = send(gw, "GET", &format!("/api/detail?{l}"), &[]);
+    let board_document =
+        jsonschema::draft202012::new(&BOARD_SCHEMA).expect("BoardDocument schema compiles");
+    assert!(board_document.is_valid(&full.json()["data"]));
+
+    // 304, GET and HEAD (the last target above produced `etag`).
+    let last = format!("/api/detail?{l}&exclude=**");
+    for method in ["GET", "HEAD"] {
+        let (status, _) = send(gw, method, &last, &[("If-None-Match", &etag)]);
+        assert_eq!(status, 304);
+        seen.insert(status);
+    }
+    // Preflights.
+    for path in ["/api/search", "/api/detail"] {
+        let (status, _) = send(
+            gw,
+            "OPTIONS",
+            path,
+            &[
+                ("Origin", "http://localhost:3000"),
+                ("Access-Control-Request-Method", "GET"),
+                ("Access-Control-Request-Headers", "if-none-match"),
+            ],
+        );
+        assert_eq!(status, 204);
+        seen.insert(status);
+        assert_eq!(send(gw, "OPTIONS", path, &[]).0, 204);
+    }
+    // Client errors, in the order of DESIGN.md section 2, GET and HEAD.
+    for query in [
+        String::new(),
+        "url=".into(),
+        format!("{l}&foo=1"),
+        format!("{l}&{l}"),
+        format!("{l}&include=version&exclude=board"),
+        format!("{l}&view=full&include=version"),
+        format!("{l}&view=huge"),
+        format!("{l}&include=board.password"),
+        format!("{l}&exclude=a..b"),
+        "url=https%3A%2F%2Fexample.com%2Fx%3Fp%3Dy".into(),
+        format!("url={}", "a".repeat(2049)),
+    ] {
+        for method in ["GET", "HEAD"] {
+            let (status, _) = send(gw, method, &format!("/api/search?{query}"), &[]);
+            assert_eq!(status, 400, "{query}");
+            seen.insert(status);
+        }
+    }
+    // Upstream answers, through the sample's fault permissions.
+    for (permission, expected) in [
+        ("fault-denied", 403),
+        ("fault-404", 404),
+        ("fault-500", 502),
+        ("fault-challenge", 502),
+    ] {
+        let target = format!("/api/detail?url={}", link(BOARD, permission));
+        let (status, _) = send(gw, "GET", &target, &[]);
+        assert_eq!(status, expected, "{permission}");
+        seen.insert(status);
+        assert_eq!(send(gw, "HEAD", &target, &[]).0, expected);
+    }
+    // Unknown routes and methods, documented as components.
+    for (method, target) in [
+        ("GET", "/api/nope"),
+        ("GET", "/api/search/"),
+        ("POST", "/api/boards"),
+        ("POST", "/api/search"),
+        ("DELETE", "/api/detail"),
+        ("PUT", "/api/search"),
+    ] {
+        seen.insert(send(gw, method, target, &[]).0);
+    }
+    assert_eq!(
+        seen,
+        BTreeSet::from([200, 204, 304, 400, 403, 404, 405, 502]),
+        "statuses covered"
+    );
+}
+
+#[test]
+fn timeouts_and_rate_limits_match_the_spec() {
+    // 504: the sample's `fault-slow` answers after 30 s; the deadline is 300 ms.
+    let slow = start_gateway("    fetch_deadline_ms: 300\n", "");
+    let target = format!("/api/search?url={}", link(BOARD, "fault-slow"));
+    assert_eq!(send(slow.addr, "GET", &target, &[]).0, 504);
+    assert_eq!(send(slow.addr, "HEAD", &target, &[]).0, 504);
+    drop(slow);
+
+    // 429: one request per second per client; a burst of 50 cannot all fit
+    // in one-second windows however slow the machine is.
+    let limited = start_gateway("", "  rate_limit:\n    requests_per_second: 1\n");
+    let target = format!("/api/search?url={}", link(BOARD, PERMISSION));
+    let mut limited_seen = 0;
+    for i in 0..50 {
+        let method = if i % 2 == 0 { "GET" } else { "HEAD" };
+        let (status, r) = send(limited.addr, method, &target, &[]);
+        if status == 429 {
+            assert_eq!(r.header("retry-after"), Some("1"));
+            limited_seen += 1;
+            if limited_seen >= 2 {
+                break;
+            }
+        } else {
+            assert_eq!(status, 200);
+        }
+    }
+    assert!(limited_seen >= 2, "no 429 in a burst of 50 requests");
+}
