@@ -63,7 +63,7 @@ LUA
 
 wrk_stats() { # file -> "req/s p50 p99 errors"
   awk '/Requests\/sec/{r=$2} $1=="50%"{p50=$2} $1=="99%"{p99=$2} /Socket errors/{err=$0} /Non-2xx/{n2=$NF}
-       END{sub(/^ *Socket errors: */,"",err); if(err=="")err="none"; if(n2=="")n2=0; printf "%s|%s|%s|%s|%s", r, p50, p99, n2, err}' "$1"
+       END{sub(/^ *Socket errors: */,"",err); if(err=="")err="none"; if(n2=="")n2=0; printf "%s|%s|%s|%s|%s\n", r, p50, p99, n2, err}' "$1"
 }
 
 echo "phase 1: idle, wrk -t1 -c8 -d${DUR}s on the cached small-board search"

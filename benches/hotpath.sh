@@ -44,7 +44,7 @@ start_bare() { # name body etag -> BARE_PORT
   echo "bare responder did not start:" >&2; cat "$TMP/$1.log" >&2; exit 1
 }
 
-headers_of() { curl -s -o /dev/null -D - "$1" | tr -d '\r' | grep -v -i -E '^(date|server):' | sed '/^$/d' | sort; }
+headers_of() { curl -s -o /dev/null -D - "$1" | tr -d '\r' | grep -v -i -E '^(date|server):' | sed '/^$/d'; }
 
 declare -A OURS_URL BARE_URL SIZE
 for kind in search detail; do

@@ -35,7 +35,16 @@ trap 'exit 130' INT TERM
 # A bound on the whole run: SECONDS_LIMIT (default 170) then TERM ourselves.
 watchdog() {
   local limit=${1:-170} me=$$
-  ( sleep "$limit"; echo "watchdog: ${limit}s limit reached, stopping" >&2; kill -TERM "$me" 2>/dev/null ) &
+  # The subshell kills its sleep when cleanup TERMs it, so nothing lingers
+  # (a leftover sleep would also hold a pipe such as `| tee` open).
+  (
+    trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+    sleep "$limit" </dev/null >/dev/null 2>&1 & sp=$!
+    if wait "$sp"; then
+      echo "watchdog: ${limit}s limit reached, stopping" >&2
+      kill -TERM "$me" 2>/dev/null
+    fi
+  ) &
   PIDS+=($!)
 }
 
