@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Issue 8, the hot path: a cached 200 from our service against a bare Pingora
+# responder (examples/bare_responder.rs) sending byte-identical bodies with the
+# same headers, so the difference is what our request handling costs.
+#
+#   benches/hotpath.sh [rounds=3] [seconds=5]
+#
+# Needs the release binary and examples (cargo build --release --bin
+# shared-board-api --examples), nginx, wrk, curl, python3.
+# Our service runs with the default compression level (no compression_level
+# key: 6, as in conf/gateway.yaml); the bare responder gets the same
+# ResponseCompression module at the same level. wrk sends no Accept-Encoding,
+# so neither compresses (checked below), but both run the module's filters.
+# Two bodies: the small board's /api/search (compact, small body) and its
+# /api/detail (full, ~20 KB). wrk -t2 -c32 interleaved ours/bare/ours/bare...
+source "$(dirname "$0")/lib_upstream.sh"
+watchdog 175
+ROUNDS=${1:-3}
+SECS=${2:-5}
+BARE=${BARE:-$TARGET/release/examples/bare_responder}
+[ -x "$BARE" ] || { echo "no $BARE (cargo build --release --examples)" >&2; exit 1; }
+LEVEL=6
+
+gen_boards 7000 26
+start_nginx
+start_service hot
+P=http://127.0.0.1:$SVC_PORT
+Q=$(share_q "$SMALL" hotperm)
+
+start_bare() { # name body etag -> BARE_PORT
+  local try port pid
+  for try in 1 2 3 4 5 6; do
+    port=$(rand_port)
+    port_free "$port" || continue
+    "$BARE" --listen "127.0.0.1:$port" --body "$2" --etag "$3" --compression-level "$LEVEL" > "$TMP/$1.log" 2>&1 &
+    pid=$!; PIDS+=("$pid")
+    for _ in $(seq 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/")" = 200 ] && { BARE_PORT=$port; return 0; }
+      sleep 0.1
+    done
+    kill "$pid" 2>/dev/null || true
+  done
+  echo "bare responder did not start:" >&2; cat "$TMP/$1.log" >&2; exit 1
+}
+
+headers_of() { curl -s -o /dev/null -D - "$1" | tr -d '\r' | grep -v -i -E '^(date|server):' | sed '/^$/d'; }
+
+declare -A OURS_URL BARE_URL SIZE
+for kind in search detail; do
+  url="$P/api/$kind?$Q"
+  for _ in 1 2 3; do curl -s -o /dev/null "$url"; done
+  curl -s -D "$TMP/$kind.hdr" -o "$TMP/$kind.body" "$url"
+  etag=$(tr -d '\r' < "$TMP/$kind.hdr" | awk -F': ' 'tolower($1)=="etag"{print $2}')
+  start_bare "bare-$kind" "$TMP/$kind.body" "$etag"
+  OURS_URL[$kind]=$url
+  BARE_URL[$kind]="http://127.0.0.1:$BARE_PORT/api/$kind?$Q"
+  SIZE[$kind]=$(wc -c < "$TMP/$kind.body")
+  curl -s -o "$TMP/$kind.bare" "${BARE_URL[$kind]}"
+  cmp -s "$TMP/$kind.body" "$TMP/$kind.bare" || { echo "bodies differ for $kind" >&2; exit 1; }
+  if ! diff <(headers_of "$url") <(headers_of "${BARE_URL[$kind]}") > "$TMP/$kind.hdiff"; then
+    echo "header difference ours (<) / bare (>) for $kind:"; cat "$TMP/$kind.hdiff"
+  fi
+done
+echo "hotpath.sh: ours 127.0.0.1:$SVC_PORT; bodies byte-identical: search ${SIZE[search]} bytes, detail ${SIZE[detail]} bytes"
+echo "our headers for a cached 200 (search):"; headers_of "${OURS_URL[search]}" | sed 's/^/  /'
+enc() { curl -s -o /dev/null -D - "$@" | tr -d '\r' | awk -F': ' 'tolower($1)=="content-encoding"{print $2}'; }
+echo "compression (ours, level $LEVEL by default): no Accept-Encoding -> '$(enc "${OURS_URL[detail]}")'; Accept-Encoding: gzip -> '$(enc -H 'Accept-Encoding: gzip' "${OURS_URL[detail]}")'; bare with gzip -> '$(enc -H 'Accept-Encoding: gzip' "${BARE_URL[detail]}")'"
+
+rps() { wrk -t2 -c32 -d"${SECS}s" "$1" | awk '/Requests\/sec/{print $2} /Non-2xx|Socket errors/{print "  wrk: " $0 > "/dev/stderr"}'; }
+for kind in search detail; do
+  : > "$TMP/$kind.ours"; : > "$TMP/$kind.bare.rps"
+  for r in $(seq "$ROUNDS"); do
+    rps "${OURS_URL[$kind]}" >> "$TMP/$kind.ours"
+    rps "${BARE_URL[$kind]}" >> "$TMP/$kind.bare.rps"
+  done
+done
+
+echo
+echo "### hotpath.sh ($(date -u +%Y-%m-%d), $(nproc) cores, wrk -t2 -c32 -d${SECS}s, $ROUNDS interleaved rounds, no Accept-Encoding)"
+echo
+echo "| cached 200 | body bytes | ours req/s (runs) | bare req/s (runs) | ours median | bare median | ours/bare |"
+echo "|---|---:|---|---|---:|---:|---:|"
+for kind in search detail; do
+  o=$(median < "$TMP/$kind.ours"); b=$(median < "$TMP/$kind.bare.rps")
+  printf '| /api/%s small board | %s | %s | %s | %.0f | %.0f | %.2f |\n' "$kind" "${SIZE[$kind]}" \
+    "$(paste -sd' ' "$TMP/$kind.ours")" "$(paste -sd' ' "$TMP/$kind.bare.rps")" "$o" "$b" "$(awk -v a="$o" -v b="$b" 'BEGIN{print a/b}')"
+done
+echo
+log_problems hot
