@@ -10,8 +10,8 @@ use pingora_core::upstreams::peer::HttpPeer;
 use pingora_core::Result;
 use pingora_http::ResponseHeader;
 use pingora_proxy::{ProxyHttp, Session};
-use shared_board_api::api::BoardApi;
 use shared_board_api::config::ApiSettings;
+use shared_board_api::BoardApi;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
