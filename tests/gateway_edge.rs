@@ -1,4 +1,4 @@
-//! End-to-end: what an operator expects at the edge (DESIGN.md section 8):
+//! End-to-end: what an operator expects at the edge:
 //! rate limit, metrics, compression.
 
 mod common;
