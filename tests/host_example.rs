@@ -92,12 +92,12 @@ fn start_host(prefix: &str, claim_prefix: bool) -> Gateway {
         board_api: Arc::new(BoardApi::new(&settings(prefix, claim_prefix)).expect("board api")),
         upstream: start_host_upstream().expect("host upstream"),
     };
-    let port = free_port();
-    start_server(port, |server| {
+    let (gw, _) = start_server(1, |server, addrs| {
         let mut proxy = pingora_proxy::http_proxy_service(&server.configuration, host);
-        proxy.add_tcp(&format!("127.0.0.1:{port}"));
+        proxy.add_tcp(&addrs[0].to_string());
         server.add_service(proxy);
-    })
+    });
+    gw
 }
 
 fn assert_hosts(r: &Response, status: u16, path: &str) {
