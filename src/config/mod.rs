@@ -6,7 +6,7 @@
 //!
 //! Two parts: what the API needs ([`ApiSettings`]: prefix, provider, cache,
 //! rate limit), which is all an embedding host configures, and what only the
-//! standalone binary needs (`board_api.server`, [`ServerSettings`]: listeners,
+//! standalone binary needs (`board_api.server`, inside [`Settings`]: listeners,
 //! TLS, metrics endpoint, compression, playground).
 
 use crate::cache::CacheSettings;
