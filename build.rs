@@ -65,7 +65,7 @@ fn fixture_files(dir: &Path) -> Vec<(String, String)> {
     out
 }
 
-/// `^[A-Za-z0-9_-]{1,256}$`, the share-link id grammar (DESIGN.md section 2).
+/// `^[A-Za-z0-9_-]{1,256}$`, the share-link id grammar.
 fn is_board_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 256

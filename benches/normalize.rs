@@ -10,8 +10,8 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use serde_json::{json, Map, Value};
-use shared_board_api::provider::normalize::normalize;
-use shared_board_api::provider::Fetched;
+use shared_board_api::internals::provider::normalize::normalize;
+use shared_board_api::internals::provider::Fetched;
 use std::hint::black_box;
 
 const ROOT: &str = "1W3ZZU1Qvua02H";

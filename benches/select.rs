@@ -8,9 +8,9 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
-use shared_board_api::document::sanitize::sanitize;
-use shared_board_api::document::*;
-use shared_board_api::select::{Selection, View};
+use shared_board_api::internals::document::sanitize::sanitize;
+use shared_board_api::internals::document::*;
+use shared_board_api::internals::select::{Selection, View};
 use std::hint::black_box;
 
 const NODES: usize = 20_000;

@@ -1,5 +1,5 @@
 //! The short-lived in-memory cache of loaded boards, keyed by
-//! (board id, permission id), with request coalescing (DESIGN.md section 8):
+//! (board id, permission id), with request coalescing:
 //! N concurrent requests for one board cost one upstream fetch.
 //!
 //! Built on `pingora-memory-cache`'s `RTCache`. Failures are cached too, for

@@ -1,14 +1,44 @@
-//! Log redaction: a `log::Log` wrapper that scrubs share-link material from
-//! every record before it reaches the real logger. Our own log lines never
-//! carry the permission id, token or link; this also covers dependencies that
-//! log request URIs (Pingora does at TRACE level), so an operator who turns
-//! logging up cannot leak them either. The binary installs it around
-//! `env_logger`; an embedding gateway can wrap its own logger the same way.
+//! Log scrubbing: a [`log::Log`] wrapper, [`Redacting`], that removes
+//! share-link material from every record before the real logger sees it.
+//!
+//! Our own log lines never carry the permission id, the provider token or the
+//! share link. Dependencies may: Pingora logs request targets and headers at
+//! debug and trace level, and malformed requests at warn. The permission id
+//! travels in the query (`url=...%3Fp%3D<id>`), and a query can spell its
+//! parameter names and values in any encoding (`%70=`, `%75rl=`, `%2570`,
+//! `;` separators), so looking for known names cannot be made complete.
+//! [`scrub`] therefore redacts **every query string in every record**, without
+//! trying to prove any of them safe, plus the token and permission markers
+//! that can appear outside a query (in a path, or percent-encoded inside one).
+//!
+//! Install it around whatever logger the process uses:
+//!
+//! ```
+//! use shared_board_api::logging::Redacting;
+//!
+//! struct Stderr;
+//! impl log::Log for Stderr {
+//!     fn enabled(&self, _: &log::Metadata) -> bool { true }
+//!     fn log(&self, r: &log::Record) { eprintln!("{} {}", r.level(), r.args()) }
+//!     fn flush(&self) {}
+//! }
+//!
+//! Redacting::new(Stderr).install(log::LevelFilter::Info).expect("first logger");
+//! log::info!("GET /boards/search?url=https%3A%2F%2Fapp.milanote.com%2Fb%3Fp%3DSECRET");
+//! // stderr: INFO GET /boards/search?[redacted]
+//! ```
 
-use log::{Log, Metadata, Record};
+use log::{LevelFilter, Log, Metadata, Record, SetLoggerError};
 
-/// Query parameters and path prefixes whose values are replaced by
-/// `[redacted]`, as they appear raw or percent-encoded in a logged URI.
+/// What every redacted span is replaced with.
+const REDACTED: &str = "[redacted]";
+
+/// Where a query starts: a raw `?`, or a `?` percent-encoded once or twice
+/// (an encoded link inside a path or a parameter value).
+const QUERY_STARTS: &[&str] = &["?", "%3F", "%3f", "%253F", "%253f"];
+
+/// Markers whose value is redacted outside a query too: parameter names as
+/// they appear raw or percent-encoded, and the provider's token path segment.
 const MARKERS: &[&str] = &[
     "url=", "p=", "p%3D", "p%3d", "tokens=", "token=", "token/", "token%2F", "token%2f",
 ];
@@ -19,8 +49,64 @@ fn is_delimiter(b: u8, path_segment: bool) -> bool {
     ENDS.contains(&b) || (path_segment && b == b'/')
 }
 
-/// Replaces the value after each marker with `[redacted]`.
+/// Returns `text` with every query string and every marker value replaced by
+/// `[redacted]`.
+///
+/// A query is whatever follows a `?` (raw, or percent-encoded as `%3F` or
+/// `%253F`) up to the next whitespace or the end of the text: quotes,
+/// brackets and commas do not end it, since a request target may contain
+/// them raw and a `Debug` rendering escapes rather than removes them; a
+/// record may lose a closing quote to the redaction, never a secret to it.
+/// Outside queries, the values after the markers `url=`, `p=` (also
+/// encoded), `token=`, `tokens=` and the `token/` path segment are replaced
+/// up to the next delimiter.
+///
+/// ```
+/// use shared_board_api::logging::scrub;
+///
+/// let line = "GET /boards/detail?url=x&%70=SECRET HTTP/1.1";
+/// assert_eq!(scrub(line), "GET /boards/detail?[redacted] HTTP/1.1");
+/// assert_eq!(scrub("GET /api/permissions/token/SECRET"), "GET /api/permissions/token/[redacted]");
+/// ```
 pub fn scrub(text: &str) -> String {
+    scrub_markers(&scrub_queries(text))
+}
+
+/// Replaces everything after each query start, up to whitespace, a control
+/// character or the end, with `[redacted]`.
+fn scrub_queries(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let Some(start) = QUERY_STARTS
+            .iter()
+            .find(|m| bytes[i..].starts_with(m.as_bytes()))
+            .map(|m| i + m.len())
+        else {
+            i += 1;
+            continue;
+        };
+        let end = bytes[start..]
+            .iter()
+            .position(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+            .map_or(bytes.len(), |n| start + n);
+        if end > start {
+            // `start` follows an ASCII marker and `end` is at an ASCII byte or
+            // the end: both are character boundaries.
+            out.push_str(&text[copied..start]);
+            out.push_str(REDACTED);
+            copied = end;
+        }
+        i = end.max(i + 1);
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Replaces the value after each marker with `[redacted]`.
+fn scrub_markers(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -57,14 +143,36 @@ pub fn scrub(text: &str) -> String {
     out
 }
 
-/// Wraps a logger so that every message is [`scrub`]bed first.
+/// A [`log::Log`] that passes every record's message through [`scrub`]
+/// before handing it to the logger it wraps. Level filtering, target, module
+/// path, file and line are the inner logger's and the record's, unchanged.
+///
+/// Wrap the process logger with it (env_logger, a tracing bridge, a file
+/// logger: any `log::Log`) so that no record, ours or a dependency's, carries
+/// a share link's secrets, whatever level an operator turns logging up to.
 pub struct Redacting<L> {
     inner: L,
 }
 
 impl<L: Log> Redacting<L> {
+    /// Wraps `inner`; nothing is installed until [`Redacting::install`] or
+    /// `log::set_boxed_logger`.
     pub fn new(inner: L) -> Self {
         Redacting { inner }
+    }
+
+    /// Installs this logger as the process logger and sets the maximum level
+    /// (records above `level` are discarded before formatting).
+    ///
+    /// # Errors
+    /// A logger was already installed in this process.
+    pub fn install(self, level: LevelFilter) -> Result<(), SetLoggerError>
+    where
+        L: Send + Sync + 'static,
+    {
+        log::set_boxed_logger(Box::new(self))?;
+        log::set_max_level(level);
+        Ok(())
     }
 }
 
@@ -95,49 +203,104 @@ impl<L: Log> Log for Redacting<L> {
     }
 }
 
-#[cfg(feature = "demo")]
 /// Installs `env_logger` (default level `info`, `RUST_LOG` to change it)
-/// behind [`Redacting`] as the process logger.
+/// behind [`Redacting`] as the process logger; what the binary does.
 ///
 /// # Errors
-/// A logger was already installed.
-pub fn init() -> Result<(), log::SetLoggerError> {
+/// A logger was already installed in this process.
+#[cfg(feature = "demo")]
+pub fn init() -> Result<(), SetLoggerError> {
     let logger =
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).build();
     let level = logger.filter();
-    log::set_boxed_logger(Box::new(Redacting::new(logger)))?;
-    log::set_max_level(level);
-    Ok(())
+    Redacting::new(logger).install(level)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn scrubs_share_link_material() {
         let cases = [
             (
                 "uri: /api/search?url=https%3A%2F%2Fapp.milanote.com%2Fb%3Fp%3DSECRET&view=full, version",
-                "uri: /api/search?url=[redacted]&view=full, version",
+                "uri: /api/search?[redacted] version",
             ),
-            ("GET /api/permissions/token/SECRET?elementId=b", "GET /api/permissions/token/[redacted]?elementId=b"),
-            ("/api/boards?ids=a,b&tokens=tok.SECRET&x=1", "/api/boards?ids=a,b&tokens=[redacted]&x=1"),
-            ("link https://app.milanote.com/b?p=SECRET done", "link https://app.milanote.com/b?p=[redacted] done"),
+            (
+                "GET /api/permissions/token/SECRET?elementId=b",
+                "GET /api/permissions/token/[redacted]?[redacted]",
+            ),
+            ("/api/boards?ids=a,b&tokens=tok.SECRET&x=1", "/api/boards?[redacted]"),
+            (
+                "link https://app.milanote.com/b?p=SECRET done",
+                "link https://app.milanote.com/b?[redacted] done",
+            ),
             ("p%3DSECRET", "p%3D[redacted]"),
             (
-                "/api/search?%75rl=https%3A%2F%2Fapp.milanote.com%2Fb%3Fp%3DSECRET2",
-                "/api/search?%75rl=https%3A%2F%2Fapp.milanote.com%2Fb%3Fp%3D[redacted]",
+                "/api/search/https%3A%2F%2Fapp.milanote.com%2Fb%3Fp%3DSECRET2 x",
+                "/api/search/https%3A%2F%2Fapp.milanote.com%2Fb%3F[redacted] x",
             ),
+            ("/x%253Fp%253DSECRET", "/x%253F[redacted]"),
             ("x%26p%3dSECRET&y", "x%26p%3d[redacted]&y"),
+            ("headers: {\"referer\": \"https://h/b?p=SECRET\"}", "headers: {\"referer\": \"https://h/b?[redacted]"),
             ("stop=1 top=2", "stop=1 top=2"),
+            ("what? nothing here?", "what? nothing here?"),
             ("nothing here", "nothing here"),
             ("url=", "url="),
             ("ünïcode url=ßecret&x", "ünïcode url=[redacted]&x"),
+            ("ünï?ßecret\tend", "ünï?[redacted]\tend"),
         ];
         for (input, want) in cases {
             assert_eq!(scrub(input), want, "{input}");
             assert!(!scrub(input).contains("SECRET"));
+            assert!(!scrub(input).contains("ecret"));
+        }
+    }
+
+    /// Ways a client can spell a parameter, a separator or a value.
+    fn encodings() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("p=".to_string()),
+            Just("%70=".to_string()),
+            Just("%2570=".to_string()),
+            Just("P%3d".to_string()),
+            Just("%75rl=".to_string()),
+            Just("%55RL%3D".to_string()),
+            Just("url=https%3A%2F%2Fapp.milanote.com%2Fb%3Fp%3D".to_string()),
+            Just("url=https%253A%252F%252Fapp.milanote.com%252Fb%253Fp%253D".to_string()),
+            Just("x=1;%70=".to_string()),
+            Just("a=b+c&p=".to_string()),
+            "[a-zA-Z%0-9]{0,6}=".prop_map(|s| s),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn no_encoding_of_a_query_keeps_the_secret(
+            before in "[ -~&&[^?]]{0,20}",
+            path in "/[a-z/]{0,12}",
+            sep in prop_oneof![Just("?"), Just("?x=1&"), Just("?x=1;"), Just("?%26"), Just("%3F"), Just("%253f")],
+            name in encodings(),
+            case in any::<bool>(),
+            plus in any::<bool>(),
+            after in "( [a-z ]{0,10}|[\t\"',}][ -~]{0,10})?",
+        ) {
+            let secret = if case { "SeCrEtPerm42" } else { "secretperm42" };
+            let value = if plus { format!("+{secret}+") } else { secret.to_string() };
+            let line = format!("{before}{path}{sep}{name}{value}{after}");
+            let out = scrub(&line);
+            prop_assert!(!out.to_ascii_lowercase().contains("secretperm42"), "{line} -> {out}");
+            // Whatever follows the query's end is kept.
+            if let Some(rest) = after.strip_prefix(' ') {
+                prop_assert!(out.ends_with(rest), "{line} -> {out}");
+            }
+        }
+
+        #[test]
+        fn text_without_queries_or_markers_is_unchanged(text in "[a-oq-z0-9 .,:/-]{0,60}") {
+            prop_assert_eq!(scrub(&text), text);
         }
     }
 }

@@ -7,8 +7,8 @@
 //! file: `shared-board-api -t -c conf/gateway.yaml`.
 
 use clap::Parser;
-use pingora::server::configuration::{Opt, ServerConf};
-use pingora::server::Server;
+use pingora_core::server::configuration::{Opt, ServerConf};
+use pingora_core::server::Server;
 use shared_board_api::config::{ConfigError, Settings};
 use shared_board_api::demo::SampleUpstream;
 use std::process::ExitCode;
@@ -99,31 +99,28 @@ fn main() -> ExitCode {
 /// the returned handle lives.
 fn demo_settings(conf: &str) -> Result<(Settings, SampleUpstream), ConfigError> {
     let mut settings = Settings::from_yaml(conf)?;
-    let sample =
-        SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).map_err(|e| ConfigError {
-            key: "--demo".into(),
-            message: format!("cannot start the sample upstream: {e}"),
-        })?;
-    settings.api.provider.origin = url::Url::parse(&sample.origin()).map_err(|e| ConfigError {
-        key: "--demo".into(),
-        message: e.to_string(),
+    let sample = SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).map_err(|e| {
+        ConfigError::new("--demo", format!("cannot start the sample upstream: {e}"))
     })?;
+    settings.api_mut().set_provider_origin(&sample.origin())?;
     Ok((settings, sample))
 }
 
 fn print_demo_help(settings: &Settings) {
     let base = settings
-        .server
-        .listen
+        .listen()
         .first()
         .map(|a| format!("http://{a}"))
         .unwrap_or_default();
-    let prefix = &settings.api.prefix;
+    let prefix = settings.api().prefix();
     let link = format!("https://app.milanote.com/{DEMO_BOARD}/demo?p={DEMO_PERMISSION}");
     let url: String = url::form_urlencoded::byte_serialize(link.as_bytes()).collect();
     println!("\nshared-board-api demo: serving the bundled sample boards on {base}");
-    println!("sample Milanote upstream: {}", settings.api.provider.origin);
-    if settings.server.playground {
+    println!(
+        "sample Milanote upstream: {}",
+        settings.api().provider_origin()
+    );
+    if settings.playground() {
         println!("playground: open {base}/ in a browser");
     }
     println!();

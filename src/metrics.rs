@@ -1,4 +1,4 @@
-//! Prometheus metrics (DESIGN.md section 8), in the default registry that
+//! Prometheus metrics, in the default registry that
 //! `pingora-prometheus`'s exporter serves at `board_api.metrics.listen`.
 
 use prometheus::{register_histogram, register_int_counter_vec, Histogram, IntCounterVec};

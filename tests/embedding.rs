@@ -10,8 +10,8 @@ use pingora_core::upstreams::peer::HttpPeer;
 use pingora_core::Result;
 use pingora_http::ResponseHeader;
 use pingora_proxy::{ProxyHttp, Session};
-use shared_board_api::api::BoardApi;
 use shared_board_api::config::ApiSettings;
+use shared_board_api::BoardApi;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -52,7 +52,7 @@ impl ProxyHttp for HostProxy {
 }
 
 fn api() -> Arc<BoardApi> {
-    let settings = ApiSettings::from_yaml(&config(free_port(), "", "")).expect("config");
+    let settings = ApiSettings::from_yaml(&config(0, "", "")).expect("config");
     Arc::new(BoardApi::new(&settings).expect("api"))
 }
 
@@ -94,10 +94,9 @@ fn one_call_from_the_hosts_request_filter() {
         seen: seen.clone(),
         api: api(),
     };
-    let port = free_port();
-    let gw = start_server(port, |server| {
+    let (gw, _) = start_server(1, |server, addrs| {
         let mut service = pingora_proxy::http_proxy_service(&server.configuration, host);
-        service.add_tcp(&format!("127.0.0.1:{port}"));
+        service.add_tcp(&addrs[0].to_string());
         server.add_service(service);
     });
     check(&gw, &seen);

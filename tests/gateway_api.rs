@@ -1,6 +1,6 @@
 //! End-to-end: the real service on an ephemeral loopback port in front of the
-//! bundled sample upstream. Every row of seed parts 4.1, 4.3, 7.2 and 8 and of
-//! DESIGN.md's error table, with status, headers and body asserted.
+//! bundled sample upstream. Every operation, combination, check and
+//! row of the README's error table, with status, headers and body asserted.
 
 mod common;
 
@@ -66,7 +66,7 @@ fn key_paths(value: &Value, prefix: &str, out: &mut std::collections::BTreeSet<S
     }
 }
 
-// Seed 4.1: operations.
+// Operations.
 
 #[test]
 fn unknown_api_routes_are_not_found_for_any_method() {
@@ -214,7 +214,8 @@ fn detail_defaults_to_full_and_validates_against_the_schema() {
         .as_array()
         .is_some_and(|c| !c.is_empty()));
     let schema: Value =
-        serde_json::from_str(shared_board_api::document::schema::SCHEMA_JSON).expect("schema");
+        serde_json::from_str(shared_board_api::internals::document::schema::SCHEMA_JSON)
+            .expect("schema");
     let validator = jsonschema::draft202012::new(&schema).expect("schema compiles");
     let errors: Vec<String> = validator
         .iter_errors(&data)
@@ -255,7 +256,7 @@ fn nothing_sensitive_ever_leaves() {
     }
 }
 
-// Seed 4.3: combinations.
+// Combinations.
 
 #[test]
 fn combinations() {
@@ -269,7 +270,7 @@ fn combinations() {
     let standard = assert_success(&detail(&format!("{l}&view=standard")));
     assert!(standard.get("fetchedAt").is_some());
     // `board.children` is kept whole, but for objects left empty inside it
-    // (DESIGN.md section 6), e.g. an empty table cell: the same nodes remain.
+    // (selection is over the model, not the data), e.g. an empty table cell: the same nodes remain.
     let ids = |v: &Value| {
         let mut paths = std::collections::BTreeSet::new();
         key_paths(v, "", &mut paths);
@@ -318,7 +319,7 @@ fn include_matching_nothing_gives_empty_data() {
     assert!(data.is_object());
 }
 
-// Seed 7.2 and 8, DESIGN.md step 3 to 7.
+// Checks 3 to 7 of a request, in order.
 
 #[test]
 fn query_shape_errors() {
@@ -432,7 +433,7 @@ fn share_link_errors_never_echo_the_link() {
     }
 }
 
-// Seed 4.5: conditional requests.
+// Conditional requests.
 
 #[test]
 fn etags_revalidate_and_differ_by_selection() {

@@ -1,4 +1,4 @@
-//! End-to-end: what an operator expects at the edge (DESIGN.md section 8):
+//! End-to-end: what an operator expects at the edge:
 //! rate limit, metrics, compression.
 
 mod common;
@@ -32,18 +32,12 @@ fn rate_limit_answers_429_with_retry_after() {
 
 #[test]
 fn metrics_count_requests_by_endpoint_and_status() {
-    let metrics_port = free_port();
-    let gw = start_gateway_with(
-        "",
-        "",
-        &format!("    metrics:\n      listen: \"127.0.0.1:{metrics_port}\"\n"),
-    );
+    let (gw, metrics_addr) = start_gateway_with_metrics("", "");
     request(gw.addr, "GET", "/api/detail?url=x", &[]).assert_error(
         400,
         "INVALID_SHARE_URL",
         Some("url"),
     );
-    let metrics_addr = ([127, 0, 0, 1], metrics_port).into();
     let mut text = String::new();
     for _ in 0..50 {
         let r = request(metrics_addr, "GET", "/metrics", &[]);

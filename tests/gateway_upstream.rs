@@ -1,4 +1,4 @@
-//! End-to-end: every upstream outcome of DESIGN.md's error table through the
+//! End-to-end: every upstream outcome of the README's error table through the
 //! gateway, against the sample upstream's fault scenarios (see
 //! `src/provider/sample/mod.rs`), plus coalescing and header hygiene.
 

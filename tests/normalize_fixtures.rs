@@ -1,13 +1,13 @@
 //! Every fixture board, merged with its nested boards the way the provider
-//! client does it (DESIGN.md section 4.3), normalizes deterministically into a
+//! client does it, normalizes deterministically into a
 //! document that validates against `schema/board-document.schema.json`.
 //!
 //! `PRINT_FIXTURE=<boardId> cargo test --test normalize_fixtures` prints that
 //! board's document.
 
 use serde_json::{json, Value};
-use shared_board_api::provider::normalize::normalize;
-use shared_board_api::provider::Fetched;
+use shared_board_api::internals::provider::normalize::normalize;
+use shared_board_api::internals::provider::Fetched;
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
@@ -145,7 +145,7 @@ fn fixture_files_are_well_formed() {
 #[test]
 fn every_fixture_is_deterministic_and_valid() {
     let schema: Value =
-        serde_json::from_str(shared_board_api::document::schema::SCHEMA_JSON).unwrap();
+        serde_json::from_str(shared_board_api::internals::document::schema::SCHEMA_JSON).unwrap();
     let validator = jsonschema::draft202012::new(&schema).expect("schema compiles");
     for id in board_ids() {
         let fetched = fetched_for(&id);

@@ -6,8 +6,8 @@
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-use shared_board_api::provider::normalize::normalize;
-use shared_board_api::provider::Fetched;
+use shared_board_api::internals::provider::normalize::normalize;
+use shared_board_api::internals::provider::Fetched;
 use std::collections::HashSet;
 
 const IDS: &[&str] = &["r", "a", "b", "c", "d", "e", "f", "g", "h", "x"];

@@ -1,9 +1,9 @@
-//! The normalization table of DESIGN.md section 5, one element type at a
+//! The normalization table, one element type at a
 //! time: raw element in, the node's expected JSON out.
 
 use serde_json::{json, Map, Value};
-use shared_board_api::provider::normalize::normalize;
-use shared_board_api::provider::Fetched;
+use shared_board_api::internals::provider::normalize::normalize;
+use shared_board_api::internals::provider::Fetched;
 
 const ROOT: &str = "root";
 
@@ -146,7 +146,7 @@ fn card() {
         ),
         (json!({"transparent": false}), json!({"transparent": false})),
         (json!({"transparent": {"enabled": "yes"}}), json!({})),
-        // A plain string, even empty, is rich text (DESIGN.md 5).
+        // A plain string, even empty, is rich text.
         (
             json!({"textContent": ""}),
             json!({"richText": {"blocks": [], "plainText": ""}}),

@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use jsonschema::{Registry, Validator};
 use serde_json::{json, Value};
-use shared_board_api::api::error::ApiError;
+use shared_board_api::internals::api::error::ApiError;
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 use std::time::Duration;

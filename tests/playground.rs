@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
-use shared_board_api::api::{BoardApi, RequestParts};
 use shared_board_api::config::{ApiSettings, Settings};
+use shared_board_api::internals::api::{BoardApi, RequestParts};
 
 #[test]
 fn standalone_with_the_flag_serves_the_page_at_root_only() {
@@ -58,9 +58,8 @@ fn without_the_flag_root_is_not_found() {
 
 #[tokio::test]
 async fn an_embedding_host_never_gets_the_page() {
-    let settings =
-        ApiSettings::from_yaml(&config_with(free_port(), "", "", "    playground: true\n"))
-            .expect("valid config");
+    let settings = ApiSettings::from_yaml(&config_with(1, "", "", "    playground: true\n"))
+        .expect("valid config");
     let api = BoardApi::new(&settings)
         .expect("api builds")
         .serve_playground(true);
@@ -81,6 +80,6 @@ async fn an_embedding_host_never_gets_the_page() {
 
 #[test]
 fn the_flag_defaults_to_off() {
-    let settings = Settings::from_yaml(&config(free_port(), "", "")).expect("valid config");
-    assert!(!settings.server.playground);
+    let settings = Settings::from_yaml(&config(1, "", "")).expect("valid config");
+    assert!(!settings.playground());
 }

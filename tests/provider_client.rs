@@ -3,7 +3,7 @@
 //! headers, pooling and gzip. Fault scenarios: `provider_faults.rs`.
 
 use shared_board_api::demo::SampleUpstream;
-use shared_board_api::provider::client::{ProviderClient, ProviderSettings};
+use shared_board_api::internals::provider::client::{ProviderClient, ProviderSettings};
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -162,7 +162,7 @@ async fn max_elements_stops_merging_nested_boards() {
     let err = client.fetch("t-root", PERMISSION).await.unwrap_err();
     assert!(matches!(
         err,
-        shared_board_api::provider::error::FetchError::Upstream(_)
+        shared_board_api::internals::provider::error::FetchError::Upstream(_)
     ));
 }
 
@@ -252,7 +252,7 @@ fn sample_upstream_runs_in_its_own_thread_without_a_runtime() {
 
 #[tokio::test]
 async fn nesting_depth_is_bounded() {
-    use shared_board_api::provider::client::MAX_NESTING_DEPTH;
+    use shared_board_api::internals::provider::client::MAX_NESTING_DEPTH;
     let (sample, client) = setup(|s| s.max_boards = 1000).await;
     let fetched = client.fetch("s-deep-0", PERMISSION).await.unwrap();
     assert_eq!(fetched.loaded_boards.len(), MAX_NESTING_DEPTH + 1);

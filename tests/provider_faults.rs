@@ -4,8 +4,8 @@
 //! carries the permission id or the token.
 
 use shared_board_api::demo::SampleUpstream;
-use shared_board_api::provider::client::{ProviderClient, ProviderSettings};
-use shared_board_api::provider::error::FetchError;
+use shared_board_api::internals::provider::client::{ProviderClient, ProviderSettings};
+use shared_board_api::internals::provider::error::FetchError;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 

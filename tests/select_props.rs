@@ -5,10 +5,10 @@
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-use shared_board_api::document::model::{self, Model};
-use shared_board_api::document::sanitize::{is_sensitive, sanitize, SENSITIVE_KEYS};
-use shared_board_api::document::*;
-use shared_board_api::select::{Selection, View};
+use shared_board_api::internals::document::model::{self, Model};
+use shared_board_api::internals::document::sanitize::{is_sensitive, sanitize, SENSITIVE_KEYS};
+use shared_board_api::internals::document::*;
+use shared_board_api::internals::select::{Selection, View};
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 

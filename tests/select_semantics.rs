@@ -1,8 +1,8 @@
-//! Selector semantics (DESIGN.md section 6) on one hand-written sanitized
+//! Selector semantics on one hand-written sanitized
 //! document: presets, include, exclude, wildcards, arrays and leaves.
 
 use serde_json::{json, Value};
-use shared_board_api::select::{Selection, View};
+use shared_board_api::internals::select::{Selection, View};
 
 fn doc() -> Value {
     json!({
@@ -254,8 +254,8 @@ fn presets() {
     // The presets are the documented include lists.
     for view in [View::Compact, View::Standard] {
         let list = match view {
-            View::Compact => shared_board_api::select::COMPACT,
-            _ => shared_board_api::select::STANDARD,
+            View::Compact => shared_board_api::internals::select::COMPACT,
+            _ => shared_board_api::internals::select::STANDARD,
         };
         assert_eq!(include(list), Selection::view(view).apply(&doc()));
     }

@@ -10,8 +10,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
-use shared_board_api::provider::normalize::normalize;
-use shared_board_api::provider::Fetched;
+use shared_board_api::internals::provider::normalize::normalize;
+use shared_board_api::internals::provider::Fetched;
 
 /// Output bytes allowed per input byte. The worst honest case is a table cell
 /// whose rich text shows up three times (blocks, plainText, value) plus the

@@ -9,8 +9,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
-use shared_board_api::document::sanitize::sanitize;
-use shared_board_api::select::{Selection, View};
+use shared_board_api::internals::document::sanitize::sanitize;
+use shared_board_api::internals::select::{Selection, View};
 use std::sync::LazyLock;
 
 static DOC: LazyLock<Value> = LazyLock::new(|| {
@@ -37,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(list) = std::str::from_utf8(data) else {
         return;
     };
-    let check = |result: Result<Selection, shared_board_api::select::SelectorError>| match result {
+    let check = |result: Result<Selection, shared_board_api::internals::select::SelectorError>| match result {
         Ok(selection) => {
             let out = selection.apply(&DOC);
             assert!(out.is_object());

@@ -1,5 +1,5 @@
 //! `ApiError`: everything the API can answer with besides success, mapped to
-//! status, code and message in exactly one place (DESIGN.md section 3).
+//! status, code and message in exactly one place, so every layer below speaks its own error type.
 
 use crate::provider::error::FetchError;
 use crate::select::SelectorError;
@@ -180,6 +180,22 @@ mod tests {
             assert_eq!(err.code(), code);
             assert_eq!(err.field(), field, "{code}");
             assert!(!err.message().is_empty(), "{code}");
+        }
+    }
+
+    #[test]
+    fn fetch_errors_map_to_the_catalogue() {
+        let cases = [
+            (FetchError::AccessDenied, 403, "BOARD_ACCESS_DENIED"),
+            (FetchError::NotFound, 404, "BOARD_NOT_FOUND"),
+            (FetchError::Upstream(String::new()), 502, "UPSTREAM_ERROR"),
+            (FetchError::Timeout, 504, "UPSTREAM_TIMEOUT"),
+        ];
+        for (fetch, status, code) in cases {
+            let e = ApiError::from(&fetch);
+            assert_eq!(e.status().as_u16(), status, "{fetch:?}");
+            assert_eq!(e.code(), code, "{fetch:?}");
+            assert_eq!(e.field(), None, "{fetch:?}");
         }
     }
 

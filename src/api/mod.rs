@@ -10,7 +10,7 @@ pub mod route;
 pub mod share_link;
 
 use crate::cache::BoardCache;
-use crate::config::ApiSettings;
+use crate::config::{ApiSettings, ConfigError};
 use crate::metrics;
 use crate::provider::client::ProviderClient;
 use error::ApiError;
@@ -35,8 +35,12 @@ pub struct RequestParts<'a> {
     pub client_ip: Option<IpAddr>,
 }
 
-/// Our API: share-link validation, fetching (cached, coalesced), sanitizing,
-/// selection and the response policies.
+/// The board API: share-link validation, fetching (cached, coalesced),
+/// sanitizing, selection and the response policies, answered from a host's
+/// `request_filter` with [`BoardApi::handle`].
+///
+/// One value serves every Pingora thread (`Send + Sync`); share it with an
+/// `Arc` or own it in the host's `ProxyHttp`.
 pub struct BoardApi {
     share_host: String,
     boards: BoardCache,
@@ -53,13 +57,18 @@ pub struct BoardApi {
 }
 
 impl BoardApi {
-    /// Builds the API for embedding: paths other than the two endpoints are
-    /// left to the host, unless `claim_prefix` is set.
+    /// Builds the API from validated settings. Only the two endpoints are
+    /// answered (by default under `/api`); other paths are the host's, and
+    /// so are other paths under the prefix unless `claim_prefix` is set
+    /// (default false). Caching (default on, 60 s) and the rate limit
+    /// (default off) are as configured.
     ///
     /// # Errors
-    /// The provider client could not be built (e.g. an unreadable `ca_file`).
-    pub fn new(settings: &ApiSettings) -> Result<Self, String> {
-        let client = ProviderClient::new(settings.provider.clone()).map_err(|e| e.to_string())?;
+    /// A [`ConfigError`] for `board_api.provider` when the provider client
+    /// cannot be built (e.g. an unreadable or empty `ca_file`).
+    pub fn new(settings: &ApiSettings) -> Result<Self, ConfigError> {
+        let client = ProviderClient::new(settings.provider.clone())
+            .map_err(|e| ConfigError::new("board_api.provider", e.to_string()))?;
         let loader = crate::pipeline::BoardLoader::new(client, settings.provider_name.clone());
         Ok(BoardApi {
             share_host: settings.share_host.clone(),
@@ -76,20 +85,21 @@ impl BoardApi {
         })
     }
 
-    /// Builds the API for embedding from the `board_api` section of a YAML
-    /// file (typically the same file as the host's Pingora configuration).
+    /// Builds the API from the `board_api` section of a YAML file, typically
+    /// the host's own Pingora configuration file (Pingora ignores the
+    /// section; the host's `ServerConf` keys are not read here). Defaults as
+    /// [`BoardApi::new`].
     ///
     /// # Errors
-    /// The file is unreadable, a key is invalid (the message names it), or
-    /// the provider client cannot be built.
-    pub fn from_file(path: &std::path::Path) -> Result<Self, String> {
-        let settings =
-            ApiSettings::from_file(path).map_err(|e| format!("invalid configuration: {e}"))?;
-        Self::new(&settings)
+    /// A [`ConfigError`]: the file is unreadable (key `(file)`), a key is
+    /// missing or invalid (the key path, with line and column where known),
+    /// or the provider client cannot be built.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, ConfigError> {
+        Self::new(&ApiSettings::from_file(path)?)
     }
 
     /// Standalone mode: every path is ours, and unknown ones are `404 NOT_FOUND`.
-    pub fn answer_all_paths(mut self) -> Self {
+    pub(crate) fn answer_all_paths(mut self) -> Self {
         self.answer_all_paths = true;
         self
     }
@@ -104,7 +114,7 @@ impl BoardApi {
 
     /// Whether `path` is one this API answers: its two endpoints; with
     /// `claim_prefix`, every path under the prefix; standalone, every path.
-    pub fn owns(&self, path: &str) -> bool {
+    pub(crate) fn owns(&self, path: &str) -> bool {
         match route::route(path, &self.prefix) {
             Route::Endpoint(_) => true,
             Route::UnderPrefix => self.claim_prefix || self.answer_all_paths,
@@ -112,7 +122,10 @@ impl BoardApi {
         }
     }
 
-    /// Answers a request, or `None` when the path is the host's.
+    /// Answers a request, or `None` when the path is the host's. The
+    /// Pingora-free core of [`BoardApi::handle`]; reachable from outside the
+    /// crate only through `internals`, for tests.
+    #[doc(hidden)]
     pub async fn respond(&self, req: RequestParts<'_>) -> Option<ApiResponse> {
         let endpoint = match route::route(req.path, &self.prefix) {
             Route::Endpoint(endpoint) => endpoint,

@@ -1,4 +1,4 @@
-//! Steps 3 to 7 of the pipeline (DESIGN.md section 2): the query string ->
+//! Steps 3 to 7 of request checking (query shape, combination, view, selectors, share link), in that order so the first error a client sees is the same every time: the query string ->
 //! a validated [`BoardRequest`] (share link + compiled selection), or the first
 //! [`ApiError`] in the documented order.
 
@@ -52,7 +52,7 @@ pub fn parse(
             format!("url must be at most {MAX_URL_CHARS} characters"),
         ));
     }
-    // Step 4: combinations the seed (4.3) rejects; no priority between them.
+    // Step 4: combinations that are refused (include with exclude or view); no priority between them.
     if raw.include.is_some() && raw.exclude.is_some() {
         return Err(combination("include and exclude cannot be combined"));
     }

@@ -1,6 +1,6 @@
 //! Step 8's last part and every early answer: the JSON envelope, the error
 //! catalogue's bodies, `Cache-Control`, CORS, the weak ETag and `304`
-//! (DESIGN.md section 3). Pure: produces an [`ApiResponse`], no Pingora types.
+//! Pure: produces an [`ApiResponse`], no Pingora types.
 
 use super::error::ApiError;
 use super::route::ALLOW;

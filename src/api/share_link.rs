@@ -1,4 +1,4 @@
-//! Step 7 (DESIGN.md section 2): a Milanote share link -> board id and
+//! Step 7 of request checking (after route, method, query shape, combination, view, selectors): a Milanote share link -> board id and
 //! permission id, parsed with the `url` crate (WHATWG), never by hand.
 
 use url::Url;

@@ -6,7 +6,7 @@
 //!
 //! Two parts: what the API needs ([`ApiSettings`]: prefix, provider, cache,
 //! rate limit), which is all an embedding host configures, and what only the
-//! standalone binary needs (`board_api.server`, [`ServerSettings`]: listeners,
+//! standalone binary needs (`board_api.server`, inside [`Settings`]: listeners,
 //! TLS, metrics endpoint, compression, playground).
 
 use crate::cache::CacheSettings;
@@ -16,11 +16,25 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A configuration problem, naming the key.
+/// A configuration problem, naming the key: what every constructor of this
+/// crate returns, whether the file, a value or a resource a value names (a CA
+/// bundle, a TLS certificate) is at fault. `Display` is `key: message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
+    /// The key path, e.g. `board_api.provider.origin`, or `(file)`.
     pub key: String,
+    /// What is wrong with it.
     pub message: String,
+}
+
+impl ConfigError {
+    /// An error for `key`.
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
 }
 
 impl std::fmt::Display for ConfigError {
@@ -41,7 +55,7 @@ fn fail<T>(key: &str, message: impl Into<String>) -> Result<T, ConfigError> {
 /// `board_api:` as written in the file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BoardApiConf {
+pub(crate) struct BoardApiConf {
     /// Where the endpoints live: `{prefix}/search`, `{prefix}/detail`
     /// (default `/api`).
     #[serde(default)]
@@ -64,7 +78,7 @@ pub struct BoardApiConf {
 /// `board_api.server:`, read by the standalone binary only.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ServerConf {
+pub(crate) struct ServerConf {
     /// Addresses to listen on (required, at least one).
     pub listen: Vec<String>,
     #[serde(default)]
@@ -81,7 +95,7 @@ pub struct ServerConf {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ProviderConf {
+pub(crate) struct ProviderConf {
     /// `source.provider` in documents.
     pub name: String,
     /// The host accepted in `url=` share links.
@@ -103,18 +117,18 @@ pub struct ProviderConf {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CacheConf {
+pub(crate) struct CacheConf {
     /// `false` turns caching and request coalescing off.
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// Seconds a document is served (DESIGN.md 7 calls it `ttl`); 0 turns
+    /// Seconds a document is served (also accepted as `ttl`); 0 turns
     /// caching off.
     #[serde(alias = "ttl")]
     pub ttl_seconds: Option<u64>,
     pub error_ttl_seconds: Option<u64>,
     pub max_entries: Option<usize>,
     pub max_document_bytes: Option<usize>,
-    /// An approximate byte budget (DESIGN.md 7 `size`): sets
+    /// An approximate byte budget (`size`): sets
     /// `max_document_bytes` to at most it and `max_entries` to one entry per
     /// 64 KiB of it, unless those are given.
     pub size: Option<usize>,
@@ -129,21 +143,21 @@ fn yes() -> bool {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RateLimitConf {
+pub(crate) struct RateLimitConf {
     /// Requests per second allowed per client address on the two endpoints.
     pub requests_per_second: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MetricsConf {
+pub(crate) struct MetricsConf {
     /// Where Prometheus scrapes `/metrics` (plain HTTP), e.g. `127.0.0.1:9100`.
     pub listen: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TlsConf {
+pub(crate) struct TlsConf {
     pub cert: PathBuf,
     pub key: PathBuf,
 }
@@ -152,20 +166,20 @@ pub struct TlsConf {
 #[derive(Debug, Clone)]
 pub struct ApiSettings {
     /// `/api` by default; never ends with `/`.
-    pub prefix: String,
+    pub(crate) prefix: String,
     /// Embedded: other paths under the prefix are our `404` (default false).
-    pub claim_prefix: bool,
-    pub provider_name: String,
-    pub share_host: String,
-    pub provider: ProviderSettings,
+    pub(crate) claim_prefix: bool,
+    pub(crate) provider_name: String,
+    pub(crate) share_host: String,
+    pub(crate) provider: ProviderSettings,
     /// `None`: caching off.
-    pub cache: Option<CacheSettings>,
-    pub rate_limit: Option<u32>,
+    pub(crate) cache: Option<CacheSettings>,
+    pub(crate) rate_limit: Option<u32>,
 }
 
 /// What only the standalone binary runs on (`board_api.server`).
 #[derive(Debug, Clone)]
-pub struct ServerSettings {
+pub(crate) struct ServerSettings {
     pub listen: Vec<SocketAddr>,
     pub tls: Option<TlsConf>,
     /// The Prometheus exporter's address, when configured.
@@ -173,14 +187,15 @@ pub struct ServerSettings {
     /// 0 (off) to 9; the same level for gzip, brotli and zstd.
     pub compression_level: u32,
     /// Serve the playground page at `GET /`.
+    #[allow(dead_code)] // validated here; the standalone service's `GET /` reads it
     pub playground: bool,
 }
 
 /// Both parts, for the standalone binary.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub api: ApiSettings,
-    pub server: ServerSettings,
+    pub(crate) api: ApiSettings,
+    pub(crate) server: ServerSettings,
 }
 
 /// The part of the file we read; Pingora's keys beside it are Pingora's.
@@ -222,9 +237,58 @@ impl ApiSettings {
     pub fn from_file(path: &std::path::Path) -> Result<Self, ConfigError> {
         Self::from_yaml(&read(path)?)
     }
+
+    /// Where the endpoints live (`board_api.prefix`; default `/api`):
+    /// `{prefix}/search` and `{prefix}/detail`. Never ends with `/`.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Where provider requests go (`board_api.provider.origin`; required).
+    pub fn provider_origin(&self) -> &str {
+        self.provider.origin.as_str()
+    }
+
+    /// Points the provider client at another origin, e.g. a local sample
+    /// upstream, with the same checks as the file's key.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for `board_api.provider.origin` when `origin` is not
+    /// a bare `http(s)://host[:port]`.
+    pub fn set_provider_origin(&mut self, origin: &str) -> Result<(), ConfigError> {
+        const KEY: &str = "board_api.provider.origin";
+        let mut provider = self.provider.clone();
+        provider.origin = url::Url::parse(origin).or_else(|e| fail(KEY, e.to_string()))?;
+        provider.validate().or_else(|e| fail(KEY, e))?;
+        self.provider = provider;
+        Ok(())
+    }
 }
 
 impl Settings {
+    /// The API part: everything an embedding host would configure.
+    pub fn api(&self) -> &ApiSettings {
+        &self.api
+    }
+
+    /// The API part, to adjust before building (see
+    /// [`ApiSettings::set_provider_origin`]).
+    pub fn api_mut(&mut self) -> &mut ApiSettings {
+        &mut self.api
+    }
+
+    /// Whether the playground page is served at `GET /`
+    /// (`board_api.server.playground`; default false).
+    pub fn playground(&self) -> bool {
+        self.server.playground
+    }
+
+    /// The standalone listeners (`board_api.server.listen`; required, at
+    /// least one).
+    pub fn listen(&self) -> &[SocketAddr] {
+        &self.server.listen
+    }
+
     /// Reads the whole `board_api` section, `server` included (required).
     ///
     /// # Errors

@@ -1,4 +1,4 @@
-//! The selector model: the field tree of BoardDocument v1 (DESIGN.md section 6),
+//! The selector model: the field tree of BoardDocument v1,
 //! derived from the generated JSON Schema so that the Rust types, the schema and
 //! the selector model cannot drift apart. `select::compile` walks it to validate
 //! selectors and build its automaton.

@@ -1,4 +1,4 @@
-//! Sensitive-field removal (DESIGN.md section 6): runs on every normalized
+//! Sensitive-field removal: runs on every normalized
 //! document before it is cached or selected, so no view, selector or cache entry
 //! ever holds a credential or personal field.
 //!

@@ -1,4 +1,4 @@
-//! BoardDocument v1 (DESIGN.md section 5) as Rust types.
+//! BoardDocument v1 as Rust types.
 //!
 //! These types are the one source of truth for the document: the provider's
 //! normalizer builds them, `schemars` derives `boardDocumentSchema` from them
@@ -6,7 +6,7 @@
 //! (see [`super::model`]), so the three cannot drift apart.
 //!
 //! Every optional field is omitted when absent, never `null`. Values whose type
-//! DESIGN.md does not fix pass through as [`Scalar`]s.
+//! the document format does not fix pass through as [`Scalar`]s.
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
@@ -142,7 +142,7 @@ pub struct Node {
     pub children: Vec<Node>,
 }
 
-/// The node types of DESIGN.md section 5, tagged by `type`.
+/// The node types of BoardDocument v1, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "type")]
 // Boxing BOARD's fields would save memory per node but change the public type;

@@ -1,11 +1,12 @@
 //! The only Pingora-facing code.
 //!
-//! - [`seam`]: what a host gateway calls from its own `ProxyHttp`:
-//!   [`BoardApi::handle`](crate::BoardApi::handle) from `request_filter`, and
-//!   [`BoardApi::request_summary`](crate::BoardApi::request_summary) from
+//! - The seam (private module, methods on [`BoardApi`](crate::BoardApi)):
+//!   [`BoardApi::handle`](crate::BoardApi::handle) from a host's
+//!   `request_filter`, and
+//!   [`BoardApi::request_summary`](crate::BoardApi::request_summary) from its
 //!   `request_summary`.
-//! - [`service`]: the standalone `ProxyHttp` service and the listeners the
-//!   binary runs.
+//! - [`service`]: the standalone `ProxyHttp` service and its listeners, what
+//!   the binary runs.
 
-pub mod seam;
+mod seam;
 pub mod service;

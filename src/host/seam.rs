@@ -24,7 +24,9 @@ impl BoardApi {
     /// share link) as a failed request.
     ///
     /// # Errors
-    /// None today; the `Result` is the shape of Pingora's `request_filter`.
+    /// None: a response that cannot be built or written is logged (redacted)
+    /// and the request still counts as answered. The `Result` is the shape
+    /// of Pingora's `request_filter`, so the call composes with `?`.
     pub async fn handle(&self, session: &mut Session) -> Result<bool> {
         let req = session.req_header();
         let head = req.method == http::Method::HEAD;
@@ -51,18 +53,14 @@ impl BoardApi {
         Ok(true)
     }
 
-    /// A log line for requests to our paths that never includes the query
-    /// (the `url` parameter carries the permission id, however it is
-    /// encoded): `GET /api/detail?[query redacted]`. `None` for paths that
-    /// are the host's, so the host logs those its own way:
-    ///
-    /// ```ignore
-    /// fn request_summary(&self, session: &Session, ctx: &Self::CTX) -> String {
-    ///     self.board_api
-    ///         .request_summary(session)
-    ///         .unwrap_or_else(|| my_summary(session))
-    /// }
-    /// ```
+    /// A summary of the request for the host's log lines, for paths this
+    /// API answers: method and path, and the whole query replaced by
+    /// `[redacted]` however it is encoded (the `url` parameter carries the
+    /// permission id), e.g. `GET /boards/detail?[redacted]`, the same text
+    /// [`logging::scrub`](crate::logging::scrub) leaves. `None` for the
+    /// host's paths, which the host summarizes its own way. Pingora calls
+    /// `ProxyHttp::request_summary` for its error lines: delegate to this
+    /// first, as the crate-level example does.
     pub fn request_summary(&self, session: &Session) -> Option<String> {
         let req = session.req_header();
         let path = req.uri.path();
@@ -70,7 +68,7 @@ impl BoardApi {
             return None;
         }
         let query = if req.uri.query().is_some() {
-            "?[query redacted]"
+            "?[redacted]"
         } else {
             ""
         };

@@ -2,7 +2,7 @@
 //! the binary and by the end-to-end tests, so both run the same thing.
 
 use crate::api::BoardApi;
-use crate::config::Settings;
+use crate::config::{ConfigError, Settings};
 use async_trait::async_trait;
 use pingora_core::modules::http::compression::ResponseCompressionBuilder;
 use pingora_core::modules::http::HttpModules;
@@ -15,13 +15,13 @@ use std::sync::Arc;
 
 /// The standalone service: every path is answered by the API (unknown ones
 /// with `404 NOT_FOUND`); nothing is proxied.
-pub struct BoardApiService {
+pub(crate) struct BoardApiService {
     api: Arc<BoardApi>,
     compression_level: u32,
 }
 
 impl BoardApiService {
-    pub fn new(api: Arc<BoardApi>, compression_level: u32) -> Self {
+    pub(crate) fn new(api: Arc<BoardApi>, compression_level: u32) -> Self {
         BoardApiService {
             api,
             compression_level,
@@ -71,10 +71,10 @@ impl ProxyHttp for BoardApiService {
 ///
 /// # Errors
 /// The provider client cannot be built, or TLS files cannot be loaded.
-pub fn service(
+pub(crate) fn service(
     conf: &Arc<ServerConf>,
     settings: &Settings,
-) -> Result<Service<HttpProxy<BoardApiService>>, String> {
+) -> Result<Service<HttpProxy<BoardApiService>>, ConfigError> {
     let api = Arc::new(
         BoardApi::new(&settings.api)?
             .answer_all_paths()
@@ -94,21 +94,41 @@ pub fn service(
                     &tls.cert.to_string_lossy(),
                     &tls.key.to_string_lossy(),
                 )
-                .map_err(|e| format!("TLS on {addr}: {e}"))?,
+                .map_err(|e| ConfigError::new("board_api.server.tls", format!("on {addr}: {e}")))?,
             None => service.add_tcp(&addr),
         }
     }
     Ok(service)
 }
 
-/// Adds the API service, and the Prometheus exporter when configured, to `server`.
+/// Adds the standalone board API to a bootstrapped Pingora `server`: one
+/// listening service on every `board_api.server.listen` address (TLS with
+/// `server.tls`, default plain TCP), answering every path (unknown ones
+/// `404 NOT_FOUND`) and proxying nothing, with response compression at
+/// `server.compression_level` (default 6; 0 turns it off);
+/// and the Prometheus exporter on `server.metrics.listen` when set (default
+/// none). Nothing listens until the server runs.
+///
+/// ```no_run
+/// use pingora_core::server::Server;
+/// use shared_board_api::config::Settings;
+///
+/// let settings = Settings::from_file("conf/gateway.yaml".as_ref())?;
+/// let mut server = Server::new(None).expect("Pingora defaults");
+/// server.bootstrap();
+/// shared_board_api::host::service::add_services(&mut server, &settings)?;
+/// server.run_forever();
+/// # Ok::<(), shared_board_api::config::ConfigError>(())
+/// ```
 ///
 /// # Errors
-/// As [`service`].
+/// A [`ConfigError`]: the provider client cannot be built
+/// (`board_api.provider`), or a TLS certificate or key cannot be loaded
+/// (`board_api.server.tls`).
 pub fn add_services(
     server: &mut pingora_core::server::Server,
     settings: &Settings,
-) -> Result<(), String> {
+) -> Result<(), ConfigError> {
     let api = service(&server.configuration, settings)?;
     server.add_service(api);
     if let Some(addr) = settings.server.metrics_listen {

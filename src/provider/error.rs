@@ -1,8 +1,9 @@
-//! What a provider fetch can fail with, as the gateway sees it, and the
-//! redaction that keeps secrets out of the log text.
+//! What a provider fetch can fail with, and the redaction that keeps secrets
+//! out of the log text.
 //!
-//! The gateway maps each variant to exactly one API error (DESIGN.md section 3):
-//! see [`FetchError::http_status`] and [`FetchError::api_code`].
+//! The provider knows nothing of HTTP answers to our own clients: the API
+//! maps each variant to its status and code (`From<&FetchError> for
+//! ApiError`), in the one place that holds the error catalogue.
 
 use std::fmt;
 
@@ -15,39 +16,18 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FetchError {
     /// The provider refuses the permission (revoked link, password protected,
-    /// token `null`, HTTP 401/403): `403 BOARD_ACCESS_DENIED`.
+    /// token `null`, HTTP 401/403).
     AccessDenied,
-    /// The provider says the board does not exist or was deleted: `404 BOARD_NOT_FOUND`.
+    /// The provider says the board does not exist or was deleted.
     NotFound,
     /// Anything else that went wrong upstream (unreachable, 5xx, bot challenge,
-    /// malformed or oversized body): `502 UPSTREAM_ERROR`. Log text only.
+    /// malformed or oversized body). The text is for the log only.
     Upstream(String),
-    /// The overall fetch deadline passed before the root board was loaded:
-    /// `504 UPSTREAM_TIMEOUT`.
+    /// The overall fetch deadline passed before the root board was loaded.
     Timeout,
 }
 
 impl FetchError {
-    /// The HTTP status the gateway answers with for this error.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            FetchError::AccessDenied => 403,
-            FetchError::NotFound => 404,
-            FetchError::Upstream(_) => 502,
-            FetchError::Timeout => 504,
-        }
-    }
-
-    /// The API error code (DESIGN.md section 3) for this error.
-    pub fn api_code(&self) -> &'static str {
-        match self {
-            FetchError::AccessDenied => "BOARD_ACCESS_DENIED",
-            FetchError::NotFound => "BOARD_NOT_FOUND",
-            FetchError::Upstream(_) => "UPSTREAM_ERROR",
-            FetchError::Timeout => "UPSTREAM_TIMEOUT",
-        }
-    }
-
     /// Build an [`FetchError::Upstream`] from any displayable cause.
     pub(crate) fn upstream(msg: impl fmt::Display) -> Self {
         FetchError::Upstream(msg.to_string())
@@ -134,19 +114,5 @@ mod tests {
         // Stable, and different ids get different labels.
         assert_eq!(label, redact_permission("TjNXxqcH5oo"));
         assert_ne!(label, redact_permission("TjNXxqcH5op"));
-    }
-
-    #[test]
-    fn status_and_code_follow_the_error_catalogue() {
-        let cases = [
-            (FetchError::AccessDenied, 403, "BOARD_ACCESS_DENIED"),
-            (FetchError::NotFound, 404, "BOARD_NOT_FOUND"),
-            (FetchError::Upstream(String::new()), 502, "UPSTREAM_ERROR"),
-            (FetchError::Timeout, 504, "UPSTREAM_TIMEOUT"),
-        ];
-        for (e, status, code) in cases {
-            assert_eq!(e.http_status(), status);
-            assert_eq!(e.api_code(), code);
-        }
     }
 }

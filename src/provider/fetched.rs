@@ -1,5 +1,5 @@
 //! What the provider client hands the normalizer: the raw `/api/boards`
-//! responses of one share link, merged (DESIGN.md section 4).
+//! responses of one share link, merged.
 
 use crate::provider::normalize::raw::element_id;
 use serde_json::{Map, Value};
@@ -41,7 +41,7 @@ impl Fetched {
 
     /// Merge one raw `/api/boards` response: its `elements`, `comments` and
     /// `canvasOrder` maps. Elements are keyed by their id (`id`, else `_id`,
-    /// else the map key, DESIGN.md section 4), so nested boards and parents
+    /// else the map key), so nested boards and parents
     /// are found by id whatever the provider keys its map by. A later copy
     /// replaces an earlier one, except that a `BOARD` is never replaced by a
     /// `SKELETON` of the same id. Keys of the wrong type are ignored.

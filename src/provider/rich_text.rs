@@ -1,6 +1,6 @@
 //! Milanote rich text (TipTap/ProseMirror or Draft.js, possibly stored as a
 //! JSON string) -> [`RichText`] `{blocks, plainText}`, for the normalizer
-//! (DESIGN.md section 5).
+//!.
 //!
 //! - TipTap/ProseMirror `{"type":"doc","content":[...]}`: `blocks` are the
 //!   doc's `content` nodes.

@@ -1,5 +1,5 @@
 //! Provider times -> `YYYY-MM-DDTHH:MM:SS.sssZ` (UTC, always three fraction
-//! digits), for the normalizer (DESIGN.md section 5).
+//! digits), for the normalizer.
 //!
 //! Accepted inputs: epoch milliseconds as a JSON number (integer, or a finite
 //! float truncated toward zero) or as a numeric string, and date-time strings in

@@ -1,10 +1,10 @@
-//! The two walks of DESIGN.md section 6, driven by a compiled [`Program`]:
+//! The two walks (keep for `include`, remove for `exclude`), driven by a compiled [`Program`]:
 //! `include` builds a new value from nothing, `exclude` deletes in place. Both
 //! look at object keys only through the automaton, so keys outside the model and
 //! everything inside a leaf (`blocks`, `content`, ...) are never matched.
 //!
 //! The walks recurse along the document; its depth is bounded by the
-//! normalizer's nesting limit (DESIGN.md 4.6), and serde_json's own
+//! normalizer's nesting limit, and serde_json's own
 //! serialization and drop of the same value recurse just as deep.
 
 use super::compile::{Program, Step};

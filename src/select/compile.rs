@@ -140,7 +140,7 @@ impl<'a> Chain<'a> {
 /// [`ErrorKind::NoMatch`] naming the first selector that matches no path of
 /// the model; [`ErrorKind::TooComplex`] when the automaton would exceed
 /// [`MAX_DFA_STATES`].
-/// Whether `selector` can match some path of the model (DESIGN.md section 6).
+/// Whether `selector` can match some path of the model.
 ///
 /// # Errors
 /// `NoMatch` naming the selector.

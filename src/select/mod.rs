@@ -1,4 +1,4 @@
-//! Field selection (DESIGN.md section 6): preset views, `include` and `exclude`
+//! Field selection: preset views, `include` and `exclude`
 //! selector lists, applied to a sanitized BoardDocument. The gateway parses the
 //! query into a [`Selection`] (request step 6) and applies it to every response.
 //!
@@ -7,7 +7,7 @@
 //! - [`apply`]: the include and exclude walks.
 //!
 //! ```
-//! use shared_board_api::select::{Selection, View};
+//! use shared_board_api::internals::select::{Selection, View};
 //! use serde_json::json;
 //!
 //! let doc = json!({"version": 1, "board": {"id": "b", "title": "T", "children": []}});
@@ -27,10 +27,10 @@ use serde_json::Value;
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
-/// The `compact` preset (seed 2.4).
+/// The `compact` preset: ids, types and titles of the whole tree.
 pub const COMPACT: &str =
     "version,source.provider,source.boardId,board.**.id,board.**.type,board.**.title";
-/// The `standard` preset (seed 2.4).
+/// The `standard` preset: the root fields and its complete children.
 pub const STANDARD: &str =
     "version,source,fetchedAt,board.id,board.type,board.title,board.color,board.children";
 

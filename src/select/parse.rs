@@ -1,4 +1,4 @@
-//! The selector grammar and its limits (DESIGN.md section 6, seed part 8): turns
+//! The selector grammar and its limits: turns
 //! one `include`/`exclude` parameter into de-duplicated [`Selector`]s. Whether a
 //! selector fits the model is checked later, by [`super::compile`].
 //!

@@ -4,12 +4,14 @@
 
 #![allow(dead_code)]
 
-use pingora_core::server::configuration::ServerConf;
-use pingora_core::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
+use pingora_core::server::configuration::{Opt, ServerConf};
+use pingora_core::server::{Fds, RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
 use shared_board_api::config::Settings;
 use shared_board_api::demo::SampleUpstream;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -37,14 +39,6 @@ pub fn sample() -> &'static SampleUpstream {
 
 pub fn upstream_origin() -> String {
     sample().origin()
-}
-
-/// A free loopback port (bound, read, released).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 struct StopSignal(tokio::sync::Mutex<tokio::sync::oneshot::Receiver<()>>);
@@ -98,41 +92,107 @@ pub fn start_gateway(provider_extra: &str, api_extra: &str) -> Gateway {
 
 /// [`start_gateway`] with `board_api.server` keys too.
 pub fn start_gateway_with(provider_extra: &str, api_extra: &str, server_extra: &str) -> Gateway {
-    let port = free_port();
-    let settings = Settings::from_yaml(&config_with(port, provider_extra, api_extra, server_extra))
-        .expect("test config is valid");
-    start_server(port, |server| {
+    start_server(1, |server, addrs| {
+        let text = config_with(addrs[0].port(), provider_extra, api_extra, server_extra);
+        let settings = Settings::from_yaml(&text).expect("test config is valid");
         shared_board_api::host::service::add_services(server, &settings).expect("services build");
     })
+    .0
 }
 
-/// Runs a Pingora server whose services `add` installs, listening on `port`,
-/// until the returned [`Gateway`] is dropped.
-pub fn start_server(port: u16, add: impl FnOnce(&mut Server)) -> Gateway {
+/// [`start_gateway`] with the Prometheus exporter on a second listener;
+/// returns the gateway and the exporter's address.
+pub fn start_gateway_with_metrics(provider_extra: &str, api_extra: &str) -> (Gateway, SocketAddr) {
+    let (gw, addrs) = start_server(2, |server, addrs| {
+        let metrics = format!("    metrics:\n      listen: \"{}\"\n", addrs[1]);
+        let text = config_with(addrs[0].port(), provider_extra, api_extra, &metrics);
+        let settings = Settings::from_yaml(&text).expect("test config is valid");
+        shared_board_api::host::service::add_services(server, &settings).expect("services build");
+    });
+    (gw, addrs[1])
+}
+
+/// Runs a Pingora server on `n` loopback listeners bound to port 0 before it
+/// starts, until the returned [`Gateway`] (on the first) is dropped. `add`
+/// installs the services and must listen on exactly those addresses (as
+/// `add_tcp(&addr.to_string())`).
+///
+/// The sockets are never released between binding and serving: they are
+/// handed to Pingora through its own listener handover (the one `-u` uses),
+/// the only way its 0.9 API takes a pre-bound socket: the fd table its
+/// listeners consult is filled only from `upgrade_sock` during `bootstrap()`.
+pub fn start_server(
+    n: usize,
+    add: impl FnOnce(&mut Server, &[SocketAddr]),
+) -> (Gateway, Vec<SocketAddr>) {
+    static SOCKS: AtomicUsize = AtomicUsize::new(0);
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a loopback port"))
+        .collect();
+    let addrs: Vec<SocketAddr> = listeners
+        .iter()
+        .map(|l| l.local_addr().expect("bound address"))
+        .collect();
+    let sock = std::env::temp_dir().join(format!(
+        "sba-test-{}-{}.sock",
+        std::process::id(),
+        SOCKS.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_file(&sock);
+    let sock_path = sock.to_string_lossy().into_owned();
+
     let mut conf = ServerConf::new().expect("default server conf");
     conf.threads = 2;
     conf.grace_period_seconds = Some(0);
     conf.graceful_shutdown_timeout_seconds = Some(1);
-    let mut server = Server::new_with_opt_and_conf(None, conf);
-    server.bootstrap();
-    add(&mut server);
+    conf.upgrade_sock = sock_path.clone();
+    let opt = Opt {
+        upgrade: true,
+        ..Opt::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(opt, conf);
+    std::thread::scope(|scope| {
+        let sender = scope.spawn(|| {
+            // `bootstrap` creates the socket file, then accepts one sender.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !sock.exists() {
+                assert!(
+                    Instant::now() < deadline,
+                    "Pingora never opened {sock_path}"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // The file appears at bind(); listen() follows at once. A sender
+            // that comes too early is retried by Pingora after a second.
+            std::thread::sleep(Duration::from_millis(20));
+            let mut fds = Fds::new();
+            for (listener, addr) in listeners.iter().zip(&addrs) {
+                // Pingora's listeners are non-blocking; the flag travels with the socket.
+                listener.set_nonblocking(true).expect("non-blocking");
+                fds.add(addr.to_string(), listener.as_raw_fd());
+            }
+            fds.send_to_sock(sock_path.as_str())
+                .expect("hand the listeners to Pingora");
+        });
+        server.bootstrap();
+        sender.join().expect("listener handover");
+    });
+    // Pingora holds its own descriptors now.
+    drop(listeners);
+    let _ = std::fs::remove_file(&sock);
+    add(&mut server, &addrs);
     let (tx, rx) = tokio::sync::oneshot::channel();
     let thread = std::thread::spawn(move || {
         server.run(RunArgs {
             shutdown_signal: Box::new(StopSignal(tokio::sync::Mutex::new(rx))),
         })
     });
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(addr).is_err() {
-        assert!(Instant::now() < deadline, "server did not start on {addr}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Gateway {
-        addr,
+    let gw = Gateway {
+        addr: addrs[0],
         stop: Some(tx),
         thread: Some(thread),
-    }
+    };
+    (gw, addrs)
 }
 
 /// The default gateway, shared by the tests of one binary.

@@ -1,5 +1,5 @@
 //! Which nested boards to fetch next: `BOARD` elements below a loaded board
-//! (DESIGN.md 4.3), found by following `location.parentId` chains.
+//!, found by following `location.parentId` chains.
 
 use super::rules::is_board_id;
 use crate::provider::fetched::{element_type, Fetched};

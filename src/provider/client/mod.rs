@@ -3,7 +3,7 @@
 //! merged raw answers ([`Fetched`]) to the normalizer. One [`ProviderClient`]
 //! is shared by all requests; it owns the connection pool.
 //!
-//! Protocol and limits: DESIGN.md section 4. Timeouts: a connect or read
+//! Protocol rules live in `rules`, limits in `ProviderSettings`. Timeouts: a connect or read
 //! timeout, or the overall `fetch_deadline` passing before the root board is
 //! loaded, is [`FetchError::Timeout`]; after the root, the boards loaded by
 //! then are returned.
@@ -30,7 +30,7 @@ use tokio::task::JoinSet;
 use transport::Transport;
 
 /// Nested boards more levels below the root than this are not fetched
-/// (DESIGN.md 4.6 "nesting depth"; `max_boards` usually stops earlier).
+/// (a guard against cycles and runaway chains; `max_boards` usually stops earlier).
 pub const MAX_NESTING_DEPTH: usize = 32;
 
 /// Fetches shared Milanote boards. `Send + Sync`, shared by all requests;

@@ -1,4 +1,4 @@
-//! The Milanote protocol rules, as pure functions (DESIGN.md section 4):
+//! The Milanote protocol rules, as pure functions, so each can be tested without a socket:
 //! request targets, the token answer, the root-board verdict and which nested
 //! boards an answer loaded.
 
@@ -171,7 +171,7 @@ fn loggable_code(code: &str) -> &str {
     }
 }
 
-/// The verdict on the root board's answer (DESIGN.md section 4.2).
+/// The verdict on the root board's answer: usable, refused, missing or broken.
 ///
 /// # Errors
 ///

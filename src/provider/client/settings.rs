@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Settings of the provider client. [`ProviderSettings::default`] targets the
-/// real Milanote with DESIGN.md's defaults.
+/// real Milanote with the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderSettings {
     /// Where upstream requests go. Default `https://app.milanote.com`;

@@ -1,4 +1,4 @@
-//! One raw element -> its normalized fields (the table of DESIGN.md section 5),
+//! One raw element -> its normalized fields (one row per element type),
 //! for the tree builder. Children are attached by [`super::tree`].
 //!
 //! Rules where the table leaves room:
@@ -237,7 +237,7 @@ fn cell(value: &Value) -> TableCell {
     let rich = ["draftContent", "textContent"]
         .iter()
         .find_map(|k| c.get(*k).and_then(rich_text));
-    // DESIGN.md 5: the value, falling back to the rich text's plain text when
+    // The value, falling back to the rich text's plain text when
     // it is absent or empty (a formatted cell keeps its text in the rich text).
     let raw_value = scalar(c.get("value"));
     let value = match raw_value {

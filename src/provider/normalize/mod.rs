@@ -1,9 +1,9 @@
 //! Raw Milanote board responses ([`Fetched`]) -> [`BoardDocument`] v1
-//! (DESIGN.md section 5). Called by the provider after the fetch and before
+//! Called by the provider after the fetch and before
 //! sanitize; pure, no I/O.
 //!
 //! The work is split by concern: [`raw`] (lenient readers, depth-bounded raw
-//! copies), `fields` (one element's fields, the table of section 5),
+//! copies), `fields` (one element's fields, one row per element type),
 //! `order` (children order), `tree` (the tree, built without recursion).
 //! Same input, same bytes: nothing depends on hash-map iteration order.
 

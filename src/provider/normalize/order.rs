@@ -1,4 +1,4 @@
-//! The order of a node's children (DESIGN.md section 5), for the tree builder.
+//! The order of a node's children, for the tree builder.
 //!
 //! Children listed in `canvasOrder[parent]` come first, in that order (ids that
 //! are not children of that parent, and repeats, are ignored). The rest follow
