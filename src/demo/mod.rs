@@ -58,7 +58,10 @@ mod fixtures;
 mod scenarios;
 mod wire;
 
+// For the crate's own tests, not part of the documented surface.
+#[doc(hidden)]
 pub use fixtures::board_ids as fixture_board_ids;
+#[doc(hidden)]
 pub use scenarios::{HUGE_BYTES, SLOW_DELAY};
 
 use scenarios::{Reply, TokenRegistry};
