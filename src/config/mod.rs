@@ -187,7 +187,6 @@ pub(crate) struct ServerSettings {
     /// 0 (off) to 9; the same level for gzip, brotli and zstd.
     pub compression_level: u32,
     /// Serve the playground page at `GET /`.
-    #[allow(dead_code)] // validated here; the standalone service's `GET /` reads it
     pub playground: bool,
 }
 
