@@ -6,6 +6,8 @@ pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod document;
+pub mod encoding;
+pub mod governance;
 pub mod host;
 pub mod logging;
 pub mod metrics;

@@ -9,10 +9,10 @@ pub mod respond;
 pub mod route;
 pub mod share_link;
 
-use crate::cache::BoardCache;
 use crate::config::ApiSettings;
+use crate::encoding;
+use crate::governance::{Boards, LoadError};
 use crate::metrics;
-use crate::provider::client::ProviderClient;
 use error::ApiError;
 use http::{HeaderMap, Method};
 use pingora_limits::rate::Rate;
@@ -39,7 +39,7 @@ pub struct RequestParts<'a> {
 /// selection and the response policies.
 pub struct BoardApi {
     share_host: String,
-    boards: BoardCache,
+    boards: Boards,
     limiter: Option<RateLimiter>,
     /// `/api` unless configured: the endpoints are `{prefix}/search` and
     /// `{prefix}/detail`.
@@ -57,15 +57,15 @@ impl BoardApi {
     /// # Errors
     /// The provider client could not be built (e.g. an unreadable `ca_file`).
     pub fn new(settings: &ApiSettings) -> Result<Self, String> {
-        let client = ProviderClient::new(settings.provider.clone()).map_err(|e| e.to_string())?;
-        let loader = crate::pipeline::BoardLoader::new(client, settings.provider_name.clone());
+        let boards = Boards::new(
+            settings.provider.clone(),
+            settings.provider_name.clone(),
+            settings.cache.clone(),
+            &settings.limits,
+        )?;
         Ok(BoardApi {
             share_host: settings.share_host.clone(),
-            boards: BoardCache::new(
-                loader,
-                settings.cache.clone(),
-                settings.provider.fetch_deadline,
-            ),
+            boards,
             limiter: settings.rate_limit.map(RateLimiter::new),
             prefix: settings.prefix.clone(),
             claim_prefix: settings.claim_prefix,
@@ -135,36 +135,56 @@ impl BoardApi {
         let started = Instant::now();
         let (outcome, cached) = self
             .boards
-            .get(&request.link.board_id, &request.link.permission_id)
+            .document(&request.link.board_id, &request.link.permission_id)
             .await;
         metrics::cache(cached);
         if !cached {
             metrics::upstream_seconds(started.elapsed().as_secs_f64());
         }
+        let board_id = &request.link.board_id;
+        // Provider texts are redacted by the client; the link is never logged.
         let document = outcome.map_err(|e| {
-            // The FetchError text is redacted by the client; the link is never logged.
             log::warn!(
-                "board {} failed after {:?}: {e:?}",
-                request.link.board_id,
+                "board {board_id} failed after {:?}: {e:?}",
                 started.elapsed()
             );
-            ApiError::from(&e)
+            api_error(e)
         })?;
         log::debug!(
-            "board {} ready in {:?} (cached: {cached})",
-            request.link.board_id,
+            "board {board_id} ready in {:?} (cached: {cached})",
             started.elapsed()
         );
-        let rendered = document
-            .rendered(endpoint.name(), &request.selection)
+        let encoding = encoding::negotiate(
+            req.headers
+                .get(http::header::ACCEPT_ENCODING)
+                .map(http::HeaderValue::as_bytes),
+        );
+        let variant = self
+            .boards
+            .variant(&document, endpoint.name(), &request.selection, encoding)
+            .await
             .map_err(|e| {
-                log::error!("board {}: {e}", request.link.board_id);
-                ApiError::Internal
+                log::error!("board {board_id}: {e:?}");
+                api_error(e)
             })?;
         Ok(respond::success(
-            &rendered,
+            &variant.rendered,
+            variant.encoding,
             req.headers.get(http::header::IF_NONE_MATCH),
         ))
+    }
+}
+
+/// How long a client refused with `503 OVERLOADED` should wait.
+const OVERLOADED_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+fn api_error(e: LoadError) -> ApiError {
+    match e {
+        LoadError::Fetch(e) => ApiError::from(&e),
+        LoadError::Overloaded => ApiError::Overloaded {
+            retry_after: OVERLOADED_RETRY_AFTER,
+        },
+        LoadError::Internal(_) => ApiError::Internal,
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::error::ApiError;
 use super::route::ALLOW;
+use crate::encoding::Encoding;
 use crate::pipeline::Rendered;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -67,7 +68,7 @@ pub fn error(err: &ApiError) -> ApiResponse {
     response.set(header::CACHE_CONTROL, ERROR_CACHE_CONTROL);
     match err {
         ApiError::MethodNotAllowed => response.set(header::ALLOW, ALLOW),
-        ApiError::RateLimited { retry_after } => {
+        ApiError::RateLimited { retry_after } | ApiError::Overloaded { retry_after } => {
             let secs = retry_after.as_secs().max(1);
             response
                 .headers
@@ -105,8 +106,14 @@ pub fn preflight(request_headers: &HeaderMap) -> ApiResponse {
 }
 
 /// `200` with the envelope and the weak ETag, or `304` when `if_none_match`
-/// matches it (RFC 9110 weak comparison, lists and `*`).
-pub fn success(rendered: &Rendered, if_none_match: Option<&HeaderValue>) -> ApiResponse {
+/// matches it (RFC 9110 weak comparison, lists and `*`). `encoding` is the
+/// coding `rendered.body` is already in (`Content-Encoding` on a `200`);
+/// Pingora's compression module leaves a response that has one alone.
+pub fn success(
+    rendered: &Rendered,
+    encoding: Encoding,
+    if_none_match: Option<&HeaderValue>,
+) -> ApiResponse {
     let not_modified = if_none_match.is_some_and(|inm| {
         pingora_core::protocols::http::conditional_filter::weak_validate_etag(
             inm.as_bytes(),
@@ -123,6 +130,9 @@ pub fn success(rendered: &Rendered, if_none_match: Option<&HeaderValue>) -> ApiR
     response.set(header::VARY, "Accept-Encoding");
     if !not_modified {
         response.set(header::CONTENT_TYPE, JSON);
+        if let Some(token) = encoding.token() {
+            response.set(header::CONTENT_ENCODING, token);
+        }
         response.body = rendered.body.clone();
     }
     response
@@ -169,6 +179,17 @@ mod tests {
             (r.status.as_u16(), header(&r, "retry-after")),
             (429, Some("1"))
         );
+        let r = error(&ApiError::Overloaded {
+            retry_after: std::time::Duration::from_secs(2),
+        });
+        assert_eq!(
+            (r.status.as_u16(), header(&r, "retry-after")),
+            (503, Some("2"))
+        );
+        assert_eq!(header(&r, "cache-control"), Some("no-store"));
+        assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
+        let body: Value = serde_json::from_slice(&r.body).expect("json");
+        assert_eq!(body["error"]["code"], "OVERLOADED");
     }
 
     #[test]
@@ -200,7 +221,11 @@ mod tests {
         let data =
             json!({"version": 1, "fetchedAt": "2026-01-01T00:00:00.000Z", "board": {"id": "b"}});
         let ok = |e: &'static str, sel: &str, d: &Value, inm: Option<&HeaderValue>| {
-            success(&render(e, sel, d).expect("renders"), inm)
+            success(
+                &render(e, sel, d).expect("renders"),
+                Encoding::Identity,
+                inm,
+            )
         };
         let r = ok("detail", "full", &data, None);
         assert_eq!(r.status, 200);
@@ -241,6 +266,13 @@ mod tests {
             assert_eq!(header(&r, "cache-control"), Some(SUCCESS_CACHE_CONTROL));
             assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
         }
+        let rendered = render("detail", "full", &data).expect("renders");
+        let gz = success(&rendered, Encoding::Gzip, None);
+        assert_eq!(header(&gz, "content-encoding"), Some("gzip"));
+        assert_eq!(gz.headers.get("etag"), Some(&etag));
+        let not_modified = success(&rendered, Encoding::Gzip, Some(&etag));
+        assert_eq!(not_modified.status, 304);
+        assert_eq!(header(&not_modified, "content-encoding"), None);
         let stale = HeaderValue::from_static("W/\"0123\"");
         let r = ok("detail", "full", &data, Some(&stale));
         assert_eq!(r.status, 200);
