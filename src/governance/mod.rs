@@ -400,3 +400,82 @@ impl Inner {
         }
     }
 }
+
+#[cfg(all(test, feature = "demo"))]
+mod tests {
+    use super::*;
+    use crate::demo::SampleUpstream;
+    use crate::provider::client::ProviderSettings;
+
+    fn token_requests(sample: &SampleUpstream, p: &str) -> usize {
+        sample
+            .requests()
+            .iter()
+            .filter(|t| t.starts_with(&format!("/api/permissions/token/{p}")))
+            .count()
+    }
+
+    async fn settled(boards: &Boards) {
+        let cache = boards.inner.cache.as_ref().expect("cache on");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while cache.loads.in_flight() > 0 {
+            assert!(std::time::Instant::now() < deadline, "load never ended");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_fetch_does_not_wedge_its_key() {
+        let sample = SampleUpstream::start(([127, 0, 0, 1], 0).into())
+            .await
+            .expect("sample upstream");
+        let fetch_deadline = Duration::from_millis(400);
+        let provider = ProviderSettings {
+            origin: url::Url::parse(&sample.origin()).expect("origin"),
+            fetch_deadline,
+            ..ProviderSettings::default()
+        };
+        let cache = CacheSettings {
+            error_ttl: Duration::from_secs(1),
+            ..CacheSettings::default()
+        };
+        let boards = Boards::new(provider, "milanote".into(), Some(cache), &Limits::default())
+            .expect("boards");
+        let (board, p) = ("1W3ZZU1Qvua02H", "fault-slow");
+        // A host that wraps our handler in its own timeout drops the request.
+        let dropped = tokio::time::timeout(Duration::ZERO, boards.document(board, p)).await;
+        assert!(dropped.is_err());
+        settled(&boards).await;
+        assert_eq!(token_requests(&sample, p), 1);
+        // Past the old lock age (deadline + 1 s) and the remembered failure...
+        tokio::time::sleep(fetch_deadline + Duration::from_millis(1200)).await;
+        // ...N concurrent requests cost one upstream fetch...
+        let mut all = tokio::task::JoinSet::new();
+        for _ in 0..8 {
+            let boards = boards.clone();
+            all.spawn(async move { boards.document(board, p).await });
+        }
+        while let Some(done) = all.join_next().await {
+            let (outcome, _) = done.expect("task");
+            assert_eq!(outcome.err(), Some(LoadError::Fetch(FetchError::Timeout)));
+        }
+        assert_eq!(token_requests(&sample, p), 2);
+        // ...and the next one is answered from the cache.
+        let (outcome, cached) = boards.document(board, p).await;
+        assert!(cached);
+        assert_eq!(outcome.err(), Some(LoadError::Fetch(FetchError::Timeout)));
+        assert_eq!(token_requests(&sample, p), 2);
+
+        // The same for a board that loads: the dropped caller's load is
+        // kept, and later callers are hits.
+        let ok = "demo";
+        let dropped = tokio::time::timeout(Duration::ZERO, boards.document(board, ok)).await;
+        assert!(dropped.is_err());
+        settled(&boards).await;
+        for _ in 0..4 {
+            let (outcome, cached) = boards.document(board, ok).await;
+            assert!(outcome.is_ok() && cached);
+        }
+        assert_eq!(token_requests(&sample, ok), 1);
+    }
+}
