@@ -48,6 +48,8 @@ pub struct BoardApi {
     claim_prefix: bool,
     /// Standalone: every path is ours, unknown ones `404 NOT_FOUND`.
     answer_all_paths: bool,
+    /// Serve cached renders compressed per `Accept-Encoding` (default true).
+    compress: bool,
 }
 
 impl BoardApi {
@@ -70,6 +72,7 @@ impl BoardApi {
             prefix: settings.prefix.clone(),
             claim_prefix: settings.claim_prefix,
             answer_all_paths: false,
+            compress: true,
         })
     }
 
@@ -88,6 +91,14 @@ impl BoardApi {
     /// Standalone mode: every path is ours, and unknown ones are `404 NOT_FOUND`.
     pub fn answer_all_paths(mut self) -> Self {
         self.answer_all_paths = true;
+        self
+    }
+
+    /// Whether cached renders are served compressed (gzip, br, zstd by
+    /// `Accept-Encoding`, compressed once and cached). Default true; the
+    /// standalone binary turns it off with `compression_level: 0`.
+    pub fn compress_renders(mut self, on: bool) -> Self {
+        self.compress = on;
         self
     }
 
@@ -154,11 +165,15 @@ impl BoardApi {
             "board {board_id} ready in {:?} (cached: {cached})",
             started.elapsed()
         );
-        let encoding = encoding::negotiate(
-            req.headers
-                .get(http::header::ACCEPT_ENCODING)
-                .map(http::HeaderValue::as_bytes),
-        );
+        let encoding = if self.compress {
+            encoding::negotiate(
+                req.headers
+                    .get(http::header::ACCEPT_ENCODING)
+                    .map(http::HeaderValue::as_bytes),
+            )
+        } else {
+            encoding::Encoding::Identity
+        };
         let variant = self
             .boards
             .variant(&document, endpoint.name(), &request.selection, encoding)

@@ -15,7 +15,8 @@ use tokio::time::Instant;
 pub enum Refused {
     /// The queue was full: answer `503 OVERLOADED`.
     Overloaded,
-    /// The deadline passed while queued: answer as a fetch timeout.
+    /// The wait deadline passed while queued (the caller answers `503`:
+    /// the load never reached the provider).
     TimedOut,
 }
 

@@ -16,7 +16,9 @@
 //! - **Admission** ([`Admission`]): at most `max_cold_loads` loads (fetch
 //!   plus build) run at once; up to `cold_queue` more wait in arrival order,
 //!   their wait counted toward the fetch deadline; past that a cold request
-//!   is refused at once with `503 OVERLOADED`. Only the load's leader takes
+//!   is refused at once with `503 OVERLOADED`, and so is one still queued
+//!   after half its deadline (it never reached the provider, and an admitted
+//!   load keeps at least half the deadline for the fetch). Only the load's leader takes
 //!   a slot: requests for a board already loading join it, and requests for
 //!   a cached board never touch the gate.
 //! - **One memory budget** ([`crate::cache::Budget`]): documents, rendered
@@ -342,11 +344,19 @@ impl Inner {
     /// One cold load: wait for a slot (within the fetch deadline), fetch,
     /// then build on the pool; the slot is held until the board is built.
     async fn load(&self, board_id: String, permission_id: String) -> Loaded {
-        let deadline = Instant::now() + self.fetch_deadline;
-        let _slot = match self.admission.enter(deadline).await {
+        let started = Instant::now();
+        let deadline = started + self.fetch_deadline;
+        // A queued load waits at most half the deadline, so an admitted one
+        // always has at least half of it left for the provider. One that
+        // never got a slot never asked the provider: that is our overload,
+        // answered `503` with `Retry-After`, not an upstream timeout.
+        let _slot = match self
+            .admission
+            .enter(started + self.fetch_deadline / 2)
+            .await
+        {
             Ok(slot) => slot,
-            Err(Refused::Overloaded) => return Err(LoadError::Overloaded),
-            Err(Refused::TimedOut) => return Err(LoadError::Fetch(FetchError::Timeout)),
+            Err(Refused::Overloaded | Refused::TimedOut) => return Err(LoadError::Overloaded),
         };
         let fetched = self
             .client

@@ -35,6 +35,11 @@ impl ProxyHttp for BoardApiService {
     fn new_ctx(&self) -> Self::CTX {}
 
     fn init_downstream_modules(&self, modules: &mut HttpModules) {
+        // For our other answers (errors, small bodies). Successful renders
+        // arrive already compressed (once per coding, cached) with
+        // `Content-Encoding` set; the module leaves a response alone when the
+        // client accepts its coding (`decide_action` in Pingora's
+        // compression module), so nothing is compressed twice.
         modules.add_module(ResponseCompressionBuilder::enable(self.compression_level));
     }
 
@@ -75,7 +80,11 @@ pub fn service(
     conf: &Arc<ServerConf>,
     settings: &Settings,
 ) -> Result<Service<HttpProxy<BoardApiService>>, String> {
-    let api = Arc::new(BoardApi::new(&settings.api)?.answer_all_paths());
+    let api = Arc::new(
+        BoardApi::new(&settings.api)?
+            .answer_all_paths()
+            .compress_renders(settings.server.compression_level > 0),
+    );
     let mut service = pingora_proxy::http_proxy_service_with_name(
         conf,
         BoardApiService::new(api, settings.server.compression_level),
