@@ -14,10 +14,10 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::header;
-use pingora_core::server::configuration::{Opt, ServerConf};
-use pingora_core::server::Server;
 use pingora_core::modules::http::compression::ResponseCompressionBuilder;
 use pingora_core::modules::http::HttpModules;
+use pingora_core::server::configuration::{Opt, ServerConf};
+use pingora_core::server::Server;
 use pingora_core::upstreams::peer::HttpPeer;
 use pingora_core::{Error, ErrorType, Result};
 use pingora_http::ResponseHeader;

@@ -61,6 +61,8 @@ pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
 mod document;
+mod encoding;
+mod governance;
 pub mod host;
 pub mod logging;
 mod metrics;
@@ -83,6 +85,14 @@ pub mod internals {
     /// The document cache.
     pub mod cache {
         pub use crate::cache::*;
+    }
+    /// Content codings of cached renders.
+    pub mod encoding {
+        pub use crate::encoding::*;
+    }
+    /// Work pool, cold-load admission, byte budget, upstream cap.
+    pub mod governance {
+        pub use crate::governance::*;
     }
     /// The BoardDocument model, sanitizer and schema.
     pub mod document {

@@ -1,7 +1,10 @@
 //! Prometheus metrics, in the default registry that
 //! `pingora-prometheus`'s exporter serves at `board_api.metrics.listen`.
 
-use prometheus::{register_histogram, register_int_counter_vec, Histogram, IntCounterVec};
+use prometheus::{
+    register_histogram, register_int_counter, register_int_counter_vec, register_int_gauge,
+    register_int_gauge_vec, Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+};
 use std::sync::LazyLock;
 
 /// `board_api_requests_total{endpoint, status}`: answers by endpoint and status.
@@ -33,6 +36,102 @@ static UPSTREAM: LazyLock<Option<Histogram>> = LazyLock::new(|| {
     )
     .ok()
 });
+
+/// `board_api_pool_jobs{state}`: work-pool jobs `queued` and threads `busy`.
+static POOL: LazyLock<Option<IntGaugeVec>> = LazyLock::new(|| {
+    register_int_gauge_vec!(
+        "board_api_pool_jobs",
+        "Work pool: jobs waiting for a thread (queued) and threads running one (busy)",
+        &["state"]
+    )
+    .ok()
+});
+
+/// `board_api_cold_loads{state}`: cold loads `running` and `queued`.
+static COLD: LazyLock<Option<IntGaugeVec>> = LazyLock::new(|| {
+    register_int_gauge_vec!(
+        "board_api_cold_loads",
+        "Cold board loads holding a slot (running) and waiting for one (queued)",
+        &["state"]
+    )
+    .ok()
+});
+
+/// `board_api_overloaded_total`: cold requests refused with `503 OVERLOADED`.
+static OVERLOADED: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
+    register_int_counter!(
+        "board_api_overloaded_total",
+        "Cold loads refused because the admission queue was full (503 OVERLOADED)"
+    )
+    .ok()
+});
+
+/// `board_api_cache_bytes` / `board_api_cache_entries`: what the budget holds.
+static CACHE_BYTES: LazyLock<Option<IntGauge>> = LazyLock::new(|| {
+    register_int_gauge!(
+        "board_api_cache_bytes",
+        "Bytes accounted in the cache budget (documents, renders, compressed variants)"
+    )
+    .ok()
+});
+
+static CACHE_ENTRIES: LazyLock<Option<IntGauge>> = LazyLock::new(|| {
+    register_int_gauge!("board_api_cache_entries", "Entries in the cache budget").ok()
+});
+
+/// `board_api_cache_evictions_total`: entries pushed out to stay in budget
+/// (or refused admission).
+static EVICTIONS: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
+    register_int_counter!(
+        "board_api_cache_evictions_total",
+        "Cache entries evicted or refused to keep the byte budget"
+    )
+    .ok()
+});
+
+fn gauge(vec: &LazyLock<Option<IntGaugeVec>>, label: &str, value: usize) {
+    if let Some(m) = vec.as_ref() {
+        m.with_label_values(&[label])
+            .set(i64::try_from(value).unwrap_or(i64::MAX));
+    }
+}
+
+pub fn pool_queued(n: usize) {
+    gauge(&POOL, "queued", n);
+}
+
+pub fn pool_busy(n: usize) {
+    gauge(&POOL, "busy", n);
+}
+
+pub fn cold_loads(n: usize) {
+    gauge(&COLD, "running", n);
+}
+
+pub fn cold_queued(n: usize) {
+    gauge(&COLD, "queued", n);
+}
+
+pub fn overloaded() {
+    if let Some(m) = OVERLOADED.as_ref() {
+        m.inc();
+    }
+}
+
+pub fn cache_size(bytes: usize, entries: usize) {
+    if let Some(m) = CACHE_BYTES.as_ref() {
+        m.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+    if let Some(m) = CACHE_ENTRIES.as_ref() {
+        m.set(i64::try_from(entries).unwrap_or(i64::MAX));
+    }
+}
+
+pub fn evictions(n: usize) {
+    if let Some(m) = EVICTIONS.as_ref() {
+        m.inc_by(n as u64);
+    }
+}
 
 pub fn request(endpoint: &str, status: u16) {
     if let Some(m) = REQUESTS.as_ref() {
@@ -66,6 +165,7 @@ fn itoa(status: u16) -> &'static str {
         429 => "429",
         500 => "500",
         502 => "502",
+        503 => "503",
         504 => "504",
         _ => "other",
     }
@@ -81,6 +181,11 @@ mod tests {
         request("search", 200);
         cache(true);
         upstream_seconds(0.2);
+        overloaded();
+        cache_size(4096, 2);
+        evictions(3);
+        pool_busy(1);
+        cold_queued(2);
         let text = prometheus::TextEncoder::new()
             .encode_to_string(&prometheus::gather())
             .expect("encodes");
@@ -90,5 +195,16 @@ mod tests {
         );
         assert!(text.contains("board_api_cache_total{result=\"hit\"} 1"));
         assert!(text.contains("board_api_upstream_seconds_count 1"));
+        // Other tests in this process move these too: check they are exported.
+        for name in [
+            "board_api_overloaded_total ",
+            "board_api_cache_bytes ",
+            "board_api_cache_entries ",
+            "board_api_cache_evictions_total ",
+            "board_api_pool_jobs{state=\"busy\"} ",
+            "board_api_cold_loads{state=\"queued\"} ",
+        ] {
+            assert!(text.contains(name), "{name} in {text}");
+        }
     }
 }

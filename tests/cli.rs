@@ -35,8 +35,52 @@ fn dash_t_rejects_a_bad_key_by_name() {
         ("version: 1\nboard_api:\n  provider:\n    name: m\n    share_host: app.milanote.com\n    origin: https://app.milanote.com\n", "board_api.server"),
         ("version: 1\n", "board_api"),
     ];
+    // Governance values that would fail or panic later are refused up front.
+    let base = "version: 1\nboard_api:\n  server:\n    listen: [\"127.0.0.1:1\"]\n  provider:\n    name: m\n    share_host: app.milanote.com\n    origin: https://app.milanote.com\n";
+    let governance = [
+        (
+            "  limits:\n    work_threads: 0\n",
+            "board_api.limits.work_threads",
+        ),
+        (
+            "  limits:\n    work_threads: 100000\n",
+            "board_api.limits.work_threads",
+        ),
+        (
+            "  limits:\n    max_cold_loads: 0\n",
+            "board_api.limits.max_cold_loads",
+        ),
+        (
+            "  limits:\n    cold_queue: 99999999999\n",
+            "board_api.limits.cold_queue",
+        ),
+        (
+            "  limits:\n    max_upstream_requests: 0\n",
+            "board_api.limits.max_upstream_requests",
+        ),
+        (
+            "  cache:\n    budget_bytes: 10\n",
+            "board_api.cache.budget_bytes",
+        ),
+        (
+            "  cache:\n    budget_bytes: 1048576\n    max_document_bytes: 2097152\n",
+            "board_api.cache.max_document_bytes",
+        ),
+        (
+            "  cache:\n    max_error_entries: 0\n",
+            "board_api.cache.max_error_entries",
+        ),
+    ];
+    let governance: Vec<(String, &str)> = governance
+        .iter()
+        .map(|(extra, key)| (format!("{base}{extra}"), *key))
+        .collect();
+    let cases = cases
+        .iter()
+        .map(|(yaml, key)| (yaml.to_string(), *key))
+        .chain(governance);
     for (yaml, key) in cases {
-        std::fs::write(&bad, yaml).expect("write config");
+        std::fs::write(&bad, &yaml).expect("write config");
         let (code, text) = run(&["-t", "-c", bad.to_str().expect("utf-8 path")]);
         assert_eq!(code, 2, "{text}");
         assert!(text.contains(key), "{key} not named in: {text}");

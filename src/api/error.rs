@@ -35,6 +35,10 @@ pub enum ApiError {
     },
     UpstreamError,
     UpstreamTimeout,
+    /// Too many cold loads at once: the queue for them is full.
+    Overloaded {
+        retry_after: Duration,
+    },
     Internal,
 }
 
@@ -57,6 +61,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::UpstreamError => StatusCode::BAD_GATEWAY,
             ApiError::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -73,6 +78,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "RATE_LIMITED",
             ApiError::UpstreamError => "UPSTREAM_ERROR",
             ApiError::UpstreamTimeout => "UPSTREAM_TIMEOUT",
+            ApiError::Overloaded { .. } => "OVERLOADED",
             ApiError::Internal => "INTERNAL_ERROR",
         }
     }
@@ -91,6 +97,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "Too many requests; retry later",
             ApiError::UpstreamError => "The board provider failed or sent an unusable response",
             ApiError::UpstreamTimeout => "The board provider did not answer in time",
+            ApiError::Overloaded { .. } => "Too many boards are loading right now; retry shortly",
             ApiError::Internal => "Internal error",
         }
     }
@@ -132,7 +139,7 @@ mod tests {
 
     #[test]
     fn catalogue() {
-        let cases: [(ApiError, u16, &str, Option<&str>); 11] = [
+        let cases: [(ApiError, u16, &str, Option<&str>); 12] = [
             (
                 ApiError::invalid_request("view", "x"),
                 400,
@@ -173,6 +180,14 @@ mod tests {
             ),
             (ApiError::UpstreamError, 502, "UPSTREAM_ERROR", None),
             (ApiError::UpstreamTimeout, 504, "UPSTREAM_TIMEOUT", None),
+            (
+                ApiError::Overloaded {
+                    retry_after: Duration::from_secs(1),
+                },
+                503,
+                "OVERLOADED",
+                None,
+            ),
             (ApiError::Internal, 500, "INTERNAL_ERROR", None),
         ];
         for (err, status, code, field) in cases {

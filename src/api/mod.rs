@@ -9,10 +9,10 @@ pub mod respond;
 pub mod route;
 pub mod share_link;
 
-use crate::cache::BoardCache;
 use crate::config::{ApiSettings, ConfigError};
+use crate::encoding;
+use crate::governance::{Boards, LoadError};
 use crate::metrics;
-use crate::provider::client::ProviderClient;
 use error::ApiError;
 use http::{HeaderMap, Method};
 use pingora_limits::rate::Rate;
@@ -43,7 +43,7 @@ pub struct RequestParts<'a> {
 /// `Arc` or own it in the host's `ProxyHttp`.
 pub struct BoardApi {
     share_host: String,
-    boards: BoardCache,
+    boards: Boards,
     limiter: Option<RateLimiter>,
     /// `/api` unless configured: the endpoints are `{prefix}/search` and
     /// `{prefix}/detail`.
@@ -54,6 +54,8 @@ pub struct BoardApi {
     answer_all_paths: bool,
     /// Standalone only: `GET /` and `HEAD /` are the playground page.
     playground: bool,
+    /// Serve cached renders compressed per `Accept-Encoding` (default true).
+    compress: bool,
 }
 
 impl BoardApi {
@@ -67,21 +69,22 @@ impl BoardApi {
     /// A [`ConfigError`] for `board_api.provider` when the provider client
     /// cannot be built (e.g. an unreadable or empty `ca_file`).
     pub fn new(settings: &ApiSettings) -> Result<Self, ConfigError> {
-        let client = ProviderClient::new(settings.provider.clone())
-            .map_err(|e| ConfigError::new("board_api.provider", e.to_string()))?;
-        let loader = crate::pipeline::BoardLoader::new(client, settings.provider_name.clone());
+        let boards = Boards::new(
+            settings.provider.clone(),
+            settings.provider_name.clone(),
+            settings.cache.clone(),
+            &settings.limits,
+        )
+        .map_err(|e| ConfigError::new("board_api.provider", e))?;
         Ok(BoardApi {
             share_host: settings.share_host.clone(),
-            boards: BoardCache::new(
-                loader,
-                settings.cache.clone(),
-                settings.provider.fetch_deadline,
-            ),
+            boards,
             limiter: settings.rate_limit.map(RateLimiter::new),
             prefix: settings.prefix.clone(),
             claim_prefix: settings.claim_prefix,
             answer_all_paths: false,
             playground: false,
+            compress: true,
         })
     }
 
@@ -109,6 +112,14 @@ impl BoardApi {
     /// it has no effect, so an embedding host never serves it.
     pub fn serve_playground(mut self, on: bool) -> Self {
         self.playground = on;
+        self
+    }
+
+    /// Whether cached renders are served compressed (gzip, br, zstd by
+    /// `Accept-Encoding`, compressed once and cached). Default true; the
+    /// standalone binary turns it off with `compression_level: 0`.
+    pub fn compress_renders(mut self, on: bool) -> Self {
+        self.compress = on;
         self
     }
 
@@ -167,33 +178,60 @@ impl BoardApi {
         let started = Instant::now();
         let (outcome, cached) = self
             .boards
-            .get(&request.link.board_id, &request.link.permission_id)
+            .document(&request.link.board_id, &request.link.permission_id)
             .await;
         metrics::cache(cached);
         if !cached {
             metrics::upstream_seconds(started.elapsed().as_secs_f64());
         }
+        let board_id = &request.link.board_id;
+        // Provider texts are redacted by the client; the link is never logged.
         let document = outcome.map_err(|e| {
-            // The FetchError text is redacted by the client; the link is never logged.
             log::warn!(
-                "board {} failed after {:?}: {e:?}",
-                request.link.board_id,
+                "board {board_id} failed after {:?}: {e:?}",
                 started.elapsed()
             );
-            ApiError::from(&e)
+            api_error(e)
         })?;
         log::debug!(
-            "board {} ready in {:?} (cached: {cached})",
-            request.link.board_id,
+            "board {board_id} ready in {:?} (cached: {cached})",
             started.elapsed()
         );
-        let rendered = document
-            .rendered(endpoint.name(), &request.selection)
+        let encoding = if self.compress {
+            encoding::negotiate(
+                req.headers
+                    .get(http::header::ACCEPT_ENCODING)
+                    .map(http::HeaderValue::as_bytes),
+            )
+        } else {
+            encoding::Encoding::Identity
+        };
+        let variant = self
+            .boards
+            .variant(&document, endpoint.name(), &request.selection, encoding)
+            .await
             .map_err(|e| {
-                log::error!("board {}: {e}", request.link.board_id);
-                ApiError::Internal
+                log::error!("board {board_id}: {e:?}");
+                api_error(e)
             })?;
-        Ok(respond::success(&rendered, req.headers))
+        Ok(respond::success(
+            &variant.rendered,
+            variant.encoding,
+            req.headers,
+        ))
+    }
+}
+
+/// How long a client refused with `503 OVERLOADED` should wait.
+const OVERLOADED_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+fn api_error(e: LoadError) -> ApiError {
+    match e {
+        LoadError::Fetch(e) => ApiError::from(&e),
+        LoadError::Overloaded => ApiError::Overloaded {
+            retry_after: OVERLOADED_RETRY_AFTER,
+        },
+        LoadError::Internal(_) => ApiError::Internal,
     }
 }
 

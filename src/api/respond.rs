@@ -4,6 +4,7 @@
 
 use super::error::ApiError;
 use super::route::ALLOW;
+use crate::encoding::Encoding;
 use crate::pipeline::Rendered;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -73,7 +74,7 @@ pub fn error(err: &ApiError) -> ApiResponse {
     response.set(header::CACHE_CONTROL, ERROR_CACHE_CONTROL);
     match err {
         ApiError::MethodNotAllowed => response.set(header::ALLOW, ALLOW),
-        ApiError::RateLimited { retry_after } => {
+        ApiError::RateLimited { retry_after } | ApiError::Overloaded { retry_after } => {
             let secs = retry_after.as_secs().max(1);
             response
                 .headers
@@ -127,8 +128,14 @@ fn if_none_match(request_headers: &HeaderMap, etag: &HeaderValue) -> bool {
 }
 
 /// `200` with the envelope and the weak ETag, or `304` when the request's
-/// `If-None-Match` matches it.
-pub fn success(rendered: &Rendered, request_headers: &HeaderMap) -> ApiResponse {
+/// `If-None-Match` matches it. `encoding` is the coding `rendered.body` is
+/// already in (`Content-Encoding` on a `200`); Pingora's compression module
+/// leaves a response that has one alone.
+pub fn success(
+    rendered: &Rendered,
+    encoding: Encoding,
+    request_headers: &HeaderMap,
+) -> ApiResponse {
     let not_modified = if_none_match(request_headers, &rendered.etag);
     let mut response = ApiResponse::new(if not_modified {
         StatusCode::NOT_MODIFIED
@@ -140,6 +147,9 @@ pub fn success(rendered: &Rendered, request_headers: &HeaderMap) -> ApiResponse 
     response.set(header::VARY, "Accept-Encoding");
     if !not_modified {
         response.set(header::CONTENT_TYPE, JSON);
+        if let Some(token) = encoding.token() {
+            response.set(header::CONTENT_ENCODING, token);
+        }
         response.body = rendered.body.clone();
     }
     response
@@ -186,6 +196,17 @@ mod tests {
             (r.status.as_u16(), header(&r, "retry-after")),
             (429, Some("1"))
         );
+        let r = error(&ApiError::Overloaded {
+            retry_after: std::time::Duration::from_secs(2),
+        });
+        assert_eq!(
+            (r.status.as_u16(), header(&r, "retry-after")),
+            (503, Some("2"))
+        );
+        assert_eq!(header(&r, "cache-control"), Some("no-store"));
+        assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
+        let body: Value = serde_json::from_slice(&r.body).expect("json");
+        assert_eq!(body["error"]["code"], "OVERLOADED");
     }
 
     #[test]
@@ -221,7 +242,11 @@ mod tests {
             if let Some(inm) = inm {
                 headers.insert(header::IF_NONE_MATCH, inm.clone());
             }
-            success(&render(e, sel, d).expect("renders"), &headers)
+            success(
+                &render(e, sel, d).expect("renders"),
+                Encoding::Identity,
+                &headers,
+            )
         };
         let r = ok("detail", "full", &data, None);
         assert_eq!(r.status, 200);
@@ -262,6 +287,15 @@ mod tests {
             assert_eq!(header(&r, "cache-control"), Some(SUCCESS_CACHE_CONTROL));
             assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
         }
+        let rendered = render("detail", "full", &data).expect("renders");
+        let gz = success(&rendered, Encoding::Gzip, &HeaderMap::new());
+        assert_eq!(header(&gz, "content-encoding"), Some("gzip"));
+        assert_eq!(gz.headers.get("etag"), Some(&etag));
+        let mut inm = HeaderMap::new();
+        inm.insert(header::IF_NONE_MATCH, etag.clone());
+        let not_modified = success(&rendered, Encoding::Gzip, &inm);
+        assert_eq!(not_modified.status, 304);
+        assert_eq!(header(&not_modified, "content-encoding"), None);
         let stale = HeaderValue::from_static("W/\"0123\"");
         let r = ok("detail", "full", &data, Some(&stale));
         assert_eq!(r.status, 200);
@@ -279,7 +313,9 @@ mod tests {
                     HeaderValue::from_str(v).expect("header"),
                 );
             }
-            success(&rendered, &headers).status.as_u16()
+            success(&rendered, Encoding::Identity, &headers)
+                .status
+                .as_u16()
         };
         let tag = rendered.etag.to_str().expect("ascii");
         let strong = &tag[2..];
@@ -299,8 +335,8 @@ mod tests {
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, rendered.etag.clone());
         let answers = [
-            success(&rendered, &HeaderMap::new()),
-            success(&rendered, &inm),
+            success(&rendered, Encoding::Identity, &HeaderMap::new()),
+            success(&rendered, Encoding::Identity, &inm),
             preflight(&HeaderMap::new()),
             error(&ApiError::NotFound),
             error(&ApiError::MethodNotAllowed),

@@ -10,6 +10,7 @@
 //! TLS, metrics endpoint, compression, playground).
 
 use crate::cache::CacheSettings;
+use crate::governance::{Limits, WorkPool};
 use crate::provider::client::ProviderSettings;
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -70,6 +71,9 @@ pub(crate) struct BoardApiConf {
     pub cache: Option<CacheConf>,
     #[serde(default)]
     pub rate_limit: Option<RateLimitConf>,
+    /// Work pool, cold-load admission and the upstream cap; defaults when absent.
+    #[serde(default)]
+    pub limits: Option<LimitsConf>,
     /// The standalone binary's own settings; an embedding host ignores them.
     #[serde(default)]
     pub server: Option<ServerConf>,
@@ -121,21 +125,36 @@ pub(crate) struct CacheConf {
     /// `false` turns caching and request coalescing off.
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// Seconds a document is served (also accepted as `ttl`); 0 turns
+    /// Seconds a document (and what is rendered from it) is served; 0 turns
     /// caching off.
     #[serde(alias = "ttl")]
     pub ttl_seconds: Option<u64>,
     pub error_ttl_seconds: Option<u64>,
-    pub max_entries: Option<usize>,
+    /// One byte budget over documents, rendered bodies and their
+    /// compressed variants (default 256 MiB).
+    #[serde(alias = "size")]
+    pub budget_bytes: Option<usize>,
+    /// The heaviest single entry kept (default a quarter of the budget);
+    /// heavier documents are served but not kept.
     pub max_document_bytes: Option<usize>,
-    /// An approximate byte budget (`size`): sets
-    /// `max_document_bytes` to at most it and `max_entries` to one entry per
-    /// 64 KiB of it, unless those are given.
-    pub size: Option<usize>,
+    /// Failures remembered at most (default 1024).
+    pub max_error_entries: Option<usize>,
 }
 
-/// The typical document size `cache.size` is divided by to count entries.
-const TYPICAL_DOCUMENT_BYTES: usize = 64 * 1024;
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LimitsConf {
+    /// Threads for CPU-heavy steps (default half the cores, at least 1).
+    pub work_threads: Option<usize>,
+    /// Jobs waiting for a work thread (default 256).
+    pub work_queue: Option<usize>,
+    /// Cold loads (fetch + build) at once (default 4).
+    pub max_cold_loads: Option<usize>,
+    /// Cold loads waiting for a slot; past it `503 OVERLOADED` (default 64).
+    pub cold_queue: Option<usize>,
+    /// Requests in flight to the provider at once (default 32).
+    pub max_upstream_requests: Option<usize>,
+}
 
 fn yes() -> bool {
     true
@@ -175,6 +194,7 @@ pub struct ApiSettings {
     /// `None`: caching off.
     pub(crate) cache: Option<CacheSettings>,
     pub(crate) rate_limit: Option<u32>,
+    pub(crate) limits: Limits,
 }
 
 /// What only the standalone binary runs on (`board_api.server`).
@@ -472,6 +492,8 @@ impl BoardApiConf {
                 1,
                 10_000_000,
             )?,
+            // Set from `limits.max_upstream_requests` when the API is built.
+            max_in_flight: defaults.max_in_flight,
         };
         // The client's own rules (origin shape, user agent, positive limits);
         // its messages start with the setting's name.
@@ -499,6 +521,7 @@ impl BoardApiConf {
             provider,
             cache,
             rate_limit: self.rate_limit.map(|r| r.requests_per_second),
+            limits: limits_settings(self.limits)?,
         })
     }
 }
@@ -532,16 +555,24 @@ fn cache_settings(conf: Option<CacheConf>) -> Result<CacheSettings, ConfigError>
     let Some(c) = conf else {
         return Ok(d);
     };
-    let size = c
-        .size
-        .map(|s| within("board_api.cache.size", Some(s), s, 1024, 1 << 40))
-        .transpose()?;
-    let default_entries = size.map_or(d.max_entries, |s| (s / TYPICAL_DOCUMENT_BYTES).max(1));
-    let default_document = size.map_or(d.max_document_bytes, |s| s.min(d.max_document_bytes));
+    let budget_bytes = within(
+        "board_api.cache.budget_bytes",
+        c.budget_bytes,
+        d.budget_bytes,
+        1 << 20,
+        1 << 40,
+    )?;
+    let max_entry_bytes = within(
+        "board_api.cache.max_document_bytes",
+        c.max_document_bytes,
+        budget_bytes / 4,
+        1024,
+        budget_bytes,
+    )?;
     let secs = |key: &str, value: Option<u64>, default: Duration, max: usize| {
         within(
             key,
-            value.map(|v| v as usize),
+            value.map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
             default.as_secs() as usize,
             1,
             max,
@@ -556,19 +587,61 @@ fn cache_settings(conf: Option<CacheConf>) -> Result<CacheSettings, ConfigError>
             d.error_ttl,
             3_600,
         )?,
-        max_entries: within(
-            "board_api.cache.max_entries",
-            c.max_entries,
-            default_entries,
+        budget_bytes,
+        max_entry_bytes,
+        max_error_entries: within(
+            "board_api.cache.max_error_entries",
+            c.max_error_entries,
+            d.max_error_entries,
             1,
-            10_000_000,
+            1_000_000,
         )?,
-        max_document_bytes: within(
-            "board_api.cache.max_document_bytes",
-            c.max_document_bytes,
-            default_document,
-            1024,
-            1 << 32,
+    })
+}
+
+/// `board_api.limits`, with defaults. The bounds keep every value inside
+/// what the pool, the semaphores and the OS accept, so nothing that passes
+/// here can fail or panic later.
+fn limits_settings(conf: Option<LimitsConf>) -> Result<Limits, ConfigError> {
+    let d = Limits::default();
+    let Some(l) = conf else {
+        return Ok(d);
+    };
+    Ok(Limits {
+        work_threads: within(
+            "board_api.limits.work_threads",
+            l.work_threads,
+            WorkPool::default_threads(),
+            1,
+            256,
+        )?,
+        work_queue: within(
+            "board_api.limits.work_queue",
+            l.work_queue,
+            d.work_queue,
+            1,
+            1_000_000,
+        )?,
+        max_cold_loads: within(
+            "board_api.limits.max_cold_loads",
+            l.max_cold_loads,
+            d.max_cold_loads,
+            1,
+            10_000,
+        )?,
+        cold_queue: within(
+            "board_api.limits.cold_queue",
+            l.cold_queue,
+            d.cold_queue,
+            0,
+            1_000_000,
+        )?,
+        max_upstream_requests: within(
+            "board_api.limits.max_upstream_requests",
+            l.max_upstream_requests,
+            d.max_upstream_requests,
+            1,
+            10_000,
         )?,
     })
 }
@@ -785,15 +858,77 @@ mod tests {
 
     #[test]
     fn cache_accepts_design_names_ttl_and_size() {
-        let c = with("  cache:\n    ttl: 30\n    size: 1048576\n").expect("valid");
+        let c = with("  cache:\n    ttl: 30\n    size: 4194304\n").expect("valid");
         let c = c.cache.expect("on");
         assert_eq!(c.ttl, Duration::from_secs(30));
-        assert_eq!((c.max_entries, c.max_document_bytes), (16, 1_048_576));
-        let c = with("  cache:\n    size: 1073741824\n    max_entries: 5\n").expect("valid");
+        assert_eq!((c.budget_bytes, c.max_entry_bytes), (4 << 20, 1 << 20));
+        let c = with("  cache:\n    budget_bytes: 1073741824\n    max_document_bytes: 5000\n")
+            .expect("valid");
         let c = c.cache.expect("on");
-        assert_eq!((c.max_entries, c.max_document_bytes), (5, 8 << 20));
+        assert_eq!((c.budget_bytes, c.max_entry_bytes), (1 << 30, 5000));
         let err = with("  cache:\n    size: 10\n").expect_err("tiny");
-        assert_eq!(err.key, "board_api.cache.size");
+        assert_eq!(err.key, "board_api.cache.budget_bytes");
+    }
+
+    #[test]
+    fn limits_default_and_refuse_values_that_could_fail_later() {
+        let s = with("").expect("valid");
+        assert_eq!(s.limits, Limits::default());
+        assert!(s.limits.work_threads >= 1);
+        let s = with("  limits:\n    work_threads: 3\n    max_cold_loads: 1\n    cold_queue: 0\n    max_upstream_requests: 8\n")
+            .expect("valid");
+        assert_eq!(
+            (
+                s.limits.work_threads,
+                s.limits.max_cold_loads,
+                s.limits.cold_queue
+            ),
+            (3, 1, 0)
+        );
+        assert_eq!(s.limits.max_upstream_requests, 8);
+        let bad = [
+            ("    work_threads: 0\n", "board_api.limits.work_threads"),
+            (
+                "    work_threads: 100000\n",
+                "board_api.limits.work_threads",
+            ),
+            ("    work_queue: 0\n", "board_api.limits.work_queue"),
+            ("    max_cold_loads: 0\n", "board_api.limits.max_cold_loads"),
+            (
+                "    cold_queue: 18446744073709551615\n",
+                "board_api.limits.cold_queue",
+            ),
+            (
+                "    max_upstream_requests: 0\n",
+                "board_api.limits.max_upstream_requests",
+            ),
+            ("    bogus: 1\n", "board_api"),
+            ("    cold_queue: -1\n", "board_api"),
+        ];
+        for (extra, key) in bad {
+            let err = with(&format!("  limits:\n{extra}")).expect_err(extra);
+            assert_eq!(err.key, key, "{extra}: {err}");
+        }
+        let cache_bad = [
+            ("    budget_bytes: 1000\n", "board_api.cache.budget_bytes"),
+            (
+                "    budget_bytes: 2097152\n    max_document_bytes: 4194304\n",
+                "board_api.cache.max_document_bytes",
+            ),
+            (
+                "    max_error_entries: 0\n",
+                "board_api.cache.max_error_entries",
+            ),
+            (
+                "    error_ttl_seconds: 18446744073709551615\n",
+                "board_api.cache.error_ttl_seconds",
+            ),
+            ("    max_entries: 5\n", "board_api"),
+        ];
+        for (extra, key) in cache_bad {
+            let err = with(&format!("  cache:\n{extra}")).expect_err(extra);
+            assert_eq!(err.key, key, "{extra}: {err}");
+        }
     }
 
     #[test]

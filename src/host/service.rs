@@ -35,6 +35,11 @@ impl ProxyHttp for BoardApiService {
     fn new_ctx(&self) -> Self::CTX {}
 
     fn init_downstream_modules(&self, modules: &mut HttpModules) {
+        // For our other answers (errors, small bodies). Successful renders
+        // arrive already compressed (once per coding, cached) with
+        // `Content-Encoding` set; the module leaves a response alone when the
+        // client accepts its coding (`decide_action` in Pingora's
+        // compression module), so nothing is compressed twice.
         modules.add_module(ResponseCompressionBuilder::enable(self.compression_level));
     }
 
@@ -78,7 +83,8 @@ pub(crate) fn service(
     let api = Arc::new(
         BoardApi::new(&settings.api)?
             .answer_all_paths()
-            .serve_playground(settings.server.playground),
+            .serve_playground(settings.server.playground)
+            .compress_renders(settings.server.compression_level > 0),
     );
     let mut service = pingora_proxy::http_proxy_service_with_name(
         conf,

@@ -16,65 +16,70 @@ pub use render::{render, RenderError, Rendered};
 
 use crate::select::Selection;
 use serde_json::Value;
-use std::collections::VecDeque;
-use std::sync::Mutex;
 
-/// How many distinct (endpoint, selection) renders one board keeps; popular
-/// selections repeat, and the renders die with the board's cache entry.
-pub const MAX_RENDERS_PER_BOARD: usize = 8;
-
-type RenderKey = (&'static str, String);
-
-/// One loaded board: the sanitized full document and the bodies rendered
-/// from it so far.
+/// One loaded board: the sanitized full document. What is rendered from it
+/// is cached beside it, weighed in the same byte budget.
 pub struct LoadedBoard {
     pub document: Value,
-    renders: Mutex<VecDeque<(RenderKey, Rendered)>>,
 }
 
 impl LoadedBoard {
     pub fn new(document: Value) -> Self {
-        LoadedBoard {
-            document,
-            renders: Mutex::new(VecDeque::with_capacity(MAX_RENDERS_PER_BOARD)),
-        }
+        LoadedBoard { document }
     }
 
     /// The response body and ETag of `selection` on this document for the
-    /// endpoint named `scope`, rendered once per (scope, selection) and then
-    /// reused.
+    /// endpoint named `scope`. CPU work: callers run it on the work pool
+    /// and cache the result.
     ///
     /// # Errors
     /// As [`render()`].
-    pub fn rendered(
+    pub fn render(
         &self,
         scope: &'static str,
         selection: &Selection,
     ) -> Result<Rendered, RenderError> {
-        let canonical = selection.canonical();
-        let found = self
-            .lock()
-            .iter()
-            .find(|((s, c), _)| *s == scope && *c == canonical)
-            .map(|(_, r)| r.clone());
-        if let Some(rendered) = found {
-            return Ok(rendered);
-        }
-        // Rendered outside the lock; two racing requests may both render once.
         let data = selection.apply(&self.document);
-        let rendered = render(scope, &canonical, &data)?;
-        let mut renders = self.lock();
-        if renders.len() == MAX_RENDERS_PER_BOARD {
-            renders.pop_front();
-        }
-        renders.push_back(((scope, canonical), rendered.clone()));
-        Ok(rendered)
+        render(scope, &selection.canonical(), &data)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(RenderKey, Rendered)>> {
-        // A panic while holding the lock leaves a valid list behind.
-        self.renders.lock().unwrap_or_else(|e| e.into_inner())
+    /// An over-estimate of the heap bytes this board holds, for the cache's
+    /// byte budget.
+    pub fn weight(&self) -> usize {
+        std::mem::size_of::<Self>() + value_heap_bytes(&self.document)
     }
+}
+
+/// Heap bytes under a `serde_json::Value` (with `preserve_order`, objects
+/// are index maps: a hash slot plus an entry of key, value and hash each),
+/// rounded up generously: allocators round small allocations up too.
+fn value_heap_bytes(value: &Value) -> usize {
+    const VALUE: usize = std::mem::size_of::<Value>();
+    // Key `String` + `Value` + cached hash, plus the index slot.
+    const OBJECT_ENTRY: usize = std::mem::size_of::<String>() + VALUE + 8 + 8;
+    // Every allocation costs its header and rounding: count 16 bytes each.
+    const ALLOCATION: usize = 16;
+    let mut total = 0;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+            Value::String(s) => s.capacity() + ALLOCATION,
+            Value::Array(items) => {
+                stack.extend(items.iter());
+                items.capacity() * VALUE + ALLOCATION
+            }
+            Value::Object(map) => {
+                stack.extend(map.values());
+                // Index maps grow by doubling: count the slack as used.
+                let slots = map.len().next_power_of_two();
+                slots * OBJECT_ENTRY
+                    + 2 * ALLOCATION
+                    + map.keys().map(|k| k.capacity() + ALLOCATION).sum::<usize>()
+            }
+        };
+    }
+    total
 }
 
 #[cfg(test)]
@@ -83,29 +88,29 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn renders_are_reused_per_endpoint_and_selection() {
+    fn render_is_per_endpoint_and_selection() {
         use crate::select::View;
         let board = LoadedBoard::new(
             json!({"version": 1, "source": {"provider": "p", "boardId": "b"}, "fetchedAt": "t", "board": {"id": "b", "type": "BOARD", "title": "T", "children": []}}),
         );
         let compact = Selection::view(View::Compact);
-        let first = board.rendered("search", &compact).expect("renders");
-        let again = board.rendered("search", &compact).expect("renders");
-        // The same bytes, not a re-render: `Bytes` clones share storage.
-        assert_eq!(first.body.as_ptr(), again.body.as_ptr());
-        let detail = board.rendered("detail", &compact).expect("renders");
+        let first = board.render("search", &compact).expect("renders");
+        assert_eq!(board.render("search", &compact).expect("renders"), first);
+        let detail = board.render("detail", &compact).expect("renders");
         assert_ne!(detail.etag, first.etag);
-        // Beyond the cap the oldest render is dropped and rebuilt when asked again.
-        for i in 0..MAX_RENDERS_PER_BOARD {
-            let sel = Selection::include(&format!(
-                "version,board.id{}",
-                ",board.title".repeat(i.min(1))
-            ))
-            .expect("valid");
-            let _ = board.rendered(if i % 2 == 0 { "detail" } else { "search" }, &sel);
+    }
+
+    #[test]
+    fn weight_covers_at_least_the_serialized_size() {
+        let docs = [
+            json!(null),
+            json!({"a": [1, 2.5, "x", true, null], "b": {"c": "long string here"}}),
+            json!({"board": {"children": (0..500).map(|i| json!({"id": format!("e{i}"), "title": "card ".repeat(i % 7)})).collect::<Vec<_>>()}}),
+        ];
+        for doc in docs {
+            let real = serde_json::to_vec(&doc).expect("serializes").len();
+            let board = LoadedBoard::new(doc);
+            assert!(board.weight() >= real, "{} < {real}", board.weight());
         }
-        assert!(board.lock().len() <= MAX_RENDERS_PER_BOARD);
-        let rebuilt = board.rendered("search", &compact).expect("renders");
-        assert_eq!(rebuilt, first);
     }
 }

@@ -19,6 +19,7 @@ pub use rules::MAX_TOKEN_BYTES;
 pub use settings::ProviderSettings;
 pub use transport::RESOLVE_TTL;
 
+use crate::governance::WorkPool;
 use crate::provider::error::{redact_permission, FetchError};
 use crate::provider::fetched::Fetched;
 use pingora_error::{Error, ErrorType};
@@ -43,6 +44,24 @@ pub struct ProviderClient {
 struct Inner {
     settings: ProviderSettings,
     transport: Transport,
+    /// Where JSON parsing and merging run; inline when absent.
+    pool: Option<WorkPool>,
+}
+
+impl Inner {
+    /// Runs CPU work on the pool when there is one.
+    async fn cpu<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, FetchError> {
+        match &self.pool {
+            Some(pool) => pool
+                .run(job)
+                .await
+                .map_err(|e| FetchError::upstream(e.to_string())),
+            None => Ok(job()),
+        }
+    }
 }
 
 impl std::fmt::Debug for ProviderClient {
@@ -65,6 +84,18 @@ impl ProviderClient {
     /// setting, or `FileReadError`/`InvalidCert` when `ca_file` cannot be read or
     /// holds no usable certificate. Never panics.
     pub fn new(settings: ProviderSettings) -> pingora_error::Result<Self> {
+        Self::with_pool(settings, None)
+    }
+
+    /// As [`ProviderClient::new`], with gzip decoding, JSON parsing and
+    /// merging run on `pool` instead of the calling async thread.
+    ///
+    /// # Errors
+    /// As [`ProviderClient::new`].
+    pub fn with_pool(
+        settings: ProviderSettings,
+        pool: Option<WorkPool>,
+    ) -> pingora_error::Result<Self> {
         const INVALID: ErrorType = ErrorType::Custom("InvalidProviderSettings");
         settings
             .validate()
@@ -73,12 +104,13 @@ impl ProviderClient {
             Some(path) => Some(ca::load_ca_file(path)?),
             None => None,
         };
-        let transport =
-            Transport::new(&settings, ca).or_else(|msg| Error::e_explain(INVALID, msg))?;
+        let transport = Transport::new(&settings, ca, pool.clone())
+            .or_else(|msg| Error::e_explain(INVALID, msg))?;
         Ok(ProviderClient {
             inner: Arc::new(Inner {
                 settings,
                 transport,
+                pool,
             }),
         })
     }
@@ -105,10 +137,27 @@ impl ProviderClient {
     /// Nested boards never fail the fetch: one that fails or is cut off is
     /// simply not in [`Fetched::loaded_boards`].
     pub async fn fetch(&self, board_id: &str, permission_id: &str) -> Result<Fetched, FetchError> {
+        let deadline = tokio::time::Instant::now() + self.inner.settings.fetch_deadline;
+        self.fetch_until(board_id, permission_id, deadline).await
+    }
+
+    /// As [`ProviderClient::fetch`], with a deadline set by the caller (the
+    /// time a load waited for its turn counts toward `fetch_deadline`).
+    ///
+    /// # Errors
+    /// As [`ProviderClient::fetch`].
+    pub async fn fetch_until(
+        &self,
+        board_id: &str,
+        permission_id: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<Fetched, FetchError> {
         let started = Instant::now();
         let who = redact_permission(permission_id);
         let mut token = None;
-        let result = self.fetch_all(board_id, permission_id, &mut token).await;
+        let result = self
+            .fetch_all(board_id, permission_id, &mut token, deadline)
+            .await;
         let secrets = [permission_id, token.as_deref().unwrap_or_default()];
         let result = result.map_err(|e| e.redacted(&secrets));
         let ms = started.elapsed().as_millis();
@@ -133,9 +182,9 @@ impl ProviderClient {
         board_id: &str,
         permission_id: &str,
         token_out: &mut Option<String>,
+        deadline: tokio::time::Instant,
     ) -> Result<Fetched, FetchError> {
         let settings = &self.inner.settings;
-        let deadline = tokio::time::Instant::now() + settings.fetch_deadline;
         let transport = &self.inner.transport;
         let root = tokio::time::timeout_at(deadline, async {
             let response = transport
@@ -147,7 +196,10 @@ impl ProviderClient {
             let response = transport
                 .get("root board", &rules::boards_target(&ids, &token))
                 .await?;
-            let body = rules::parse_boards(&response)?;
+            let body = self
+                .inner
+                .cpu(move || rules::parse_boards(&response))
+                .await??;
             rules::check_root(&body, board_id)?;
             Ok::<_, FetchError>((token, body))
         })
@@ -159,7 +211,13 @@ impl ProviderClient {
 
         let mut fetched = Fetched::new(board_id, now_ms());
         fetched.fetched_time_ms = body.get("fetchedTime").and_then(epoch_ms);
-        fetched.merge_response(&body);
+        let mut fetched = self
+            .inner
+            .cpu(move || {
+                fetched.merge_response(&body);
+                fetched
+            })
+            .await?;
         if fetched.element_count() > settings.max_elements {
             return Err(FetchError::upstream(format!(
                 "root board has more than {} elements",
@@ -256,7 +314,10 @@ impl ProviderClient {
                 in_flight.spawn(async move {
                     let target = rules::boards_target(&ids, &token);
                     let answer = match inner.transport.get("nested boards", &target).await {
-                        Ok(response) => rules::parse_boards(&response),
+                        Ok(response) => inner
+                            .cpu(move || rules::parse_boards(&response))
+                            .await
+                            .and_then(|parsed| parsed),
                         Err(e) => Err(e),
                     };
                     (index, answer.map_err(|e| e.redacted(&[&token])))

@@ -35,6 +35,10 @@ pub struct ProviderSettings {
     pub concurrency: usize,
     /// Most merged elements for one share link. Default 200 000.
     pub max_elements: usize,
+    /// Requests in flight to the provider at once, across every fetch of
+    /// this client (token, root and nested boards alike); further ones wait
+    /// for a turn within their deadline. Default 32.
+    pub max_in_flight: usize,
 }
 
 impl Default for ProviderSettings {
@@ -51,6 +55,7 @@ impl Default for ProviderSettings {
             batch_size: 50,
             concurrency: 4,
             max_elements: 200_000,
+            max_in_flight: 32,
         }
     }
 }
@@ -98,6 +103,7 @@ impl ProviderSettings {
             ("batch_size", self.batch_size == 0),
             ("concurrency", self.concurrency == 0),
             ("max_elements", self.max_elements == 0),
+            ("max_in_flight", self.max_in_flight == 0),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, zero)| *zero) {
             return Err(format!("{name}: must be greater than zero"));

@@ -5,6 +5,7 @@
 
 use super::body::decode_body;
 use super::settings::ProviderSettings;
+use crate::governance::WorkPool;
 use crate::provider::error::FetchError;
 use bytes::Bytes;
 use pingora_core::connectors::http::Connector;
@@ -52,12 +53,20 @@ pub struct Transport {
     connect_timeout: Duration,
     read_timeout: Duration,
     max_response_bytes: usize,
+    /// The global cap on exchanges in flight to the provider.
+    in_flight: Arc<tokio::sync::Semaphore>,
+    /// Where gzip bodies are inflated; inline when absent.
+    pool: Option<WorkPool>,
 }
 
 impl Transport {
     /// Build the transport for validated `settings`, with the CA certificates
     /// already loaded from `settings.ca_file`.
-    pub fn new(settings: &ProviderSettings, ca: Option<Arc<CaType>>) -> Result<Self, String> {
+    pub fn new(
+        settings: &ProviderSettings,
+        ca: Option<Arc<CaType>>,
+        pool: Option<WorkPool>,
+    ) -> Result<Self, String> {
         let url = &settings.origin;
         let tls = match url.scheme() {
             "https" => true,
@@ -94,6 +103,12 @@ impl Transport {
             connect_timeout: settings.connect_timeout,
             read_timeout: settings.read_timeout,
             max_response_bytes: settings.max_response_bytes,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(
+                settings
+                    .max_in_flight
+                    .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+            pool,
         })
     }
 
@@ -182,6 +197,11 @@ impl Transport {
     /// [`FetchError::Timeout`] on a connect, write or read timeout.
     pub async fn get(&self, what: &str, target: &str) -> Result<Response, FetchError> {
         let started = Instant::now();
+        // One turn under the global cap per exchange (retry included); the
+        // caller's deadline bounds the wait.
+        let Ok(_turn) = self.in_flight.acquire().await else {
+            return Err(FetchError::upstream("provider client closed"));
+        };
         let result = self.get_once(target).await.map_err(|e| match e {
             FetchError::Upstream(msg) => FetchError::Upstream(format!("{what} request: {msg}")),
             other => other,
@@ -297,7 +317,17 @@ impl Transport {
             }
             body.extend_from_slice(&chunk);
         }
-        let body = match decode_body(encoding.as_deref(), body, max) {
+        let decoded = match (&self.pool, encoding.as_deref()) {
+            // Inflating is CPU work: off the async threads when a pool is set.
+            (Some(pool), Some(_)) => {
+                let encoding = encoding.clone();
+                pool.run(move || decode_body(encoding.as_deref(), body, max))
+                    .await
+                    .unwrap_or_else(|e| Err(FetchError::upstream(e.to_string())))
+            }
+            _ => decode_body(encoding.as_deref(), body, max),
+        };
+        let body = match decoded {
             Ok(body) => body,
             Err(e) => return Ok(Exchanged::Refused(e)),
         };
@@ -350,7 +380,7 @@ mod tests {
             origin: url::Url::parse(origin).unwrap(),
             ..ProviderSettings::default()
         };
-        Transport::new(&settings, None).unwrap()
+        Transport::new(&settings, None, None).unwrap()
     }
 
     #[test]

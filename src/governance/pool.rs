@@ -1,0 +1,219 @@
+//! The work pool: a fixed set of plain OS threads that run the CPU-heavy
+//! steps (gzip decoding, JSON parsing, normalizing, sanitizing, selecting,
+//! serializing, hashing, compressing) so the async worker threads only move
+//! bytes and headers. Callers `await` a result delivered through a oneshot
+//! channel; a job that panics becomes [`PoolError::Panicked`], never a hung
+//! request.
+
+use crate::metrics;
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use tokio::sync::{oneshot, Semaphore};
+
+/// Stack size of a pool thread: serde and the normalizer recurse over the
+/// document tree, so give them room beyond the 2 MiB default.
+const STACK_BYTES: usize = 8 << 20;
+
+/// Why a job produced no value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolError {
+    /// The job panicked (a bug); the pool thread survives.
+    Panicked,
+    /// The pool is gone (process shutting down).
+    Closed,
+}
+
+impl std::fmt::Display for PoolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PoolError::Panicked => f.write_str("work pool job panicked"),
+            PoolError::Closed => f.write_str("work pool closed"),
+        }
+    }
+}
+
+impl std::error::Error for PoolError {}
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+struct Queue {
+    jobs: Mutex<VecDeque<Job>>,
+    ready: Condvar,
+    busy: AtomicUsize,
+}
+
+/// A bounded pool of worker threads. Cheap to clone; the threads live as
+/// long as the process (they park on a condition variable when idle).
+#[derive(Clone)]
+pub struct WorkPool {
+    queue: Arc<Queue>,
+    /// Jobs accepted but not finished (queued or running) are bounded by
+    /// this: a caller past it waits asynchronously for room instead of
+    /// growing the queue without bound.
+    room: Arc<Semaphore>,
+    threads: usize,
+}
+
+impl std::fmt::Debug for WorkPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkPool")
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkPool {
+    /// Starts `threads` workers (at least 1) whose queue holds at most
+    /// `queue` jobs beyond the running ones.
+    ///
+    /// # Errors
+    /// The operating system refused to start a thread.
+    pub fn new(threads: usize, queue: usize) -> std::io::Result<Self> {
+        let threads = threads.max(1);
+        let shared = Arc::new(Queue {
+            jobs: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+            busy: AtomicUsize::new(0),
+        });
+        for i in 0..threads {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name(format!("board-api-work-{i}"))
+                .stack_size(STACK_BYTES)
+                .spawn(move || worker(&shared))?;
+        }
+        Ok(WorkPool {
+            queue: shared,
+            room: Arc::new(Semaphore::new(threads + queue.max(1))),
+            threads,
+        })
+    }
+
+    /// The default size: half the machine's cores (at least one), leaving
+    /// the rest to the host's own threads.
+    pub fn default_threads() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+    }
+
+    /// Runs `job` on a pool thread and waits (asynchronously) for its value.
+    ///
+    /// # Errors
+    /// [`PoolError::Panicked`] when the job panicked.
+    pub async fn run<T, F>(&self, job: F) -> Result<T, PoolError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let permit = Arc::clone(&self.room)
+            .acquire_owned()
+            .await
+            .map_err(|_| PoolError::Closed)?;
+        let (tx, rx) = oneshot::channel();
+        let boxed: Job = Box::new(move || {
+            let out = catch_unwind(AssertUnwindSafe(job)).map_err(|_| PoolError::Panicked);
+            // The caller may have gone away; nothing to do then.
+            let _ = tx.send(out);
+            drop(permit);
+        });
+        {
+            let mut jobs = lock(&self.queue.jobs);
+            jobs.push_back(boxed);
+            metrics::pool_queued(jobs.len());
+        }
+        self.queue.ready.notify_one();
+        rx.await.map_err(|_| PoolError::Closed)?
+    }
+
+    /// Jobs waiting for a thread right now.
+    pub fn queued(&self) -> usize {
+        lock(&self.queue.jobs).len()
+    }
+
+    /// Threads running a job right now.
+    pub fn busy(&self) -> usize {
+        self.queue.busy.load(Ordering::Relaxed)
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Jobs run outside the lock, so a poisoned lock still holds a valid queue.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn worker(queue: &Queue) {
+    loop {
+        let job = {
+            let mut jobs = lock(&queue.jobs);
+            loop {
+                if let Some(job) = jobs.pop_front() {
+                    metrics::pool_queued(jobs.len());
+                    break job;
+                }
+                jobs = queue.ready.wait(jobs).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        let busy = queue.busy.fetch_add(1, Ordering::Relaxed) + 1;
+        metrics::pool_busy(busy);
+        // `job` catches its own panic, so the thread always comes back here.
+        job();
+        let busy = queue.busy.fetch_sub(1, Ordering::Relaxed) - 1;
+        metrics::pool_busy(busy);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn runs_jobs_off_the_caller_and_returns_their_values() {
+        let pool = WorkPool::new(2, 4).expect("threads");
+        let caller = std::thread::current().id();
+        let (value, ran_on) = pool
+            .run(move || (6 * 7, std::thread::current().id()))
+            .await
+            .expect("ran");
+        assert_eq!(value, 42);
+        assert_ne!(ran_on, caller);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_is_an_error_and_the_pool_keeps_working() {
+        let pool = WorkPool::new(1, 1).expect("threads");
+        let failed = pool.run(|| -> u8 { panic!("bug in a job") }).await;
+        assert_eq!(failed, Err(PoolError::Panicked));
+        // The only thread survived the panic.
+        assert_eq!(pool.run(|| 1).await, Ok(1));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn at_most_threads_jobs_run_at_once() {
+        let pool = WorkPool::new(2, 8).expect("threads");
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let mut jobs = tokio::task::JoinSet::new();
+        for _ in 0..8 {
+            let (pool, running, peak) = (pool.clone(), Arc::clone(&running), Arc::clone(&peak));
+            jobs.spawn(async move {
+                pool.run(move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                })
+                .await
+            });
+        }
+        while let Some(done) = jobs.join_next().await {
+            assert_eq!(done.expect("task"), Ok(()));
+        }
+        let peak = peak.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&peak), "{peak} jobs ran at once");
+    }
+}
