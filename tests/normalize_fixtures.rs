@@ -368,3 +368,35 @@ fn planted_values_only_travel_inside_raw_leaves() {
         "comment userId / meta.creator copied"
     );
 }
+
+#[test]
+fn objects_that_sanitizing_emptied_inside_leaves_are_pruned_by_include() {
+    use shared_board_api::document::sanitize::sanitize;
+    use shared_board_api::select::{Selection, View};
+    let mut doc = document(EDGE);
+    sanitize(&mut doc);
+    // `full` is the sanitized document untouched: the emptied object stays.
+    assert_eq!(
+        find(&doc, "e-unknown")["content"],
+        json!({"strokes": [[0, 0], [10, 12]], "nested": {}})
+    );
+    let pruned = json!({"strokes": [[0, 0], [10, 12]]});
+    for selection in [
+        Selection::view(View::Standard),
+        Selection::include("board.children").expect("valid"),
+        Selection::include("board.children.content,board.children.id").expect("valid"),
+    ] {
+        let out = selection.apply(&doc);
+        assert_eq!(
+            find(&out, "e-unknown")["content"],
+            pruned,
+            "{}",
+            selection.canonical()
+        );
+    }
+    // Pruning is not matching: an exclude keeps the leaf as it is.
+    let out = Selection::exclude(View::Full, "board.children.title")
+        .expect("valid")
+        .apply(&doc);
+    assert_eq!(find(&out, "e-unknown")["content"]["nested"], json!({}));
+}

@@ -112,9 +112,7 @@ fn fetched(body: &Value) -> Fetched {
     }
 }
 
-/// The element each id resolves to, by an independent reading of the rule:
-/// the element stored under that id (when it does not name another id),
-/// else the first in key order whose `id` it is.
+/// The element each id resolves to, by an independent reading of the rule.
 fn winners(elements: &Map<String, Value>) -> Vec<(String, &Value)> {
     let resolve = |key: &String, e: &Value| {
         e.get("id")
@@ -122,21 +120,29 @@ fn winners(elements: &Map<String, Value>) -> Vec<(String, &Value)> {
             .unwrap_or(key)
             .to_owned()
     };
-    let mut ids: Vec<String> = elements.iter().map(|(k, e)| resolve(k, e)).collect();
-    ids.sort();
-    ids.dedup();
-    ids.into_iter()
-        .filter_map(|id| {
-            let own = elements.get(&id).filter(|e| resolve(&id, e) == id);
-            let first = || {
-                elements
-                    .iter()
-                    .find(|(k, e)| resolve(k, e) == id)
-                    .map(|(_, e)| e)
-            };
-            Some((id.clone(), own.or_else(first)?))
-        })
-        .collect()
+    let kind = |e: &Value| {
+        e.get("elementType")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    // The later claim wins, except that a SKELETON never replaces a BOARD;
+    // an entry that is not an object claims its key and is no element.
+    let mut out: Vec<(String, &Value)> = Vec::new();
+    for (key, e) in elements {
+        let id = resolve(key, e);
+        match out.iter_mut().find(|(w, _)| *w == id) {
+            Some(slot) => {
+                let keep = kind(slot.1).as_deref() == Some("BOARD")
+                    && kind(e).as_deref() == Some("SKELETON");
+                if !keep {
+                    slot.1 = e;
+                }
+            }
+            None => out.push((id, e)),
+        }
+    }
+    out.retain(|(_, e)| e.is_object());
+    out
 }
 
 /// Checks ids, parents, completeness and canvasOrder below `node`.
@@ -190,6 +196,15 @@ proptest! {
     fn normalizer_invariants(body in board()) {
         let input = serde_json::to_vec(&body).unwrap();
         let f = fetched(&body);
+        // Another element may claim the root's id after it: then that one is
+        // the root, and a root that is not a BOARD is refused.
+        let root_is_board = winners(&f.elements)
+            .iter()
+            .any(|(id, e)| id == "r" && e["elementType"] == "BOARD");
+        if !root_is_board {
+            prop_assert!(normalize(&f, "milanote").is_err());
+            return Ok(());
+        }
         let first = serde_json::to_vec(&normalize(&f, "milanote").unwrap()).unwrap();
         let second = serde_json::to_vec(&normalize(&f.clone(), "milanote").unwrap()).unwrap();
         prop_assert_eq!(&first, &second);

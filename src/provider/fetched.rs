@@ -1,7 +1,7 @@
 //! What the provider client hands the normalizer: the raw `/api/boards`
 //! responses of one share link, merged.
 
-use crate::provider::normalize::raw::element_id;
+use crate::provider::normalize::raw::{claimed_id, replaces};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 
@@ -48,10 +48,7 @@ impl Fetched {
     pub fn merge_response(&mut self, response: &Map<String, Value>) {
         if let Some(Value::Object(elements)) = response.get("elements") {
             for (key, element) in elements {
-                let id = match element {
-                    Value::Object(raw) => element_id(key, raw),
-                    _ => key.clone(),
-                };
+                let id = claimed_id(key, element);
                 self.merge_element(&id, element.clone());
             }
         }
@@ -69,12 +66,9 @@ impl Fetched {
 
     /// Insert one raw element under `id`, keeping an existing `BOARD` over a new `SKELETON`.
     pub fn merge_element(&mut self, id: &str, element: Value) {
-        let incoming_is_skeleton = element_type(&element) == Some("SKELETON");
-        if incoming_is_skeleton {
-            if let Some(existing) = self.elements.get(id) {
-                if element_type(existing) == Some("BOARD") {
-                    return;
-                }
+        if let Some(existing) = self.elements.get(id) {
+            if !replaces(existing, &element) {
+                return;
             }
         }
         self.elements.insert(id.to_owned(), element);

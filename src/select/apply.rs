@@ -58,8 +58,9 @@ fn include_value(program: &Program, value: &Value, state: u32) -> Option<Value> 
 
 /// Where a selector ends: the value whole, except that objects left empty
 /// inside it are dropped (recursively, so an object holding only empty objects
-/// goes too); arrays are kept, even empty. Raw values inside leaves are kept
-/// verbatim: the pruning walks model keys only, like the selectors.
+/// goes too); arrays are kept, even empty. The pruning reaches inside leaves
+/// too (raw `content` or `blocks` that sanitizing emptied), although no
+/// selector ever matches there.
 fn keep_whole(value: &Value, node: NodeId) -> Option<Value> {
     // A bulk clone then an in-place prune is cheaper than rebuilding key by
     // key: empty objects are rare in real documents.
@@ -72,7 +73,7 @@ fn keep_whole(value: &Value, node: NodeId) -> Option<Value> {
 fn prune_empty(model: &Model, value: &mut Value, node: NodeId) -> bool {
     let here = model.node(node);
     match value {
-        Value::Object(obj) if here.is_leaf() => obj.is_empty(),
+        Value::Object(_) | Value::Array(_) if here.is_leaf() => prune_raw(value),
         Value::Object(obj) => {
             let mut emptied = false;
             for (key, child) in obj.iter_mut() {
@@ -92,9 +93,25 @@ fn prune_empty(model: &Model, value: &mut Value, node: NodeId) -> bool {
             }
             obj.is_empty()
         }
-        Value::Array(_) if here.is_leaf() => false,
         Value::Array(items) => {
             items.retain_mut(|item| !prune_empty(model, item, node));
+            false
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => false,
+    }
+}
+
+/// [`prune_empty`] inside a leaf, where every key is raw: drops every object
+/// that is or becomes empty (from its object or array); arrays stay. Raw
+/// values are depth-bounded by the normalizer, so the recursion is too.
+fn prune_raw(value: &mut Value) -> bool {
+    match value {
+        Value::Object(obj) => {
+            obj.retain(|_, child| !prune_raw(child));
+            obj.is_empty()
+        }
+        Value::Array(items) => {
+            items.retain_mut(|item| !prune_raw(item));
             false
         }
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => false,
@@ -159,7 +176,7 @@ mod tests {
             "board": {
                 "id": "b", "location": {"position": {}}, "icon": {},
                 "children": [
-                    {"id": "n", "location": {}, "children": [], "content": {"k": {}}},
+                    {"id": "n", "location": {}, "children": [], "content": {"k": {}, "v": [[{}], {"e": {}}, 1]}},
                     {"id": "t", "table": {"rows": [[{}], [{"value": 1}, {}]]}, "children": []}
                 ]
             }
@@ -169,11 +186,11 @@ mod tests {
     #[test]
     fn include_table() {
         let cases: &[(&str, Value)] = &[
-            // Empty objects inside a kept value go, recursively; leaf content is verbatim.
+            // Empty objects inside a kept value go, recursively, inside leaves too.
             (
                 "board",
                 json!({"board": {"id": "b", "children": [
-                    {"id": "n", "children": [], "content": {"k": {}}},
+                    {"id": "n", "children": [], "content": {"v": [[], 1]}},
                     {"id": "t", "table": {"rows": [[], [{"value": 1}]]}, "children": []}
                 ]}}),
             ),
@@ -213,7 +230,7 @@ mod tests {
                 json!({"version": 1, "board": {
                     "id": "b", "location": {"position": {}}, "icon": {},
                     "children": [
-                        {"id": "n", "location": {}, "children": [], "content": {"k": {}}},
+                        {"id": "n", "location": {}, "children": [], "content": {"k": {}, "v": [[{}], {"e": {}}, 1]}},
                         {"id": "t", "table": {"rows": [[{}], [{}]]}, "children": []}
                     ]
                 }}),

@@ -148,15 +148,9 @@ fn children_returned(body: &Map<String, Value>, id: &str) -> bool {
         == Some(true)
 }
 
-/// An element by map key, else by its `id` or `_id` field.
-pub fn find_element<'a>(elements: &'a Map<String, Value>, id: &str) -> Option<&'a Value> {
-    elements.get(id).or_else(|| {
-        elements.values().find(|e| {
-            e.get("id").and_then(Value::as_str) == Some(id)
-                || e.get("_id").and_then(Value::as_str) == Some(id)
-        })
-    })
-}
+/// The element of `elements` that is `id`: the normalizer's rule, shared so
+/// that the root checked here is the root that is normalized.
+pub use crate::provider::normalize::raw::find_element;
 
 /// A provider error code is logged only when it looks like one (`[A-Z_]{1,64}`):
 /// never arbitrary provider text.
@@ -372,6 +366,49 @@ mod tests {
             json!({"elements": {"k": {"id": "r", "elementType": "BOARD"}}, "childrenReturned": {"r": true}}),
         );
         assert_eq!(check_root(&by_field, "r"), Ok(()));
+    }
+
+    /// The map key and the `id` field disagree: the root the check accepts
+    /// is the root the normalizer builds, and a root the check would accept
+    /// by its map key alone is refused.
+    #[test]
+    fn root_check_and_normalizer_find_one_root() {
+        use crate::provider::normalize::normalize;
+        use crate::provider::Fetched;
+        let answer =
+            |elements: Value| obj(json!({"elements": elements, "childrenReturned": {"r": true}}));
+        // Key "r" holds board "x"; the element whose id is "r" is under "k".
+        let body = answer(json!({
+            "r": {"id": "x", "elementType": "BOARD", "content": {"title": "Not me"}},
+            "k": {"id": "r", "elementType": "BOARD", "content": {"title": "Root"}}
+        }));
+        assert_eq!(check_root(&body, "r"), Ok(()));
+        let mut fetched = Fetched::new("r", 0);
+        fetched.merge_response(&body);
+        let doc = normalize(&fetched, "m").expect("the checked root normalizes");
+        assert_eq!(doc.board.id, "r");
+        assert_eq!(
+            serde_json::to_value(&doc).unwrap()["board"]["title"],
+            json!("Root")
+        );
+        // Key "r" holds a BOARD, but the element whose id is "r" is a card
+        // or a skeleton: refused, as the normalizer would refuse it.
+        let card = answer(json!({
+            "r": {"id": "x", "elementType": "BOARD"},
+            "k": {"_id": "r", "elementType": "CARD"}
+        }));
+        assert!(matches!(
+            check_root(&card, "r"),
+            Err(FetchError::Upstream(_))
+        ));
+        let mut fetched = Fetched::new("r", 0);
+        fetched.merge_response(&card);
+        assert!(normalize(&fetched, "m").is_err());
+        let skeleton = answer(json!({
+            "r": {"id": "x", "elementType": "BOARD"},
+            "k": {"id": "r", "elementType": "SKELETON"}
+        }));
+        assert_eq!(check_root(&skeleton, "r"), Err(FetchError::AccessDenied));
     }
 
     #[test]

@@ -234,9 +234,10 @@ mod tests {
             }),
         );
         let doc = serde_json::to_value(normalize(&f, "m").unwrap()).unwrap();
+        // The later claim wins, as when responses are merged.
         assert_eq!(
             doc["board"]["children"],
-            json!([{"id": "c", "type": "CARD", "location": {"parentId": "r"}, "children": []}])
+            json!([{"id": "c", "type": "TASK", "location": {"parentId": "r"}, "children": []}])
         );
     }
 

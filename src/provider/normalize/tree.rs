@@ -1,8 +1,9 @@
 //! Raw elements -> the node tree below the root, without recursion.
 //!
 //! - Index: each raw element (an object) gets its id (`id`, `_id`, map key).
-//!   When two elements claim one id, the one stored under that id as its map
-//!   key wins, else the first in map order; the other is dropped.
+//!   When two entries claim one id, the later one wins, except that a
+//!   `SKELETON` never replaces a `BOARD` (`raw::find_element`, the rule the
+//!   provider client checks the root with); the other is dropped.
 //! - Children of a node are the elements whose `location.parentId` is its id,
 //!   ordered by [`super::order`]. Every element has one parent, so each is
 //!   output at most once: the output grows linearly with the input.
@@ -42,30 +43,32 @@ pub struct Index<'a> {
 
 impl<'a> Index<'a> {
     pub fn new(elements: &'a Map<String, Value>) -> Index<'a> {
-        let mut entries: Vec<Entry<'a>> = Vec::with_capacity(elements.len());
-        let mut by_id: HashMap<String, usize> = HashMap::with_capacity(elements.len());
-        let mut keyed_by_id: Vec<bool> = Vec::with_capacity(elements.len());
+        // Which entry is which id: the rule of `raw::find_element`, so the
+        // root found here is the root the provider client checked.
+        let mut claims: Vec<(String, &'a Value)> = Vec::with_capacity(elements.len());
+        let mut claim_of: HashMap<String, usize> = HashMap::with_capacity(elements.len());
         for (key, value) in elements {
+            let id = super::raw::claimed_id(key, value);
+            match claim_of.get(&id) {
+                Some(&i) => {
+                    if super::raw::replaces(claims[i].1, value) {
+                        claims[i].1 = value;
+                    }
+                }
+                None => {
+                    claim_of.insert(id.clone(), claims.len());
+                    claims.push((id, value));
+                }
+            }
+        }
+        drop(claim_of);
+        let mut entries: Vec<Entry<'a>> = Vec::with_capacity(claims.len());
+        let mut by_id: HashMap<String, usize> = HashMap::with_capacity(claims.len());
+        for (id, value) in claims {
             let Some(raw) = value.as_object() else {
                 continue;
             };
-            let id = super::raw::element_id(key, raw);
-            let is_key = *key == id;
-            if let Some(&existing) = by_id.get(&id) {
-                if keyed_by_id[existing] || !is_key {
-                    continue;
-                }
-                // Same id, but this copy is stored under it: it wins.
-                entries[existing] = Entry {
-                    location: fields::location(raw),
-                    id,
-                    raw,
-                };
-                keyed_by_id[existing] = true;
-                continue;
-            }
             by_id.insert(id.clone(), entries.len());
-            keyed_by_id.push(is_key);
             entries.push(Entry {
                 location: fields::location(raw),
                 id,
@@ -269,14 +272,27 @@ mod tests {
             "x": {"elementType": "KEYED"},
             "y": {"id": "w", "first": true},
             "z": {"id": "w"},
-            "n": 5
+            "v": {"id": "b", "elementType": "BOARD"},
+            "u": {"id": "b", "elementType": "SKELETON"},
+            "n": 5,
+            "m": {"id": "n"}
         });
-        let index = Index::new(elements.as_object().unwrap());
+        let map = elements.as_object().unwrap();
+        let index = Index::new(map);
         let kind = |id: &str| fields::element_type(index.entries[index.by_id[id]].raw).to_owned();
+        // The later claim wins, except a SKELETON over a BOARD; the same
+        // element as the provider client's root check finds.
         assert_eq!(kind("x"), "KEYED");
-        assert!(index.by_id.contains_key("w"));
-        assert!(index.entries[index.by_id["w"]].raw.contains_key("first"));
-        assert_eq!(index.by_id.len(), 2);
-        assert!(!index.by_id.contains_key("n"));
+        assert!(!index.entries[index.by_id["w"]].raw.contains_key("first"));
+        assert_eq!(kind("b"), "BOARD");
+        for id in ["x", "w", "b", "n"] {
+            let found = super::super::raw::find_element(map, id).and_then(Value::as_object);
+            let indexed = index.by_id.get(id).map(|&i| index.entries[i].raw);
+            assert_eq!(found, indexed, "{id}");
+        }
+        assert_eq!(index.by_id.len(), 4);
+        // A non-object claims its key and can be replaced; alone it is no element.
+        let lone = json!({"n": 5});
+        assert!(Index::new(lone.as_object().unwrap()).by_id.is_empty());
     }
 }
