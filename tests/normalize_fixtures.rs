@@ -371,8 +371,8 @@ fn planted_values_only_travel_inside_raw_leaves() {
 
 #[test]
 fn objects_that_sanitizing_emptied_inside_leaves_are_pruned_by_include() {
-    use shared_board_api::document::sanitize::sanitize;
-    use shared_board_api::select::{Selection, View};
+    use shared_board_api::internals::document::sanitize::sanitize;
+    use shared_board_api::internals::select::{Selection, View};
     let mut doc = document(EDGE);
     sanitize(&mut doc);
     // `full` is the sanitized document untouched: the emptied object stays.
