@@ -117,7 +117,7 @@ pub struct CacheConf {
     pub ttl_seconds: Option<u64>,
     pub error_ttl_seconds: Option<u64>,
     /// One byte budget over documents, rendered bodies and their
-    /// compressed variants (default 256 MiB).
+    /// compressed variants (default 128 MiB).
     #[serde(alias = "size")]
     pub budget_bytes: Option<usize>,
     /// The heaviest single entry kept (default a quarter of the budget);
