@@ -68,8 +68,9 @@ pub struct Limits {
     /// Jobs waiting for a pool thread beyond the running ones (default 256);
     /// callers past it wait asynchronously.
     pub work_queue: usize,
-    /// Cold loads running at once (default 2: each holds a raw answer, its
-    /// parse and a document being built, tens of MB for a large board).
+    /// Cold loads running at once (default `work_threads`: a load is almost
+    /// all pool work, so more at once only adds memory, tens of MB each for
+    /// a large board, without finishing sooner).
     pub max_cold_loads: usize,
     /// Cold loads waiting for a slot (default 32); past it, `503`.
     pub cold_queue: usize,
@@ -79,10 +80,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
+        let work_threads = WorkPool::default_threads();
         Limits {
-            work_threads: WorkPool::default_threads(),
+            work_threads,
             work_queue: 256,
-            max_cold_loads: 2,
+            max_cold_loads: work_threads,
             cold_queue: 32,
             max_upstream_requests: 32,
         }
