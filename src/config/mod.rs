@@ -131,7 +131,7 @@ pub(crate) struct CacheConf {
     pub ttl_seconds: Option<u64>,
     pub error_ttl_seconds: Option<u64>,
     /// One byte budget over documents, rendered bodies and their
-    /// compressed variants (default 256 MiB).
+    /// compressed variants (default 128 MiB).
     #[serde(alias = "size")]
     pub budget_bytes: Option<usize>,
     /// The heaviest single entry kept (default a quarter of the budget);
@@ -148,7 +148,7 @@ pub(crate) struct LimitsConf {
     pub work_threads: Option<usize>,
     /// Jobs waiting for a work thread (default 256).
     pub work_queue: Option<usize>,
-    /// Cold loads (fetch + build) at once (default 4).
+    /// Cold loads (fetch + build) at once (default `work_threads`).
     pub max_cold_loads: Option<usize>,
     /// Cold loads waiting for a slot; past it `503 OVERLOADED` (default 64).
     pub cold_queue: Option<usize>,
@@ -607,14 +607,15 @@ fn limits_settings(conf: Option<LimitsConf>) -> Result<Limits, ConfigError> {
     let Some(l) = conf else {
         return Ok(d);
     };
+    let work_threads = within(
+        "board_api.limits.work_threads",
+        l.work_threads,
+        WorkPool::default_threads(),
+        1,
+        256,
+    )?;
     Ok(Limits {
-        work_threads: within(
-            "board_api.limits.work_threads",
-            l.work_threads,
-            WorkPool::default_threads(),
-            1,
-            256,
-        )?,
+        work_threads,
         work_queue: within(
             "board_api.limits.work_queue",
             l.work_queue,
@@ -625,7 +626,7 @@ fn limits_settings(conf: Option<LimitsConf>) -> Result<Limits, ConfigError> {
         max_cold_loads: within(
             "board_api.limits.max_cold_loads",
             l.max_cold_loads,
-            d.max_cold_loads,
+            work_threads,
             1,
             10_000,
         )?,
@@ -886,6 +887,8 @@ mod tests {
             (3, 1, 0)
         );
         assert_eq!(s.limits.max_upstream_requests, 8);
+        let s = with("  limits:\n    work_threads: 3\n").expect("valid");
+        assert_eq!(s.limits.max_cold_loads, 3, "follows work_threads");
         let bad = [
             ("    work_threads: 0\n", "board_api.limits.work_threads"),
             (

@@ -34,6 +34,11 @@
 //!   callers only wait. A caller dropped by a host's timeout neither cancels
 //!   the load nor leaves the key locked.
 //!
+//! Pool threads run at a lower scheduling priority (Linux nice 10), so the
+//! async threads answering cached requests get the CPU first, and after a
+//! cold load freed heap is handed back to the OS (glibc `malloc_trim`, at
+//! most once a second), so memory returns to about the budget.
+//!
 //! Upstream requests are capped too (`max_upstream_requests`, a semaphore in
 //! the provider client around each exchange), so a flood of distinct links
 //! cannot turn into a flood toward the provider.
@@ -42,7 +47,7 @@ mod admission;
 mod pool;
 
 pub use admission::{Admission, Refused};
-pub use pool::{PoolError, WorkPool};
+pub use pool::{trim_heap, PoolError, WorkPool};
 
 use crate::cache::{Budget, CacheSettings, Coalescer};
 use crate::encoding::{self, Encoding};
@@ -63,9 +68,11 @@ pub struct Limits {
     /// Jobs waiting for a pool thread beyond the running ones (default 256);
     /// callers past it wait asynchronously.
     pub work_queue: usize,
-    /// Cold loads running at once (default 4).
+    /// Cold loads running at once (default `work_threads`: a load is almost
+    /// all pool work, so more at once only adds memory, tens of MB each for
+    /// a large board, without finishing sooner).
     pub max_cold_loads: usize,
-    /// Cold loads waiting for a slot (default 64); past it, `503`.
+    /// Cold loads waiting for a slot (default 32); past it, `503`.
     pub cold_queue: usize,
     /// Requests in flight to the provider at once (default 32).
     pub max_upstream_requests: usize,
@@ -73,11 +80,12 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
+        let work_threads = WorkPool::default_threads();
         Limits {
-            work_threads: WorkPool::default_threads(),
+            work_threads,
             work_queue: 256,
-            max_cold_loads: 4,
-            cold_queue: 64,
+            max_cold_loads: work_threads,
+            cold_queue: 32,
             max_upstream_requests: 32,
         }
     }
@@ -367,10 +375,14 @@ impl Inner {
         let (board, weight) = self
             .pool
             .run(move || {
-                build(&fetched, &board_id, &name).map(|board| {
+                let built = build(&fetched, &board_id, &name).map(|board| {
                     let weight = board.weight();
                     (board, weight)
-                })
+                });
+                // The raw answer and its parse are the bulk of a load.
+                drop(fetched);
+                trim_heap();
+                built
             })
             .await
             .map_err(|e| LoadError::Internal(e.to_string()))?

@@ -12,6 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::{oneshot, Semaphore};
 
+/// How much lower than the async threads pool threads are scheduled (Linux
+/// nice value): the pool soaks up spare CPU, cached answers go first.
+const POOL_NICE: i32 = 10;
+
 /// Stack size of a pool thread: serde and the normalizer recurse over the
 /// document tree, so give them room beyond the 2 MiB default.
 const STACK_BYTES: usize = 8 << 20;
@@ -146,7 +150,41 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Lowers the calling thread's priority; on Linux `setpriority` with
+/// `who = 0` applies to the calling thread only.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a plain system call on the calling thread, no pointers.
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, POOL_NICE) };
+        if rc != 0 {
+            log::debug!("work pool: could not lower thread priority");
+        }
+    }
+}
+
+/// Returns freed heap to the operating system (glibc keeps it otherwise,
+/// and a cold load of a large board frees tens of MB of small objects).
+/// Cheap next to a cold load; called after one, at most once a second.
+pub fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::sync::atomic::AtomicU64;
+        static LAST: AtomicU64 = AtomicU64::new(0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if LAST.swap(now, Ordering::Relaxed) != now {
+            // SAFETY: malloc_trim only walks the allocator's own free lists.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        }
+    }
+}
+
 fn worker(queue: &Queue) {
+    lower_priority();
     loop {
         let job = {
             let mut jobs = lock(&queue.jobs);
