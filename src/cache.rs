@@ -65,9 +65,7 @@ impl Lookup<(String, String), Outcome, LookupContext> for BoardLookup {
         let ctx = extra.ok_or("board lookup without context")?;
         let outcome = ctx.loader.load(&ctx.board_id, &ctx.permission_id).await;
         let ttl = match &outcome {
-            Ok(board) if approx_json_size(&board.document) <= ctx.settings.max_document_bytes => {
-                ctx.settings.ttl
-            }
+            Ok(board) if board.weight() <= ctx.settings.max_document_bytes => ctx.settings.ttl,
             Ok(_) => Duration::from_secs(1),
             Err(_) => ctx.settings.error_ttl,
         };

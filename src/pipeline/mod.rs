@@ -9,13 +9,14 @@
 //! answers, the cache stores loaded boards.
 
 pub mod load;
+pub mod reference;
 pub mod render;
 
 pub use load::BoardLoader;
 pub use render::{render, RenderError, Rendered};
 
 use crate::select::Selection;
-use serde_json::Value;
+use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
@@ -25,19 +26,50 @@ pub const MAX_RENDERS_PER_BOARD: usize = 8;
 
 type RenderKey = (&'static str, String);
 
-/// One loaded board: the sanitized full document and the bodies rendered
-/// from it so far.
+/// One loaded board: the sanitized full document as compact JSON bytes
+/// (its serialized form is its size in memory) and the bodies rendered from
+/// it so far.
 pub struct LoadedBoard {
-    pub document: Value,
+    document: Bytes,
     renders: Mutex<VecDeque<(RenderKey, Rendered)>>,
 }
 
 impl LoadedBoard {
-    pub fn new(document: Value) -> Self {
+    /// A loaded board from the compact JSON of a sanitized full document,
+    /// as [`load::build`] writes it.
+    pub fn from_json(document: Vec<u8>) -> Self {
         LoadedBoard {
-            document,
+            document: Bytes::from(document),
             renders: Mutex::new(VecDeque::with_capacity(MAX_RENDERS_PER_BOARD)),
         }
+    }
+
+    /// The sanitized full document, compact JSON.
+    pub fn document_json(&self) -> &[u8] {
+        &self.document
+    }
+
+    /// Heap bytes held: the document and the bodies rendered so far.
+    pub fn weight(&self) -> usize {
+        let renders: usize = self
+            .lock()
+            .iter()
+            .map(|((_, canonical), r)| canonical.len() + r.body.len())
+            .sum();
+        self.document.len() + renders
+    }
+
+    /// The response body and ETag of `selection` on this document for the
+    /// endpoint named `scope`, rendered now and not kept.
+    ///
+    /// # Errors
+    /// As [`render::render_bytes`].
+    pub fn render(
+        &self,
+        scope: &'static str,
+        selection: &Selection,
+    ) -> Result<Rendered, RenderError> {
+        render::render_bytes(scope, selection, &selection.canonical(), &self.document)
     }
 
     /// The response body and ETag of `selection` on this document for the
@@ -45,7 +77,7 @@ impl LoadedBoard {
     /// reused.
     ///
     /// # Errors
-    /// As [`render()`].
+    /// As [`render::render_bytes`].
     pub fn rendered(
         &self,
         scope: &'static str,
@@ -61,8 +93,7 @@ impl LoadedBoard {
             return Ok(rendered);
         }
         // Rendered outside the lock; two racing requests may both render once.
-        let data = selection.apply(&self.document);
-        let rendered = render(scope, &canonical, &data)?;
+        let rendered = render::render_bytes(scope, selection, &canonical, &self.document)?;
         let mut renders = self.lock();
         if renders.len() == MAX_RENDERS_PER_BOARD {
             renders.pop_front();
@@ -85,9 +116,10 @@ mod tests {
     #[test]
     fn renders_are_reused_per_endpoint_and_selection() {
         use crate::select::View;
-        let board = LoadedBoard::new(
-            json!({"version": 1, "source": {"provider": "p", "boardId": "b"}, "fetchedAt": "t", "board": {"id": "b", "type": "BOARD", "title": "T", "children": []}}),
+        let board = LoadedBoard::from_json(
+            serde_json::to_vec(&json!({"version": 1, "source": {"provider": "p", "boardId": "b"}, "fetchedAt": "t", "board": {"id": "b", "type": "BOARD", "title": "T", "children": []}})).unwrap(),
         );
+        let empty = board.weight();
         let compact = Selection::view(View::Compact);
         let first = board.rendered("search", &compact).expect("renders");
         let again = board.rendered("search", &compact).expect("renders");
@@ -105,6 +137,7 @@ mod tests {
             let _ = board.rendered(if i % 2 == 0 { "detail" } else { "search" }, &sel);
         }
         assert!(board.lock().len() <= MAX_RENDERS_PER_BOARD);
+        assert!(board.weight() > empty);
         let rebuilt = board.rendered("search", &compact).expect("renders");
         assert_eq!(rebuilt, first);
     }
