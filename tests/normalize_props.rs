@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
+use shared_board_api::internals::select::{Selection, View};
 use std::collections::HashSet;
 
 const IDS: &[&str] = &["r", "a", "b", "c", "d", "e", "f", "g", "h", "x"];
@@ -191,6 +192,38 @@ fn walk(
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// The serving path's document bytes are the reference's sanitized
+    /// document, and its renders are the reference's, byte for byte.
+    #[test]
+    fn build_matches_the_reference(body in board()) {
+        let f = fetched(&body);
+        let fast = shared_board_api::internals::pipeline::load::build(&f, "r", "milanote");
+        let slow = shared_board_api::internals::pipeline::reference::build(&f, "r", "milanote");
+        let (fast, slow) = match (fast, slow) {
+            (Ok(fast), Ok(slow)) => (fast, slow),
+            (fast, slow) => {
+                prop_assert_eq!(fast.err(), slow.err());
+                return Ok(());
+            }
+        };
+        prop_assert_eq!(
+            String::from_utf8_lossy(fast.document_json()),
+            serde_json::to_string(&slow).unwrap()
+        );
+        for selection in [
+            Selection::view(View::Full),
+            Selection::view(View::Standard),
+            Selection::view(View::Compact),
+            Selection::include("board.children.content,board.children.richText,board.**.title,version").unwrap(),
+            Selection::exclude(View::Full, "board.**.timestamps,board.children.content").unwrap(),
+        ] {
+            let a = fast.render("detail", &selection).unwrap();
+            let b = shared_board_api::internals::pipeline::reference::rendered("detail", &selection, &slow).unwrap();
+            prop_assert_eq!(String::from_utf8_lossy(&a.body), String::from_utf8_lossy(&b.body));
+            prop_assert_eq!(a.etag, b.etag);
+        }
+    }
 
     #[test]
     fn normalizer_invariants(body in board()) {

@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use shared_board_api::internals::document::model::{self, Model};
 use shared_board_api::internals::document::sanitize::{is_sensitive, sanitize, SENSITIVE_KEYS};
 use shared_board_api::internals::document::*;
+use shared_board_api::internals::pipeline::{reference, LoadedBoard};
 use shared_board_api::internals::select::{Selection, View};
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -437,6 +438,38 @@ proptest! {
         let asked = format!("{list},board.**.{extra}");
         prop_assert!(Selection::include(&asked).is_err());
         prop_assert!(Selection::exclude(View::Full, &asked).is_err());
+    }
+
+    /// The serving path (selection over the document's bytes) gives the
+    /// reference's bytes and ETag for every view, include and exclude.
+    #[test]
+    fn byte_rendering_matches_the_reference(
+        doc in document(),
+        seed in any::<u64>(),
+        key in sensitive_key(),
+        list in selector_list(),
+    ) {
+        let mut value = planted(&doc, seed, &key);
+        sanitize(&mut value);
+        let board = LoadedBoard::from_json(serde_json::to_vec(&value).expect("serializes"));
+        let list = list.join(",");
+        let mut selections: Vec<Selection> = views().into_iter().map(Selection::view).collect();
+        selections.push(Selection::include(&list).expect("valid"));
+        for view in views() {
+            selections.push(Selection::exclude(view, &list).expect("valid"));
+        }
+        for selection in &selections {
+            for scope in ["search", "detail"] {
+                let fast = board.render(scope, selection).expect("renders");
+                let slow = reference::rendered(scope, selection, &value).expect("renders");
+                prop_assert_eq!(
+                    String::from_utf8_lossy(&fast.body),
+                    String::from_utf8_lossy(&slow.body),
+                    "{}", selection.canonical()
+                );
+                prop_assert_eq!(fast.etag, slow.etag);
+            }
+        }
     }
 
     #[test]

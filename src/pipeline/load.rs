@@ -2,7 +2,6 @@
 //! and remove the sensitive fields; the work behind a cache miss.
 
 use super::LoadedBoard;
-use crate::document::sanitize::sanitize;
 use crate::provider::client::ProviderClient;
 use crate::provider::error::FetchError;
 use crate::provider::normalize::normalize;
@@ -39,7 +38,10 @@ impl BoardLoader {
 }
 
 /// The CPU half of a load: normalize what the provider sent into
-/// BoardDocument v1 and remove the sensitive fields.
+/// BoardDocument v1 and write it once as compact JSON. The normalizer leaves
+/// every sensitive key out of the raw values it copies, so the bytes are the
+/// sanitized document without a sanitizing walk (`reference::build` is the
+/// walk, and the tests hold the two equal).
 ///
 /// # Errors
 /// A document the normalizer cannot use is an upstream error.
@@ -50,8 +52,7 @@ pub fn build(
 ) -> Result<LoadedBoard, FetchError> {
     let document = normalize(fetched, provider_name)
         .map_err(|e| FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}")))?;
-    let mut value = serde_json::to_value(&document)
+    let bytes = serde_json::to_vec(&document)
         .map_err(|e| FetchError::Upstream(format!("document not serializable: {e}")))?;
-    sanitize(&mut value);
-    Ok(LoadedBoard::new(value))
+    Ok(LoadedBoard::from_json(bytes))
 }

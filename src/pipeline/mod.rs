@@ -3,29 +3,44 @@
 //! - [`load`]: share link -> provider fetch -> normalize -> sanitize, the work
 //!   behind a cache miss, producing a [`LoadedBoard`];
 //! - [`render`]: a selection of a loaded board -> the success body and its
-//!   weak ETag, done once per (endpoint, selection) and reused.
+//!   weak ETag, written in one pass over the document's compact JSON.
+//!
+//! [`reference`] keeps the simple tree pipeline (a `serde_json::Value` per
+//! step) that the tests compare the fast path with, byte for byte.
 //!
 //! Nothing here knows HTTP statuses or Pingora: the API maps outcomes to
-//! answers, the cache stores loaded boards.
+//! answers, the cache stores loaded boards and their renders.
 
 pub mod load;
+pub mod reference;
 pub mod render;
 
 pub use load::BoardLoader;
 pub use render::{render, RenderError, Rendered};
 
 use crate::select::Selection;
-use serde_json::Value;
+use bytes::Bytes;
 
-/// One loaded board: the sanitized full document. What is rendered from it
-/// is cached beside it, weighed in the same byte budget.
+/// One loaded board: the sanitized full document as compact JSON bytes, so
+/// its size in memory is its serialized size and the cache's weight is
+/// exact. What is rendered from it is cached beside it, weighed in the same
+/// byte budget.
 pub struct LoadedBoard {
-    pub document: Value,
+    document: Bytes,
 }
 
 impl LoadedBoard {
-    pub fn new(document: Value) -> Self {
-        LoadedBoard { document }
+    /// A loaded board from the compact JSON of a sanitized full document,
+    /// as [`load::build`] writes it.
+    pub fn from_json(document: Vec<u8>) -> Self {
+        LoadedBoard {
+            document: Bytes::from(document),
+        }
+    }
+
+    /// The sanitized full document, compact JSON.
+    pub fn document_json(&self) -> &[u8] {
+        &self.document
     }
 
     /// The response body and ETag of `selection` on this document for the
@@ -33,53 +48,19 @@ impl LoadedBoard {
     /// and cache the result.
     ///
     /// # Errors
-    /// As [`render()`].
+    /// As [`render::render_bytes`].
     pub fn render(
         &self,
         scope: &'static str,
         selection: &Selection,
     ) -> Result<Rendered, RenderError> {
-        let data = selection.apply(&self.document);
-        render(scope, &selection.canonical(), &data)
+        render::render_bytes(scope, selection, &selection.canonical(), &self.document)
     }
 
-    /// An over-estimate of the heap bytes this board holds, for the cache's
-    /// byte budget.
+    /// The heap bytes this board holds, for the cache's byte budget.
     pub fn weight(&self) -> usize {
-        std::mem::size_of::<Self>() + value_heap_bytes(&self.document)
+        std::mem::size_of::<Self>() + self.document.len()
     }
-}
-
-/// Heap bytes under a `serde_json::Value` (with `preserve_order`, objects
-/// are index maps: a hash slot plus an entry of key, value and hash each),
-/// rounded up generously: allocators round small allocations up too.
-fn value_heap_bytes(value: &Value) -> usize {
-    const VALUE: usize = std::mem::size_of::<Value>();
-    // Key `String` + `Value` + cached hash, plus the index slot.
-    const OBJECT_ENTRY: usize = std::mem::size_of::<String>() + VALUE + 8 + 8;
-    // Every allocation costs its header and rounding: count 16 bytes each.
-    const ALLOCATION: usize = 16;
-    let mut total = 0;
-    let mut stack = vec![value];
-    while let Some(v) = stack.pop() {
-        total += match v {
-            Value::Null | Value::Bool(_) | Value::Number(_) => 0,
-            Value::String(s) => s.capacity() + ALLOCATION,
-            Value::Array(items) => {
-                stack.extend(items.iter());
-                items.capacity() * VALUE + ALLOCATION
-            }
-            Value::Object(map) => {
-                stack.extend(map.values());
-                // Index maps grow by doubling: count the slack as used.
-                let slots = map.len().next_power_of_two();
-                slots * OBJECT_ENTRY
-                    + 2 * ALLOCATION
-                    + map.keys().map(|k| k.capacity() + ALLOCATION).sum::<usize>()
-            }
-        };
-    }
-    total
 }
 
 #[cfg(test)]
@@ -87,10 +68,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn board(doc: serde_json::Value) -> LoadedBoard {
+        LoadedBoard::from_json(serde_json::to_vec(&doc).expect("serializes"))
+    }
+
     #[test]
     fn render_is_per_endpoint_and_selection() {
         use crate::select::View;
-        let board = LoadedBoard::new(
+        let board = board(
             json!({"version": 1, "source": {"provider": "p", "boardId": "b"}, "fetchedAt": "t", "board": {"id": "b", "type": "BOARD", "title": "T", "children": []}}),
         );
         let compact = Selection::view(View::Compact);
@@ -101,16 +86,10 @@ mod tests {
     }
 
     #[test]
-    fn weight_covers_at_least_the_serialized_size() {
-        let docs = [
-            json!(null),
-            json!({"a": [1, 2.5, "x", true, null], "b": {"c": "long string here"}}),
-            json!({"board": {"children": (0..500).map(|i| json!({"id": format!("e{i}"), "title": "card ".repeat(i % 7)})).collect::<Vec<_>>()}}),
-        ];
-        for doc in docs {
-            let real = serde_json::to_vec(&doc).expect("serializes").len();
-            let board = LoadedBoard::new(doc);
-            assert!(board.weight() >= real, "{} < {real}", board.weight());
-        }
+    fn weight_is_the_document_size() {
+        let doc = json!({"board": {"children": (0..500).map(|i| json!({"id": format!("e{i}"), "title": "card ".repeat(i % 7)})).collect::<Vec<_>>()}});
+        let real = serde_json::to_vec(&doc).expect("serializes").len();
+        let board = board(doc);
+        assert!(board.weight() >= real && board.weight() < real + 64);
     }
 }

@@ -6,6 +6,8 @@
 //! `304` although it was fetched again, while another selection or another
 //! endpoint never shares a tag.
 
+use crate::select::stream::{entries, Malformed};
+use crate::select::Selection;
 use bytes::Bytes;
 use http::HeaderValue;
 use serde_json::Value;
@@ -21,11 +23,26 @@ pub struct Rendered {
 
 /// A document that could not be written as JSON (a bug, never input).
 #[derive(Debug)]
-pub struct RenderError(serde_json::Error);
+pub struct RenderError(Reason);
+
+#[derive(Debug)]
+enum Reason {
+    Serialize(serde_json::Error),
+    Malformed,
+}
+
+impl From<Malformed> for RenderError {
+    fn from(_: Malformed) -> Self {
+        RenderError(Reason::Malformed)
+    }
+}
 
 impl std::fmt::Display for RenderError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "board document not serializable: {}", self.0)
+        match &self.0 {
+            Reason::Serialize(e) => write!(f, "board document not serializable: {e}"),
+            Reason::Malformed => f.write_str("board document bytes are not compact JSON"),
+        }
     }
 }
 
@@ -52,9 +69,11 @@ pub fn render(scope: &str, selection: &str, data: &Value) -> Result<Rendered, Re
                     body.push(b',');
                 }
                 let start = body.len();
-                serde_json::to_writer(&mut body, key).map_err(RenderError)?;
+                serde_json::to_writer(&mut body, key)
+                    .map_err(|e| RenderError(Reason::Serialize(e)))?;
                 body.push(b':');
-                serde_json::to_writer(&mut body, value).map_err(RenderError)?;
+                serde_json::to_writer(&mut body, value)
+                    .map_err(|e| RenderError(Reason::Serialize(e)))?;
                 if key != "fetchedAt" {
                     hasher.update(&body[start..]);
                     hasher.update(b"\0");
@@ -64,10 +83,47 @@ pub fn render(scope: &str, selection: &str, data: &Value) -> Result<Rendered, Re
         }
         other => {
             let start = body.len();
-            serde_json::to_writer(&mut body, other).map_err(RenderError)?;
+            serde_json::to_writer(&mut body, other)
+                .map_err(|e| RenderError(Reason::Serialize(e)))?;
             hasher.update(&body[start..]);
         }
     }
+    body.push(b'}');
+    Ok(Rendered {
+        body: Bytes::from(body),
+        etag: weak_etag(hasher.digest128()),
+    })
+}
+
+/// [`render`] from bytes: the envelope around `selection` applied to `doc`,
+/// the compact JSON of a sanitized full document, written once into the
+/// body; the ETag is hashed over the written entries. Same body and ETag as
+/// [`render`] of [`Selection::apply`] on the parsed document.
+///
+/// # Errors
+/// [`RenderError`] when `doc` is not compact JSON (it always is).
+pub fn render_bytes(
+    scope: &str,
+    selection: &Selection,
+    canonical: &str,
+    doc: &[u8],
+) -> Result<Rendered, RenderError> {
+    const PREFIX: &[u8] = br#"{"ok":true,"data":"#;
+    let mut body =
+        Vec::with_capacity(PREFIX.len() + 1 + if selection.is_full() { doc.len() } else { 4096 });
+    body.extend_from_slice(PREFIX);
+    selection.apply_bytes(doc, &mut body)?;
+    let mut hasher = Xxh3::new();
+    hasher.update(scope.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(canonical.as_bytes());
+    hasher.update(b"\0");
+    entries(&body[PREFIX.len()..], |key, entry| {
+        if key != "fetchedAt" {
+            hasher.update(entry);
+            hasher.update(b"\0");
+        }
+    })?;
     body.push(b'}');
     Ok(Rendered {
         body: Bytes::from(body),

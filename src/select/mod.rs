@@ -4,7 +4,8 @@
 //!
 //! - [`parse`]: the grammar, its limits and error kinds;
 //! - [`compile`]: selectors to an automaton over the selector model;
-//! - [`apply`]: the include and exclude walks.
+//! - [`apply`]: the include and exclude walks over a value tree (the reference);
+//! - [`stream`]: the same walks over compact JSON bytes (the serving path).
 //!
 //! ```
 //! use shared_board_api::internals::select::{Selection, View};
@@ -21,6 +22,7 @@
 pub mod apply;
 pub mod compile;
 pub mod parse;
+pub mod stream;
 
 use compile::Program;
 use serde_json::Value;
@@ -202,6 +204,33 @@ impl Selection {
                 out
             }
         }
+    }
+
+    /// Applies the selection to the compact JSON bytes of a sanitized full
+    /// document, appending the selected document to `out`; the same bytes
+    /// as serializing [`Selection::apply`]'s value.
+    ///
+    /// # Errors
+    /// [`stream::Malformed`] when `doc` is not compact JSON.
+    pub fn apply_bytes(&self, doc: &[u8], out: &mut Vec<u8>) -> Result<(), stream::Malformed> {
+        match &self.plan {
+            Plan::Full => {
+                out.extend_from_slice(doc);
+                Ok(())
+            }
+            Plan::Include(program) => stream::include(program, doc, out),
+            Plan::Exclude(None, program) => stream::exclude(program, doc, out),
+            Plan::Exclude(Some(base), program) => {
+                let mut viewed = Vec::with_capacity(doc.len() / 2);
+                stream::include(base, doc, &mut viewed)?;
+                stream::exclude(program, &viewed, out)
+            }
+        }
+    }
+
+    /// True for the `full` view: the document as it is.
+    pub fn is_full(&self) -> bool {
+        matches!(self.plan, Plan::Full)
     }
 
     /// The selection as text, for the ETag: the view and the de-duplicated

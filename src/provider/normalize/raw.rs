@@ -6,6 +6,7 @@
 //! [`bounded_clone`], so that the document stays within serde_json's parse
 //! depth (see [`MAX_RAW_DEPTH`]).
 
+use crate::document::sanitize::is_sensitive;
 use crate::document::{Raw, Scalar};
 use serde_json::{Map, Value};
 
@@ -18,7 +19,13 @@ use serde_json::{Map, Value};
 /// serde_json can read any document this service writes.
 pub const MAX_RAW_DEPTH: usize = 48;
 
-/// Copies `value` keeping at most `levels` nested array/object levels.
+/// Copies `value` keeping at most `levels` nested array/object levels and
+/// leaving out every sensitive key ([`is_sensitive`]) at every depth.
+///
+/// Raw JSON reaches the document only through this function and
+/// [`bounded_owned`], and the typed fields have no sensitive names, so the
+/// normalized document is sanitized as it is built: it can be serialized
+/// straight to bytes without a sanitizing walk over a value tree.
 ///
 /// Returns `None` when `value` is itself a container and `levels` is 0.
 /// Recursion is bounded by `levels`.
@@ -37,6 +44,7 @@ pub fn bounded_clone(value: &Value, levels: usize) -> Option<Value> {
             let inner = levels.checked_sub(1)?;
             Some(Value::Object(
                 map.iter()
+                    .filter(|(k, _)| !is_sensitive(k))
                     .filter_map(|(k, v)| Some((k.clone(), bounded_clone(v, inner)?)))
                     .collect(),
             ))
@@ -62,6 +70,7 @@ pub fn bounded_owned(value: Value, levels: usize) -> Option<Value> {
             let inner = levels.checked_sub(1)?;
             Some(Value::Object(
                 map.into_iter()
+                    .filter(|(k, _)| !is_sensitive(k))
                     .filter_map(|(k, v)| Some((k, bounded_owned(v, inner)?)))
                     .collect(),
             ))
@@ -259,6 +268,11 @@ mod tests {
                 json!({"a": {"b": {"c": 1}}}),
                 3,
                 Some(json!({"a": {"b": {"c": 1}}})),
+            ),
+            (
+                json!([{"Token": 1, "a": [{"apiKey": {"x": 1}, "b": 2}]}]),
+                9,
+                Some(json!([{"a": [{"b": 2}]}])),
             ),
         ];
         for (value, levels, want) in cases {

@@ -1,0 +1,38 @@
+//! The reference pipeline: the plain, tree-based steps (normalize, convert to
+//! a value, sanitize walk, select on the value, serialize). Not the serving
+//! path; the differential tests, the fuzz target and the benchmarks hold
+//! [`super::load::build`] and [`super::LoadedBoard::rendered`] to the exact
+//! bytes and ETags it produces.
+
+use super::render::{render, RenderError, Rendered};
+use crate::document::sanitize::sanitize;
+use crate::provider::error::FetchError;
+use crate::provider::normalize::normalize;
+use crate::provider::Fetched;
+use crate::select::Selection;
+use serde_json::Value;
+
+/// The sanitized full document as a value tree.
+///
+/// # Errors
+/// As [`super::load::build`].
+pub fn build(fetched: &Fetched, board_id: &str, provider_name: &str) -> Result<Value, FetchError> {
+    let document = normalize(fetched, provider_name)
+        .map_err(|e| FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}")))?;
+    let mut value = serde_json::to_value(&document)
+        .map_err(|e| FetchError::Upstream(format!("document not serializable: {e}")))?;
+    sanitize(&mut value);
+    Ok(value)
+}
+
+/// The body and ETag of `selection` on `document` for the endpoint `scope`.
+///
+/// # Errors
+/// As [`render`].
+pub fn rendered(
+    scope: &str,
+    selection: &Selection,
+    document: &Value,
+) -> Result<Rendered, RenderError> {
+    render(scope, &selection.canonical(), &selection.apply(document))
+}

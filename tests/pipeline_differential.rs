@@ -1,0 +1,111 @@
+//! The serving pipeline (`pipeline::load::build`, then rendering over the
+//! document's bytes) against the reference (normalize, value tree, sanitize
+//! walk, select on the value, serialize): byte-identical bodies and equal
+//! ETags for every fixture board, as a root and with its nested boards merged
+//! the way the provider client merges them, for every view and for includes
+//! and excludes.
+
+use serde_json::{Map, Value};
+use shared_board_api::internals::pipeline::{load, reference};
+use shared_board_api::internals::provider::Fetched;
+use shared_board_api::internals::select::{Selection, View};
+use std::path::PathBuf;
+
+fn fixtures() -> Vec<(String, Map<String, Value>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/demo/fixtures/boards");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("fixture dir") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("fixture");
+        let Value::Object(body) = serde_json::from_str(&text).expect("fixture is JSON") else {
+            panic!("{path:?} is not an object");
+        };
+        let id = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("name")
+            .to_owned();
+        out.push((id, body));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn selections() -> Vec<Selection> {
+    let lists = [
+        "version,board.title,board.children.id,board.children.type,board.children.title,board.children.richText,board.children.content,board.children.table,board.children.comments,source.boardId",
+        "board.**.plainText,board.**.url",
+        "**",
+        "board.children.content,board.children.richText.blocks",
+        "board.children.table.rows.value",
+    ];
+    let mut out: Vec<Selection> = [View::Full, View::Standard, View::Compact]
+        .into_iter()
+        .map(Selection::view)
+        .collect();
+    for list in lists {
+        out.push(Selection::include(list).expect("valid"));
+        for view in [View::Full, View::Standard, View::Compact] {
+            out.push(Selection::exclude(view, list).expect("valid"));
+        }
+    }
+    out
+}
+
+fn assert_same(fetched: &Fetched, what: &str) -> usize {
+    let fast = load::build(fetched, &fetched.root_id, "milanote");
+    let slow = reference::build(fetched, &fetched.root_id, "milanote");
+    let (fast, slow) = match (fast, slow) {
+        (Ok(fast), Ok(slow)) => (fast, slow),
+        (fast, slow) => {
+            assert_eq!(fast.err(), slow.err(), "{what}");
+            return 0;
+        }
+    };
+    assert_eq!(
+        String::from_utf8_lossy(fast.document_json()),
+        serde_json::to_string(&slow).expect("serializes"),
+        "{what}: document"
+    );
+    for selection in selections() {
+        for scope in ["search", "detail"] {
+            let a = fast.render(scope, &selection).expect("renders");
+            let b = reference::rendered(scope, &selection, &slow).expect("renders");
+            assert_eq!(
+                String::from_utf8_lossy(&a.body),
+                String::from_utf8_lossy(&b.body),
+                "{what}: {scope} {}",
+                selection.canonical()
+            );
+            assert_eq!(a.etag, b.etag, "{what}: {scope} {}", selection.canonical());
+        }
+    }
+    1
+}
+
+#[test]
+fn every_fixture_renders_as_the_reference_does() {
+    let boards = fixtures();
+    assert!(boards.len() >= 5, "fixtures found: {}", boards.len());
+    let mut compared = 0;
+    for (id, body) in &boards {
+        // The board alone.
+        let mut alone = Fetched::new(id, 1_796_400_000_000);
+        alone.merge_response(body);
+        alone.loaded_boards.insert(id.clone());
+        compared += assert_same(&alone, id);
+        // With every other fixture merged after it, as nested boards are.
+        let mut merged = alone.clone();
+        for (other, nested) in &boards {
+            if other != id {
+                merged.merge_response(nested);
+                merged.loaded_boards.insert(other.clone());
+            }
+        }
+        compared += assert_same(&merged, &format!("{id} merged"));
+    }
+    assert!(
+        compared >= boards.len(),
+        "too few fixtures normalize: {compared}"
+    );
+}
