@@ -26,8 +26,9 @@ pub mod stream;
 
 use compile::Program;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// The `compact` preset: ids, types and titles of the whole tree.
 pub const COMPACT: &str =
@@ -169,10 +170,12 @@ impl Selection {
     /// # Errors
     /// A [`SelectorError`] with `param: Param::Include`.
     pub fn include(list: &str) -> Result<Selection, SelectorError> {
-        let (program, text) = compile_list(list).map_err(|e| error(Param::Include, &e))?;
-        Ok(Selection {
-            plan: Plan::Include(Arc::new(program)),
-            canonical: format!("include={text}"),
+        compiled(None, list, || {
+            let (program, text) = compile_list(list).map_err(|e| error(Param::Include, &e))?;
+            Ok(Selection {
+                plan: Plan::Include(Arc::new(program)),
+                canonical: format!("include={text}"),
+            })
         })
     }
 
@@ -181,10 +184,12 @@ impl Selection {
     /// # Errors
     /// A [`SelectorError`] with `param: Param::Exclude`.
     pub fn exclude(base: View, list: &str) -> Result<Selection, SelectorError> {
-        let (program, text) = compile_list(list).map_err(|e| error(Param::Exclude, &e))?;
-        Ok(Selection {
-            plan: Plan::Exclude(base.program(), Arc::new(program)),
-            canonical: format!("view={}&exclude={text}", base.as_str()),
+        compiled(Some(base), list, || {
+            let (program, text) = compile_list(list).map_err(|e| error(Param::Exclude, &e))?;
+            Ok(Selection {
+                plan: Plan::Exclude(base.program(), Arc::new(program)),
+                canonical: format!("view={}&exclude={text}", base.as_str()),
+            })
         })
     }
 
@@ -242,6 +247,44 @@ impl Selection {
     }
 }
 
+/// Most compiled lists kept; popular lists repeat, so a small map serves
+/// them, and a full map is emptied at once rather than tracking recency.
+const COMPILED_CAP: usize = 64;
+
+type CompiledKey = (Option<View>, String);
+
+static COMPILED: LazyLock<Mutex<HashMap<CompiledKey, Selection>>> =
+    LazyLock::new(|| Mutex::new(HashMap::with_capacity(COMPILED_CAP)));
+
+/// The selection for the raw `list` (an include when `base` is `None`, an
+/// exclude on `base` otherwise), compiled once by `compile` and then reused:
+/// compiling a 10-item list costs tens of microseconds per request. Lists
+/// longer than the parameter limit and rejected lists are not kept.
+fn compiled(
+    base: Option<View>,
+    list: &str,
+    compile: impl FnOnce() -> Result<Selection, SelectorError>,
+) -> Result<Selection, SelectorError> {
+    let lock = || COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+    // The lookup borrows `list`; only a miss allocates the key.
+    if let Some(found) = lock()
+        .iter()
+        .find(|((b, l), _)| *b == base && l == list)
+        .map(|(_, s)| s.clone())
+    {
+        return Ok(found);
+    }
+    let selection = compile()?;
+    if list.len() <= parse::MAX_CHARS {
+        let mut map = lock();
+        if map.len() >= COMPILED_CAP {
+            map.clear();
+        }
+        map.insert((base, list.to_owned()), selection.clone());
+    }
+    Ok(selection)
+}
+
 fn error(param: Param, e: &parse::ParseError) -> SelectorError {
     SelectorError {
         param,
@@ -252,6 +295,30 @@ fn error(param: Param, e: &parse::ParseError) -> SelectorError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compiled_lists_are_reused_by_their_text_and_kind() {
+        let program = |s: &Selection| match &s.plan {
+            Plan::Include(p) | Plan::Exclude(_, p) => Arc::clone(p),
+            Plan::Full => panic!("not a list"),
+        };
+        let list = "board.title, version,board.children.id";
+        let a = Selection::include(list).expect("valid");
+        let b = Selection::include(list).expect("valid");
+        assert!(Arc::ptr_eq(&program(&a), &program(&b)));
+        let c = Selection::exclude(View::Full, list).expect("valid");
+        assert!(!Arc::ptr_eq(&program(&a), &program(&c)));
+        assert_eq!(
+            c.canonical(),
+            "view=full&exclude=board.children.id,board.title,version"
+        );
+        let d = Selection::exclude(View::Compact, list).expect("valid");
+        assert!(d.canonical().starts_with("view=compact&"));
+        // A rejected list stays rejected.
+        for _ in 0..2 {
+            assert!(Selection::include("board.caption").is_err());
+        }
+    }
 
     #[test]
     fn the_first_bad_item_is_reported_whatever_is_wrong_with_it() {

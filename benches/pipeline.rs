@@ -1,0 +1,172 @@
+//! The whole cold pipeline, raw `/api/boards` bytes to response body and
+//! ETag, against the serde_json floor (parse the same bytes into a `Value`
+//! and serialize it back), on generated boards of 100, 2,000 and 20,000
+//! elements and on the ~5.3 MB board of 7,000 TipTap cards that
+//! `benches/gen_board.py` writes.
+//!
+//! - `fast/<view>`: parse the answer, merge it into a `Fetched` (as the
+//!   provider client does), `pipeline::load::build`, render the selection;
+//! - `reference/<view>`: the same with `pipeline::reference` (value tree,
+//!   sanitize walk, selection on the tree);
+//! - `floor`: `serde_json::from_slice::<Value>` then `to_vec`.
+//!
+//! Views: `full`, `standard`, `compact` and a 10-item include. Before the
+//! timings, one cold `full` load per board is run under a counting
+//! allocator and its peak heap above the raw body is printed.
+//!
+//! Run: `cargo bench --bench pipeline -- --warm-up-time 1 --measurement-time 3`
+
+#[path = "support/raw_board.rs"]
+mod raw_board;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use serde_json::{Map, Value};
+use shared_board_api::internals::pipeline::{load, reference, Rendered};
+use shared_board_api::internals::provider::Fetched;
+use shared_board_api::internals::select::{Selection, View};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Counts live heap bytes and their peak, for the memory figure.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > layout.size() {
+            let grow = new_size - layout.size();
+            let live = LIVE.fetch_add(grow, Ordering::Relaxed) + grow;
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        } else {
+            LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const INCLUDE_10: &str = "version,source.boardId,fetchedAt,board.id,board.title,board.children.id,board.children.type,board.children.title,board.children.richText.plainText,board.children.url";
+
+/// The provider client's half: the answer parsed and merged.
+fn fetched(raw: &[u8], root: &str) -> Fetched {
+    let body: Map<String, Value> = serde_json::from_slice(raw).unwrap_or_default();
+    let mut fetched = Fetched::new(root, 0);
+    fetched.fetched_time_ms = body.get("fetchedTime").and_then(Value::as_i64);
+    fetched.merge_response(&body);
+    fetched.loaded_boards.insert(root.to_owned());
+    fetched
+}
+
+fn fast(raw: &[u8], root: &str, selection: &Selection) -> Option<Rendered> {
+    let board = load::build(&fetched(raw, root), root, "milanote").ok()?;
+    board.render("detail", selection).ok()
+}
+
+fn slow(raw: &[u8], root: &str, selection: &Selection) -> Option<Rendered> {
+    let doc = reference::build(&fetched(raw, root), root, "milanote").ok()?;
+    reference::rendered("detail", selection, &doc).ok()
+}
+
+fn floor(raw: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<Value>(raw) {
+        Ok(v) => serde_json::to_vec(&v).unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The 7,000-card TipTap board of the issue, from `benches/gen_board.py`.
+fn tiptap_board() -> Option<(Vec<u8>, String)> {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new("python3")
+        .arg(format!("{dir}/benches/gen_board.py"))
+        .output()
+        .ok()?;
+    let body: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let root = body.get("boardIds")?.get(0)?.as_str()?.to_owned();
+    Some((out.stdout, root))
+}
+
+fn boards() -> Vec<(String, Vec<u8>, String)> {
+    let mut out: Vec<(String, Vec<u8>, String)> = [100, 2_000, 20_000]
+        .into_iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                raw_board::raw_board(n),
+                raw_board::ROOT.to_owned(),
+            )
+        })
+        .collect();
+    match tiptap_board() {
+        Some((raw, root)) => out.push(("tiptap-7000".into(), raw, root)),
+        None => eprintln!("benches/gen_board.py did not run: the TipTap board is skipped"),
+    }
+    out
+}
+
+fn bench(c: &mut Criterion) {
+    let selections = [
+        ("full", Selection::view(View::Full)),
+        ("standard", Selection::view(View::Standard)),
+        ("compact", Selection::view(View::Compact)),
+        ("include10", Selection::include(INCLUDE_10).expect("valid")),
+    ];
+    for (name, raw, root) in boards() {
+        for (view, selection) in &selections {
+            let a = fast(&raw, &root, selection).expect("fast path renders");
+            let b = slow(&raw, &root, selection).expect("reference renders");
+            assert!(
+                a == b,
+                "{name} {view}: the fast path differs from the reference"
+            );
+        }
+        let before = LIVE.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
+        let rendered = fast(&raw, &root, &selections[0].1);
+        let peak = PEAK.load(Ordering::Relaxed) - before;
+        drop(rendered);
+        PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+        let _ = slow(&raw, &root, &selections[0].1);
+        let peak_reference = PEAK.load(Ordering::Relaxed) - before;
+        eprintln!(
+            "memory {name}: raw {} B; cold full load peak heap {} B = {:.2}x raw (reference {:.2}x)",
+            raw.len(),
+            peak,
+            peak as f64 / raw.len() as f64,
+            peak_reference as f64 / raw.len() as f64
+        );
+
+        let mut group = c.benchmark_group(format!("pipeline/{name}"));
+        group.throughput(Throughput::Bytes(raw.len() as u64));
+        if raw.len() > 1_000_000 {
+            group.sample_size(10);
+        }
+        group.bench_function("floor", |b| b.iter(|| floor(black_box(&raw))));
+        for (view, selection) in &selections {
+            group.bench_with_input(BenchmarkId::new("fast", view), selection, |b, s| {
+                b.iter(|| fast(black_box(&raw), &root, s))
+            });
+            group.bench_with_input(BenchmarkId::new("reference", view), selection, |b, s| {
+                b.iter(|| slow(black_box(&raw), &root, s))
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
