@@ -159,7 +159,8 @@ impl ProviderClient {
 
         let mut fetched = Fetched::new(board_id, now_ms());
         fetched.fetched_time_ms = body.get("fetchedTime").and_then(epoch_ms);
-        fetched.merge_response(&body);
+        // The root answer is not read again: moved, not copied.
+        fetched.merge_owned(body);
         if fetched.element_count() > settings.max_elements {
             return Err(FetchError::upstream(format!(
                 "root board has more than {} elements",
