@@ -66,7 +66,7 @@ fn fetched(raw: &[u8], root: &str) -> Fetched {
     let body: Map<String, Value> = serde_json::from_slice(raw).unwrap_or_default();
     let mut fetched = Fetched::new(root, 0);
     fetched.fetched_time_ms = body.get("fetchedTime").and_then(Value::as_i64);
-    fetched.merge_response(&body);
+    fetched.merge_owned(body);
     fetched.loaded_boards.insert(root.to_owned());
     fetched
 }

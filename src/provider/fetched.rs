@@ -64,6 +64,24 @@ impl Fetched {
         }
     }
 
+    /// [`Fetched::merge_response`] for an answer the caller is done with:
+    /// its values are moved, not copied, so a cold load holds one copy of
+    /// the provider's elements instead of two.
+    pub fn merge_owned(&mut self, mut response: Map<String, Value>) {
+        if let Some(Value::Object(elements)) = response.remove("elements") {
+            for (key, element) in elements {
+                let id = claimed_id(&key, &element);
+                self.merge_element(&id, element);
+            }
+        }
+        if let Some(Value::Object(comments)) = response.remove("comments") {
+            self.comments.extend(comments);
+        }
+        if let Some(Value::Object(order)) = response.remove("canvasOrder") {
+            self.canvas_order.extend(order);
+        }
+    }
+
     /// Insert one raw element under `id`, keeping an existing `BOARD` over a new `SKELETON`.
     pub fn merge_element(&mut self, id: &str, element: Value) {
         if let Some(existing) = self.elements.get(id) {
@@ -113,6 +131,24 @@ mod tests {
             json!({"elements": {"k": {"id": "b2", "elementType": "SKELETON"}}}),
         ));
         assert_eq!(element_type(&f.elements["b2"]), Some("BOARD"));
+    }
+
+    #[test]
+    fn merge_owned_is_merge_response() {
+        let answers = [
+            json!({"elements": {"e0": {"_id": "r", "elementType": "BOARD"}, "k": {"id": "b", "elementType": "BOARD"}},
+                   "comments": {"c1": {"text": "x"}}, "canvasOrder": {"r": ["b"]}}),
+            json!({"elements": {"s": {"id": "b", "elementType": "SKELETON"}, "r": {"id": "q", "v": 1}},
+                   "comments": {"c1": {"text": "y"}}, "canvasOrder": [1]}),
+        ];
+        let mut by_ref = Fetched::new("r", 0);
+        let mut owned = Fetched::new("r", 0);
+        for answer in answers {
+            by_ref.merge_response(&response(answer.clone()));
+            owned.merge_owned(response(answer));
+        }
+        assert_eq!(by_ref, owned);
+        assert_eq!(owned.comments["c1"]["text"], "y");
     }
 
     #[test]

@@ -211,10 +211,11 @@ impl ProviderClient {
 
         let mut fetched = Fetched::new(board_id, now_ms());
         fetched.fetched_time_ms = body.get("fetchedTime").and_then(epoch_ms);
+        // On the work pool; the root answer is moved in, not copied.
         let mut fetched = self
             .inner
             .cpu(move || {
-                fetched.merge_response(&body);
+                fetched.merge_owned(body);
                 fetched
             })
             .await?;
