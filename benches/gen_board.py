@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a Milanote-shaped raw `/api/boards` response for benchmarks.
 
-One root BOARD with N CARD children (DESIGN.md section 4): every card carries
+One root BOARD with N CARD children, in the raw shape of /api/boards: every card carries
 TipTap `textContent` rich text (paragraphs of several text nodes, bold/italic/
 link marks, some hardBreaks, now and then a heading or a bullet list), realistic
 `meta` epoch-millisecond times and a `location` with `parentId` = the root and

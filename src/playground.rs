@@ -1,4 +1,4 @@
-//! The playground page (DESIGN.md section 2, `server.playground`): one static
+//! The playground page (`board_api.server.playground`): one static
 //! HTML file, script and style inline, served by the standalone binary at
 //! `GET /` and `HEAD /`. Pure: [`BoardApi::respond`](crate::api::BoardApi)
 //! calls [`page`] only in standalone mode; an embedding host never sees it.

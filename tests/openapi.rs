@@ -151,7 +151,7 @@ fn the_catalogue_matches_the_service() {
             }
         }
     }
-    // DESIGN.md section 3's whole table, 503 OVERLOADED included.
+    // The whole error catalogue, 503 OVERLOADED included.
     assert!(codes.contains("OVERLOADED"));
     for path in ["/api/search", "/api/detail"] {
         for method in ["get", "head"] {
@@ -348,7 +348,7 @@ fn responses_over_sockets_match_the_spec() {
         seen.insert(status);
         assert_eq!(send(gw, "OPTIONS", path, &[]).0, 204);
     }
-    // Client errors, in the order of DESIGN.md section 2, GET and HEAD.
+    // Client errors, in the order the request is checked, GET and HEAD.
     for query in [
         String::new(),
         "url=".into(),
