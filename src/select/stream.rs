@@ -218,6 +218,59 @@ fn entry(out: &mut Vec<u8>, written: usize, key: &[u8]) {
 /// The kept keys of the object at the cursor, written as an object; false
 /// (and nothing written) when none is kept.
 fn include_object(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u8>) -> Walk<bool> {
+    pruned_object(r, out, |key, r, out| match program.step(state, key) {
+        Step::Skip => r.skip_value().map(|()| false),
+        Step::End(node) => keep_whole(model::get(), r, node as NodeId, out),
+        Step::Descend(next) => include_value(program, r, next, out),
+    })
+}
+
+/// Where selectors pass through: objects descend, arrays keep the items that
+/// produced something and are always written; a scalar produces nothing.
+fn include_value(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u8>) -> Walk<bool> {
+    match r.peek()? {
+        b'{' => include_object(program, r, state, out),
+        b'[' => array(r, out, |r, out| include_value(program, r, state, out)),
+        _ => r.skip_value().map(|()| false),
+    }
+}
+
+/// Where a selector ends: the value whole, less the objects that are or
+/// become empty at model positions and anywhere inside leaves; false when
+/// the value itself is such an object (nothing written).
+fn keep_whole(model: &Model, r: &mut Reader, node: NodeId, out: &mut Vec<u8>) -> Walk<bool> {
+    let here = model.node(node);
+    if here.is_leaf() {
+        return prune_raw(r, out);
+    }
+    match r.peek()? {
+        b'{' => pruned_object(r, out, |key, r, out| match here.child(key) {
+            Some(child) if is_container(r.peek()?) => keep_whole(model, r, child, out),
+            // Scalars, and keys outside the model, as they are.
+            _ => r.copy_value(out).map(|()| true),
+        }),
+        b'[' => array(r, out, |r, out| keep_whole(model, r, node, out)),
+        _ => r.copy_value(out).map(|()| true),
+    }
+}
+
+/// [`keep_whole`] inside a leaf, where every key is raw.
+fn prune_raw(r: &mut Reader, out: &mut Vec<u8>) -> Walk<bool> {
+    match r.peek()? {
+        b'{' => pruned_object(r, out, |_, r, out| prune_raw(r, out)),
+        b'[' => array(r, out, prune_raw),
+        _ => r.copy_value(out).map(|()| true),
+    }
+}
+
+/// The object at the cursor, each entry written when `value` (called after
+/// its key is written) says so; false, and nothing written, when no entry
+/// is, so an object emptied this way is pruned.
+fn pruned_object(
+    r: &mut Reader,
+    out: &mut Vec<u8>,
+    mut value: impl FnMut(&str, &mut Reader, &mut Vec<u8>) -> Walk<bool>,
+) -> Walk<bool> {
     let mark = out.len();
     if r.open(b'{', b'}')? {
         return Ok(false);
@@ -228,15 +281,7 @@ fn include_object(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u
         let (key, key_bytes) = r.key()?;
         let before = out.len();
         entry(out, written, key_bytes);
-        let kept = match program.step(state, key) {
-            Step::Skip => {
-                r.skip_value()?;
-                false
-            }
-            Step::End(node) => keep_whole(model::get(), r, node as NodeId, out)?,
-            Step::Descend(next) => include_value(program, r, next, out)?,
-        };
-        if kept {
+        if value(key, r, out)? {
             written += 1;
         } else {
             out.truncate(before);
@@ -251,118 +296,6 @@ fn include_object(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u
     }
     out.push(b'}');
     Ok(true)
-}
-
-/// Where selectors pass through: objects descend, arrays keep the items that
-/// produced something and are always written; a scalar produces nothing.
-fn include_value(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u8>) -> Walk<bool> {
-    match r.peek()? {
-        b'{' => include_object(program, r, state, out),
-        b'[' => {
-            out.push(b'[');
-            if !r.open(b'[', b']')? {
-                let mut written = 0;
-                loop {
-                    let before = out.len();
-                    if written > 0 {
-                        out.push(b',');
-                    }
-                    if include_value(program, r, state, out)? {
-                        written += 1;
-                    } else {
-                        out.truncate(before);
-                    }
-                    if !r.next(b']')? {
-                        break;
-                    }
-                }
-            }
-            out.push(b']');
-            Ok(true)
-        }
-        _ => r.skip_value().map(|()| false),
-    }
-}
-
-/// Where a selector ends: the value whole, less the objects that are or
-/// become empty at model positions and anywhere inside leaves; false when
-/// the value itself is such an object (nothing written).
-fn keep_whole(model: &Model, r: &mut Reader, node: NodeId, out: &mut Vec<u8>) -> Walk<bool> {
-    let here = model.node(node);
-    if here.is_leaf() {
-        return prune_raw(r, out);
-    }
-    match r.peek()? {
-        b'{' => {
-            let mark = out.len();
-            if r.open(b'{', b'}')? {
-                return Ok(false);
-            }
-            out.push(b'{');
-            let mut written = 0;
-            loop {
-                let (key, key_bytes) = r.key()?;
-                let before = out.len();
-                entry(out, written, key_bytes);
-                let kept = match here.child(key) {
-                    Some(child) if is_container(r.peek()?) => keep_whole(model, r, child, out)?,
-                    // Scalars, and keys outside the model, as they are.
-                    _ => r.copy_value(out).map(|()| true)?,
-                };
-                if kept {
-                    written += 1;
-                } else {
-                    out.truncate(before);
-                }
-                if !r.next(b'}')? {
-                    break;
-                }
-            }
-            if written == 0 {
-                out.truncate(mark);
-                return Ok(false);
-            }
-            out.push(b'}');
-            Ok(true)
-        }
-        b'[' => array(r, out, |r, out| keep_whole(model, r, node, out)),
-        _ => r.copy_value(out).map(|()| true),
-    }
-}
-
-/// [`keep_whole`] inside a leaf, where every key is raw.
-fn prune_raw(r: &mut Reader, out: &mut Vec<u8>) -> Walk<bool> {
-    match r.peek()? {
-        b'{' => {
-            let mark = out.len();
-            if r.open(b'{', b'}')? {
-                return Ok(false);
-            }
-            out.push(b'{');
-            let mut written = 0;
-            loop {
-                let (_, key_bytes) = r.key()?;
-                let before = out.len();
-                entry(out, written, key_bytes);
-                if prune_raw(r, out)? {
-                    written += 1;
-                } else {
-                    out.truncate(before);
-                }
-                if !r.next(b'}')? {
-                    break;
-                }
-            }
-            if written == 0 {
-                out.truncate(mark);
-                return Ok(false);
-            }
-            out.push(b'}');
-            Ok(true)
-        }
-        b'[' => array(r, out, prune_raw),
-        _ => r.copy_value(out).map(|()| true),
-    }
 }
 
 /// An array whose items are written by `item` (false: the item is dropped);
