@@ -26,8 +26,14 @@ fn main() {
         let mut entries = fixture_files(&Path::new(&manifest_dir).join(dir));
         entries.sort();
         let _ = writeln!(code, "pub static {table}: &[(&str, &str)] = &[");
-        for (id, path) in entries {
-            let _ = writeln!(code, "    ({id:?}, include_str!({path:?})),");
+        // Paths from the manifest directory of the compile, not this run's:
+        // a target directory shared by two checkouts keeps working.
+        for (id, file) in entries {
+            let rel = format!("/{dir}/{file}");
+            let _ = writeln!(
+                code,
+                "    ({id:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), {rel:?}))),"
+            );
         }
         let _ = writeln!(code, "];");
     }
@@ -37,7 +43,7 @@ fn main() {
     }
 }
 
-/// `(board id, absolute path)` of every `<id>.json` whose id is a valid board id.
+/// `(board id, file name)` of every `<id>.json` whose id is a valid board id.
 fn fixture_files(dir: &Path) -> Vec<(String, String)> {
     let Ok(read) = fs::read_dir(dir) else {
         return Vec::new();
@@ -54,13 +60,10 @@ fn fixture_files(dir: &Path) -> Vec<(String, String)> {
         if !is_board_id(id) {
             continue;
         }
-        let Some(abs) = fs::canonicalize(&path)
-            .ok()
-            .and_then(|p| p.to_str().map(str::to_owned))
-        else {
+        let Some(file) = path.file_name().and_then(|f| f.to_str()) else {
             continue;
         };
-        out.push((id.to_owned(), abs));
+        out.push((id.to_owned(), file.to_owned()));
     }
     out
 }

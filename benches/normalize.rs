@@ -27,15 +27,11 @@ fn pipeline(raw: &[u8]) -> Vec<u8> {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
-    let fetched = Fetched {
-        root_id: ROOT.into(),
-        elements: take("elements"),
-        comments: take("comments"),
-        canvas_order: take("canvasOrder"),
-        loaded_boards: [ROOT.to_owned()].into_iter().collect(),
-        fetched_time_ms: body.get("fetchedTime").and_then(Value::as_i64),
-        fetched_at_ms: 0,
-    };
+    let mut fetched = Fetched::from_elements(ROOT, take("elements"));
+    fetched.comments = take("comments");
+    fetched.canvas_order = take("canvasOrder");
+    fetched.loaded_boards = [ROOT.to_owned()].into_iter().collect();
+    fetched.fetched_time_ms = body.get("fetchedTime").and_then(Value::as_i64);
     match normalize(&fetched, "milanote") {
         Ok(doc) => serde_json::to_vec(&doc).unwrap_or_default(),
         Err(_) => Vec::new(),

@@ -20,8 +20,9 @@
 mod raw_board;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use shared_board_api::internals::pipeline::{load, reference, Rendered};
+use shared_board_api::internals::provider::answer::Answer;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -61,12 +62,12 @@ static GLOBAL: Counting = Counting;
 
 const INCLUDE_10: &str = "version,source.boardId,fetchedAt,board.id,board.title,board.children.id,board.children.type,board.children.title,board.children.richText.plainText,board.children.url";
 
-/// The provider client's half: the answer parsed and merged.
+/// The provider client's half: the answer read and merged.
 fn fetched(raw: &[u8], root: &str) -> Fetched {
-    let body: Map<String, Value> = serde_json::from_slice(raw).unwrap_or_default();
+    let answer = Answer::parse(raw).unwrap_or_default();
     let mut fetched = Fetched::new(root, 0);
-    fetched.fetched_time_ms = body.get("fetchedTime").and_then(Value::as_i64);
-    fetched.merge_owned(body);
+    fetched.fetched_time_ms = answer.fields.get("fetchedTime").and_then(Value::as_i64);
+    fetched.merge_answer(answer);
     fetched.loaded_boards.insert(root.to_owned());
     fetched
 }

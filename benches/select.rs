@@ -24,8 +24,8 @@ fn scalar(v: impl Into<Value>) -> Scalar {
 
 fn rich(text: &str) -> RichText {
     RichText {
-        blocks: vec![Raw(
-            json!({"type": "paragraph", "content": [{"type": "text", "text": text}]}),
+        blocks: vec![Raw::verbatim(
+            &json!({"type": "paragraph", "content": [{"type": "text", "text": text}]}),
         )],
         plain_text: text.to_owned(),
     }
@@ -91,7 +91,7 @@ fn leaf_kind(i: usize) -> NodeKind {
                             .collect()
                     })
                     .collect(),
-                column_widths: Some(vec![Raw(json!(100)), Raw(json!(200))]),
+                column_widths: Some(vec![Raw::verbatim(&json!(100)), Raw::verbatim(&json!(200))]),
                 version: Some(scalar(2)),
             }),
         }),

@@ -74,7 +74,7 @@ fn fetched_for(root: &str) -> Fetched {
                 queue.push_back(id.clone());
             }
             if !keep_old {
-                fetched.elements.insert(id, element);
+                fetched.merge_element(&id, element);
             }
         }
         fetched.comments.extend(take("comments"));

@@ -102,15 +102,11 @@ fn board() -> impl Strategy<Value = Value> {
 
 fn fetched(body: &Value) -> Fetched {
     let take = |k: &str| body[k].as_object().cloned().unwrap_or_default();
-    Fetched {
-        root_id: "r".into(),
-        elements: take("elements"),
-        comments: take("comments"),
-        canvas_order: take("canvasOrder"),
-        loaded_boards: ["r".to_owned(), "b".to_owned()].into_iter().collect(),
-        fetched_time_ms: None,
-        fetched_at_ms: 0,
-    }
+    let mut f = Fetched::from_elements("r", take("elements"));
+    f.comments = take("comments");
+    f.canvas_order = take("canvasOrder");
+    f.loaded_boards = ["r".to_owned(), "b".to_owned()].into_iter().collect();
+    f
 }
 
 /// The element each id resolves to, by an independent reading of the rule.

@@ -16,18 +16,13 @@ fn node_with(id: &str, mut element: Value, comments: Value, loaded: &[&str]) -> 
     let mut elements = Map::new();
     elements.insert(ROOT.into(), json!({"elementType": "BOARD"}));
     elements.insert(id.into(), element);
-    let fetched = Fetched {
-        root_id: ROOT.into(),
-        elements,
-        comments: serde_json::from_value(comments).unwrap(),
-        loaded_boards: loaded
-            .iter()
-            .map(|s| s.to_string())
-            .chain([ROOT.to_owned()])
-            .collect(),
-        fetched_at_ms: 0,
-        ..Fetched::default()
-    };
+    let mut fetched = Fetched::from_elements(ROOT, elements);
+    fetched.comments = serde_json::from_value(comments).unwrap();
+    fetched.loaded_boards = loaded
+        .iter()
+        .map(|s| s.to_string())
+        .chain([ROOT.to_owned()])
+        .collect();
     let doc = serde_json::to_value(normalize(&fetched, "milanote").unwrap()).unwrap();
     let children = doc["board"]["children"].as_array().unwrap();
     assert_eq!(children.len(), 1, "{doc}");
@@ -385,12 +380,8 @@ fn children_attach_through_parent_id_in_order() {
             json!({"elementType": "CARD", "location": {"parentId": parent, "position": {"score": score}}}),
         );
     }
-    let fetched = Fetched {
-        root_id: ROOT.into(),
-        elements,
-        canvas_order: serde_json::from_value(json!({"col": ["c3"]})).unwrap(),
-        ..Fetched::default()
-    };
+    let mut fetched = Fetched::from_elements(ROOT, elements);
+    fetched.canvas_order = serde_json::from_value(json!({"col": ["c3"]})).unwrap();
     let doc = serde_json::to_value(normalize(&fetched, "milanote").unwrap()).unwrap();
     let ids: Vec<&str> = doc["board"]["children"][0]["children"]
         .as_array()

@@ -54,7 +54,7 @@ fn scalar() -> impl Strategy<Value = Scalar> {
 /// Raw provider JSON (blocks, unknown content), sometimes carrying secrets.
 fn raw() -> impl Strategy<Value = Raw> {
     (text(), sensitive_key(), any::<u8>()).prop_map(|(t, key, pick)| {
-        Raw(match pick % 4 {
+        Raw::verbatim(&match pick % 4 {
             0 => json!({"type": "text", "text": t}),
             1 => json!({"type": "paragraph", "content": [{"type": "text", "text": t, "attrs": {key: SECRET}}]}),
             2 => json!({"id": t, "title": t, key: {"nested": SECRET}, "timestamps": {}}),

@@ -48,15 +48,11 @@ fuzz_target!(|data: &[u8]| {
         .filter(|(_, e)| e.get("elementType").and_then(Value::as_str) == Some("BOARD"))
         .map(|(k, _)| k.clone())
         .collect();
-    let fetched = Fetched {
-        root_id,
-        elements,
-        comments: object(&body, "comments"),
-        canvas_order: object(&body, "canvasOrder"),
-        loaded_boards,
-        fetched_time_ms: body.get("fetchedTime").and_then(Value::as_i64),
-        fetched_at_ms: 0,
-    };
+    let mut fetched = Fetched::from_elements(&root_id, elements);
+    fetched.comments = object(&body, "comments");
+    fetched.canvas_order = object(&body, "canvasOrder");
+    fetched.loaded_boards = loaded_boards;
+    fetched.fetched_time_ms = body.get("fetchedTime").and_then(Value::as_i64);
     let Ok(document) = normalize(&fetched, "milanote") else {
         return;
     };

@@ -14,6 +14,7 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use shared_board_api::internals::pipeline::{load, reference, LoadedBoard};
+use shared_board_api::internals::provider::answer::Answer;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
 
@@ -28,18 +29,23 @@ fuzz_target!(|data: &[u8]| {
     let raw = LoadedBoard::from_json(data.to_vec());
     let _ = raw.render("detail", &Selection::view(View::Standard));
 
-    let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(data) else {
+    // The one-pass reader accepts exactly what a whole-value parse accepts.
+    let answer = Answer::parse(data);
+    let whole = serde_json::from_slice::<Value>(data);
+    assert_eq!(answer.is_ok(), matches!(whole, Ok(Value::Object(_))));
+    let Ok(answer) = answer else {
         return;
     };
-    let root = body
+    let root = answer
+        .fields
         .get("rootId")
         .and_then(Value::as_str)
         .unwrap_or("r")
         .to_owned();
     let mut fetched = Fetched::new(&root, 0);
-    fetched.merge_response(&body);
+    fetched.fetched_time_ms = answer.fields.get("fetchedTime").and_then(Value::as_i64);
+    fetched.merge_answer(answer);
     fetched.loaded_boards.insert(root.clone());
-    fetched.fetched_time_ms = body.get("fetchedTime").and_then(Value::as_i64);
 
     let fast = load::build(&fetched, &root, "milanote");
     let slow = reference::build(&fetched, &root, "milanote");

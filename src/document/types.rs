@@ -10,6 +10,7 @@
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -86,9 +87,44 @@ impl JsonSchema for Scalar {
 
 /// Raw JSON kept as the provider sent it (rich-text blocks, unknown content).
 /// The selector model treats it as a leaf.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// Held as compact JSON text, not as a value tree: the bulk of a board is
+/// rich text, and a tree costs several times its text in memory and a walk
+/// to write. Serializing a `Raw` copies its text.
+#[derive(Debug, Clone, Serialize)]
 #[serde(transparent)]
-pub struct Raw(pub Value);
+pub struct Raw(Box<RawValue>);
+
+impl Raw {
+    /// A raw value from compact JSON text that the caller has already
+    /// depth-bounded and sanitized (the normalizer's `raw_leaf`).
+    pub fn from_json(json: Box<RawValue>) -> Raw {
+        Raw(json)
+    }
+
+    /// `value` written as it is, for tests and hand-built documents. The
+    /// normalizer never uses this: its raw values are bounded and sanitized.
+    pub fn verbatim(value: &Value) -> Raw {
+        let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
+        Raw(RawValue::from_string(text).unwrap_or_else(|_| RawValue::NULL.to_owned()))
+    }
+
+    /// The compact JSON text.
+    pub fn json(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The value as a tree.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+}
+
+impl PartialEq for Raw {
+    fn eq(&self, other: &Raw) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
 
 impl JsonSchema for Raw {
     fn inline_schema() -> bool {

@@ -1,21 +1,28 @@
 //! What the provider client hands the normalizer: the raw `/api/boards`
-//! responses of one share link, merged.
+//! answers of one share link, merged.
 
+use crate::provider::answer::{Answer, Entry};
 use crate::provider::normalize::raw::{claimed_id, replaces};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-/// The merged raw responses for one root board and the nested boards fetched below it.
+/// The merged raw answers for one root board and the nested boards fetched below it.
 ///
-/// Raw values are kept as `serde_json::Value` so that the normalizer can read
-/// them leniently: a field of the wrong type is omitted, never an error.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Element fields are kept as `serde_json::Value` so that the normalizer can
+/// read them leniently: a field of the wrong type is omitted, never an
+/// error. Each element's `content`, the bulk of a board, is kept apart as
+/// the JSON text the provider sent (see [`crate::provider::answer`]).
+#[derive(Debug, Clone, Default)]
 pub struct Fetched {
     /// The requested (root) board id.
     pub root_id: String,
-    /// Element id -> raw element, merged: a later copy replaces an earlier one,
-    /// except that a `BOARD` is never replaced by a `SKELETON`.
+    /// Element id -> raw element without its `content`, merged: a later copy
+    /// replaces an earlier one, except that a `BOARD` is never replaced by a
+    /// `SKELETON`.
     pub elements: Map<String, Value>,
+    /// Element id -> the raw `content` of that element in [`Fetched::elements`].
+    pub contents: HashMap<String, Box<RawValue>>,
     /// Comment id -> raw comment, from every response's top-level `comments`.
     pub comments: Map<String, Value>,
     /// Parent id -> raw array of child ids, from every response's `canvasOrder`.
@@ -29,6 +36,25 @@ pub struct Fetched {
     pub fetched_at_ms: i64,
 }
 
+impl PartialEq for Fetched {
+    fn eq(&self, other: &Fetched) -> bool {
+        let content = |f: &Fetched| -> HashMap<String, String> {
+            f.contents
+                .iter()
+                .map(|(id, raw)| (id.clone(), raw.get().to_owned()))
+                .collect()
+        };
+        self.root_id == other.root_id
+            && self.elements == other.elements
+            && content(self) == content(other)
+            && self.comments == other.comments
+            && self.canvas_order == other.canvas_order
+            && self.loaded_boards == other.loaded_boards
+            && self.fetched_time_ms == other.fetched_time_ms
+            && self.fetched_at_ms == other.fetched_at_ms
+    }
+}
+
 impl Fetched {
     /// An empty result for `root_id`, fetched at `fetched_at_ms`.
     pub fn new(root_id: &str, fetched_at_ms: i64) -> Self {
@@ -39,57 +65,77 @@ impl Fetched {
         }
     }
 
-    /// Merge one raw `/api/boards` response: its `elements`, `comments` and
-    /// `canvasOrder` maps. Elements are keyed by their id (`id`, else `_id`,
-    /// else the map key), so nested boards and parents
-    /// are found by id whatever the provider keys its map by. A later copy
-    /// replaces an earlier one, except that a `BOARD` is never replaced by a
-    /// `SKELETON` of the same id. Keys of the wrong type are ignored.
-    pub fn merge_response(&mut self, response: &Map<String, Value>) {
-        if let Some(Value::Object(elements)) = response.get("elements") {
-            for (key, element) in elements {
-                let id = claimed_id(key, element);
-                self.merge_element(&id, element.clone());
-            }
+    /// Root `root_id` with `elements`, a map of raw elements (contents
+    /// included) keyed by id, merged as given: for tests and benchmarks.
+    /// No board counts as loaded.
+    pub fn from_elements(root_id: &str, elements: Map<String, Value>) -> Self {
+        let mut fetched = Fetched::new(root_id, 0);
+        for (id, element) in elements {
+            fetched.merge_element(&id, element);
         }
-        if let Some(Value::Object(comments)) = response.get("comments") {
-            for (id, comment) in comments {
-                self.comments.insert(id.clone(), comment.clone());
-            }
-        }
-        if let Some(Value::Object(order)) = response.get("canvasOrder") {
-            for (id, children) in order {
-                self.canvas_order.insert(id.clone(), children.clone());
-            }
-        }
+        fetched
     }
 
-    /// [`Fetched::merge_response`] for an answer the caller is done with:
-    /// its values are moved, not copied, so a cold load holds one copy of
-    /// the provider's elements instead of two.
-    pub fn merge_owned(&mut self, mut response: Map<String, Value>) {
-        if let Some(Value::Object(elements)) = response.remove("elements") {
-            for (key, element) in elements {
-                let id = claimed_id(&key, &element);
-                self.merge_element(&id, element);
-            }
+    /// Merge one raw `/api/boards` answer held as a value (tests, fixtures):
+    /// read through the same [`Answer`] reader as a real body, then
+    /// [`Fetched::merge_answer`].
+    pub fn merge_response(&mut self, response: &Map<String, Value>) {
+        self.merge_answer(Answer::from_value(response));
+    }
+
+    /// Merge one answer: its `elements`, `comments` and `canvasOrder` maps.
+    /// Elements are keyed by their id (`id`, else `_id`, else the map key),
+    /// so nested boards and parents are found by id whatever the provider
+    /// keys its map by. A later copy replaces an earlier one, except that a
+    /// `BOARD` is never replaced by a `SKELETON` of the same id. Members of
+    /// the wrong type are ignored. The answer's values are moved, not copied.
+    pub fn merge_answer(&mut self, mut answer: Answer) {
+        for entry in answer.elements.take().into_iter().flatten() {
+            let id = claimed_id(&entry.key, &entry.element);
+            self.merge_entry(&id, entry);
         }
-        if let Some(Value::Object(comments)) = response.remove("comments") {
+        if let Some(Value::Object(comments)) = answer.fields.shift_remove("comments") {
             self.comments.extend(comments);
         }
-        if let Some(Value::Object(order)) = response.remove("canvasOrder") {
+        if let Some(Value::Object(order)) = answer.fields.shift_remove("canvasOrder") {
             self.canvas_order.extend(order);
         }
     }
 
-    /// Insert one raw element under `id`, keeping an existing `BOARD` over a new `SKELETON`.
-    pub fn merge_element(&mut self, id: &str, element: Value) {
+    /// Insert one raw element (its `content` included, as in a provider
+    /// answer) under `id`, keeping an existing `BOARD` over a new `SKELETON`.
+    pub fn merge_element(&mut self, id: &str, mut element: Value) {
+        let content = element
+            .as_object_mut()
+            .and_then(|o| o.shift_remove("content"))
+            .and_then(|c| RawValue::from_string(c.to_string()).ok());
+        self.merge_entry(
+            id,
+            Entry {
+                key: id.to_owned(),
+                element,
+                content,
+            },
+        );
+    }
+
+    fn merge_entry(&mut self, id: &str, entry: Entry) {
         if let Some(existing) = self.elements.get(id) {
-            if !replaces(existing, &element) {
+            if !replaces(existing, &entry.element) {
                 return;
             }
         }
-        self.elements.insert(id.to_owned(), element);
+        match entry.content {
+            Some(content) => self.contents.insert(id.to_owned(), content),
+            None => self.contents.remove(id),
+        };
+        self.elements.insert(id.to_owned(), entry.element);
+    }
+
+    /// The raw `content` of element `id`, as a value.
+    pub fn content(&self, id: &str) -> Option<Value> {
+        let raw = self.contents.get(id)?;
+        serde_json::from_str(raw.get()).ok()
     }
 
     /// Number of merged elements.
@@ -134,21 +180,29 @@ mod tests {
     }
 
     #[test]
-    fn merge_owned_is_merge_response() {
+    fn content_travels_with_its_element() {
         let answers = [
-            json!({"elements": {"e0": {"_id": "r", "elementType": "BOARD"}, "k": {"id": "b", "elementType": "BOARD"}},
+            json!({"elements": {"e0": {"_id": "r", "elementType": "BOARD", "content": {"title": "R"}},
+                                "k": {"id": "b", "elementType": "BOARD", "content": {"title": "B"}},
+                                "c": {"elementType": "CARD", "content": {"text": 1}}},
                    "comments": {"c1": {"text": "x"}}, "canvasOrder": {"r": ["b"]}}),
-            json!({"elements": {"s": {"id": "b", "elementType": "SKELETON"}, "r": {"id": "q", "v": 1}},
+            json!({"elements": {"s": {"id": "b", "elementType": "SKELETON", "content": {"title": "S"}},
+                                "c": {"elementType": "CARD"}},
                    "comments": {"c1": {"text": "y"}}, "canvasOrder": [1]}),
         ];
-        let mut by_ref = Fetched::new("r", 0);
-        let mut owned = Fetched::new("r", 0);
+        let mut f = Fetched::new("r", 0);
         for answer in answers {
-            by_ref.merge_response(&response(answer.clone()));
-            owned.merge_owned(response(answer));
+            let body = serde_json::to_vec(&answer).unwrap();
+            f.merge_answer(Answer::parse(&body).unwrap());
         }
-        assert_eq!(by_ref, owned);
-        assert_eq!(owned.comments["c1"]["text"], "y");
+        assert_eq!(f.content("r"), Some(json!({"title": "R"})));
+        // The SKELETON lost to the BOARD, and so did its content.
+        assert_eq!(f.content("b"), Some(json!({"title": "B"})));
+        // The later card replaced the earlier one, content and all.
+        assert_eq!(f.content("c"), None);
+        assert!(!f.elements["r"].as_object().unwrap().contains_key("content"));
+        assert_eq!(f.comments["c1"]["text"], "y");
+        assert_eq!(f.canvas_order["r"], json!(["b"]));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The Milanote provider: fetch a shared board through Pingora's client stack
 //! and normalize it into a BoardDocument v1.
 
+pub mod answer;
 pub mod client;
 pub mod error;
 pub mod fetched;

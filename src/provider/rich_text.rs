@@ -16,11 +16,11 @@
 //! children of `paragraph`, `heading`, `listItem` join with nothing, other
 //! containers and Draft.js blocks join with newlines; empty parts are dropped.
 //! The walk is iterative, so deep documents cannot overflow the stack.
-//! Blocks are copied (or, when parsed from a string, moved) keeping at most
+//! Blocks are written as compact JSON text keeping at most
 //! [`MAX_RAW_DEPTH`] nested levels.
 
-use crate::document::{Raw, RichText};
-use crate::provider::normalize::raw::{bounded_clone, bounded_owned, MAX_RAW_DEPTH};
+use crate::document::RichText;
+use crate::provider::normalize::raw::{raw_leaf, MAX_RAW_DEPTH};
 use serde_json::Value;
 
 /// Reads rich text in any of the accepted shapes (see the module docs).
@@ -36,8 +36,7 @@ pub fn rich_text(value: &Value) -> Option<RichText> {
                 plain_text: shape.plain_text(value),
                 blocks: blocks
                     .iter()
-                    .filter_map(|b| bounded_clone(b, MAX_RAW_DEPTH))
-                    .map(Raw)
+                    .filter_map(|b| raw_leaf(b, MAX_RAW_DEPTH))
                     .collect(),
             })
         }
@@ -45,8 +44,8 @@ pub fn rich_text(value: &Value) -> Option<RichText> {
             // A plain string, even empty, is rich text with no blocks.
             let trimmed = s.trim_start();
             if trimmed.starts_with('{') {
-                if let Ok(parsed) = serde_json::from_str::<Value>(trimmed) {
-                    if let Some(rich) = owned(parsed) {
+                if let Ok(parsed @ Value::Object(_)) = serde_json::from_str::<Value>(trimmed) {
+                    if let Some(rich) = rich_text(&parsed) {
                         return Some(rich);
                     }
                 }
@@ -58,24 +57,6 @@ pub fn rich_text(value: &Value) -> Option<RichText> {
         }
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => None,
     }
-}
-
-/// Rich text parsed from a string: its blocks are moved, not copied.
-fn owned(parsed: Value) -> Option<RichText> {
-    let shape = shape(&parsed)?;
-    let plain_text = shape.plain_text(&parsed);
-    let blocks = match parsed {
-        Value::Object(mut map) => match map.remove(shape.blocks_key()) {
-            Some(Value::Array(items)) => items
-                .into_iter()
-                .filter_map(|b| bounded_owned(b, MAX_RAW_DEPTH))
-                .map(Raw)
-                .collect(),
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    };
-    Some(RichText { blocks, plain_text })
 }
 
 #[derive(Clone, Copy)]
@@ -203,6 +184,7 @@ fn tiptap_plain_text(root: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::Raw;
     use serde_json::json;
 
     fn plain(value: Value) -> Option<String> {
@@ -264,14 +246,19 @@ mod tests {
     fn blocks_are_the_raw_blocks() {
         let doc = json!({"type": "doc", "content": [p("a"), p("b")]});
         let rich = rich_text(&doc).unwrap();
-        assert_eq!(rich.blocks, vec![Raw(p("a")), Raw(p("b"))]);
+        assert_eq!(
+            rich.blocks,
+            vec![Raw::verbatim(&p("a")), Raw::verbatim(&p("b"))]
+        );
 
         let draft =
             json!({"blocks": [{"key": "k1", "text": "x", "type": "unstyled"}], "entityMap": {}});
         let rich = rich_text(&Value::String(draft.to_string())).unwrap();
         assert_eq!(
             rich.blocks,
-            vec![Raw(json!({"key": "k1", "text": "x", "type": "unstyled"}))]
+            vec![Raw::verbatim(
+                &json!({"key": "k1", "text": "x", "type": "unstyled"})
+            )]
         );
 
         let rich = rich_text(&json!("plain")).unwrap();

@@ -20,10 +20,11 @@ pub use settings::ProviderSettings;
 pub use transport::RESOLVE_TTL;
 
 use crate::governance::WorkPool;
+use crate::provider::answer::Answer;
 use crate::provider::error::{redact_permission, FetchError};
 use crate::provider::fetched::Fetched;
 use pingora_error::{Error, ErrorType};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -73,7 +74,7 @@ impl std::fmt::Debug for ProviderClient {
 }
 
 /// One nested-board batch's outcome: the batch's ids and the answer, if any.
-type BatchResult = (Vec<String>, Option<Map<String, Value>>);
+type BatchResult = (Vec<String>, Option<Answer>);
 
 impl ProviderClient {
     /// Validate `settings`, load the CA file if any, and set up the connector.
@@ -210,12 +211,12 @@ impl ProviderClient {
         };
 
         let mut fetched = Fetched::new(board_id, now_ms());
-        fetched.fetched_time_ms = body.get("fetchedTime").and_then(epoch_ms);
-        // On the work pool; the root answer is moved in, not copied.
+        fetched.fetched_time_ms = body.fields.get("fetchedTime").and_then(epoch_ms);
+        // On the work pool; the answer's values are moved in, not copied.
         let mut fetched = self
             .inner
             .cpu(move || {
-                fetched.merge_owned(body);
+                fetched.merge_answer(body);
                 fetched
             })
             .await?;
@@ -271,20 +272,17 @@ impl ProviderClient {
             let (results, complete) = self.run_batches(batches, token, deadline).await;
             for (ids, body) in results {
                 let Some(body) = body else { continue };
-                let incoming = body
-                    .get("elements")
-                    .and_then(Value::as_object)
-                    .map_or(0, Map::len);
+                let incoming = body.element_count();
                 if fetched.element_count() + incoming > settings.max_elements {
                     log::info!("provider: max_elements reached, nested boards not merged");
                     return;
                 }
-                fetched.merge_response(&body);
                 for id in ids {
                     if rules::nested_loaded(&body, &id) {
                         fetched.loaded_boards.insert(id);
                     }
                 }
+                fetched.merge_answer(body);
             }
             if !complete {
                 log::info!("provider: fetch deadline passed, returning the boards loaded so far");

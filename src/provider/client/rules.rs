@@ -3,6 +3,7 @@
 //! boards an answer loaded.
 
 use super::transport::Response;
+use crate::provider::answer::{Answer, AnswerError};
 use crate::provider::error::FetchError;
 use crate::provider::fetched::element_type;
 use serde_json::{Map, Value};
@@ -109,20 +110,23 @@ pub fn parse_token(response: &Response) -> Result<String, FetchError> {
     Ok(token.clone())
 }
 
-/// The boards endpoint's answer as a JSON object.
+/// The boards endpoint's answer, read in one pass ([`Answer`]).
 ///
 /// # Errors
 ///
 /// `AccessDenied` for 401/403, `NotFound` for 404, `Upstream` for other
 /// non-2xx statuses and bodies that are not a JSON object.
-pub fn parse_boards(response: &Response) -> Result<Map<String, Value>, FetchError> {
+pub fn parse_boards(response: &Response) -> Result<Answer, FetchError> {
     status_verdict("boards endpoint", response.status)?;
-    json_object("boards", &response.body)
+    Answer::parse(&response.body).map_err(|e| match e {
+        AnswerError::NotObject => FetchError::upstream("boards body is not a JSON object"),
+        AnswerError::NotJson => FetchError::upstream("boards body is not JSON"),
+    })
 }
 
 /// `errors[id].error.code`, when present.
-fn error_code<'a>(body: &'a Map<String, Value>, id: &str) -> Option<Option<&'a str>> {
-    let entry = body.get("errors")?.get(id)?;
+fn error_code<'a>(body: &'a Answer, id: &str) -> Option<Option<&'a str>> {
+    let entry = body.fields.get("errors")?.get(id)?;
     // `null` or an empty entry reports nothing. The code is read from
     // `{"error":{"code"}}` (what Milanote sends), a flat `{"code"}`, or a
     // plain string; an entry with none of these is an error without a code.
@@ -141,8 +145,9 @@ fn error_code<'a>(body: &'a Map<String, Value>, id: &str) -> Option<Option<&'a s
 }
 
 /// `childrenReturned[id] == true`.
-fn children_returned(body: &Map<String, Value>, id: &str) -> bool {
-    body.get("childrenReturned")
+fn children_returned(body: &Answer, id: &str) -> bool {
+    body.fields
+        .get("childrenReturned")
         .and_then(|c| c.get(id))
         .and_then(Value::as_bool)
         == Some(true)
@@ -173,7 +178,7 @@ fn loggable_code(code: &str) -> &str {
 /// returned, or it is a `SKELETON`; `NotFound` when the code says missing or
 /// deleted (case-insensitive); `Upstream` for any other code, no `elements`, or
 /// a root element that is missing or not a `BOARD`.
-pub fn check_root(body: &Map<String, Value>, root_id: &str) -> Result<(), FetchError> {
+pub fn check_root(body: &Answer, root_id: &str) -> Result<(), FetchError> {
     if let Some(code) = error_code(body, root_id) {
         let upper = code.unwrap_or_default().to_ascii_uppercase();
         if DENIED_CODES.contains(&upper.as_str()) {
@@ -187,13 +192,13 @@ pub fn check_root(body: &Map<String, Value>, root_id: &str) -> Result<(), FetchE
             loggable_code(code.unwrap_or_default())
         )));
     }
-    let Some(Value::Object(elements)) = body.get("elements") else {
+    if body.elements.is_none() {
         return Err(FetchError::upstream("boards answer has no elements"));
-    };
+    }
     if !children_returned(body, root_id) {
         return Err(FetchError::AccessDenied);
     }
-    let Some(root) = find_element(elements, root_id) else {
+    let Some(root) = find_element(body.element_heads(), root_id) else {
         return Err(FetchError::upstream(
             "root element missing from the boards answer",
         ));
@@ -207,15 +212,12 @@ pub fn check_root(body: &Map<String, Value>, root_id: &str) -> Result<(), FetchE
 
 /// Whether nested board `id` was loaded by this answer: no error for it, its
 /// children returned, and not answered as a `SKELETON`.
-pub fn nested_loaded(body: &Map<String, Value>, id: &str) -> bool {
+pub fn nested_loaded(body: &Answer, id: &str) -> bool {
     if error_code(body, id).is_some() || !children_returned(body, id) {
         return false;
     }
-    let skeleton = body
-        .get("elements")
-        .and_then(Value::as_object)
-        .and_then(|els| find_element(els, id))
-        .is_some_and(|e| element_type(e) == Some("SKELETON"));
+    let skeleton =
+        find_element(body.element_heads(), id).is_some_and(|e| element_type(e) == Some("SKELETON"));
     !skeleton
 }
 
@@ -231,8 +233,8 @@ mod tests {
         }
     }
 
-    fn obj(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap_or_default()
+    fn obj(v: Value) -> Answer {
+        Answer::from_value(v.as_object().unwrap_or(&Map::new()))
     }
 
     #[test]
@@ -295,7 +297,7 @@ mod tests {
         assert!(parse_token(&resp(200, &max)).is_ok());
     }
 
-    fn root(code: Option<&str>, returned: Value, el_type: &str) -> Map<String, Value> {
+    fn root(code: Option<&str>, returned: Value, el_type: &str) -> Answer {
         let mut v = json!({
             "elements": {"r": {"elementType": el_type}},
             "childrenReturned": {"r": returned}
@@ -384,7 +386,7 @@ mod tests {
         }));
         assert_eq!(check_root(&body, "r"), Ok(()));
         let mut fetched = Fetched::new("r", 0);
-        fetched.merge_response(&body);
+        fetched.merge_answer(body);
         let doc = normalize(&fetched, "m").expect("the checked root normalizes");
         assert_eq!(doc.board.id, "r");
         assert_eq!(
@@ -402,7 +404,7 @@ mod tests {
             Err(FetchError::Upstream(_))
         ));
         let mut fetched = Fetched::new("r", 0);
-        fetched.merge_response(&card);
+        fetched.merge_answer(card);
         assert!(normalize(&fetched, "m").is_err());
         let skeleton = answer(json!({
             "r": {"id": "x", "elementType": "BOARD"},

@@ -73,9 +73,12 @@ pub fn element_type(element: &Map<String, Value>) -> &str {
 }
 
 /// The fields of every type except `COMMENT_THREAD` (see [`comment_thread`]).
-pub fn kind(element: &Map<String, Value>, loaded: bool) -> NodeKind {
+///
+/// `content` is the element's raw `content`, kept apart from its other
+/// fields by the provider client.
+pub fn kind(element: &Map<String, Value>, content: Option<&Value>, loaded: bool) -> NodeKind {
     let empty = Map::new();
-    let c = object(element.get("content")).unwrap_or(&empty);
+    let c = object(content).unwrap_or(&empty);
     match element_type(element) {
         "BOARD" => NodeKind::Board(board(c, loaded)),
         "COLUMN" => NodeKind::Column(ColumnFields {
@@ -119,7 +122,7 @@ pub fn kind(element: &Map<String, Value>, loaded: bool) -> NodeKind {
             table: object(c.get("tableContent")).map(table),
         }),
         "COMMENT_THREAD" => NodeKind::CommentThread(CommentThreadFields {
-            thread_id: thread_id(element),
+            thread_id: thread_id(element, content),
             comments: Vec::new(),
         }),
         "SKELETON" => NodeKind::Skeleton(SkeletonFields {
@@ -127,7 +130,7 @@ pub fn kind(element: &Map<String, Value>, loaded: bool) -> NodeKind {
         }),
         other => NodeKind::Unknown(UnknownFields {
             element_type: other.to_owned(),
-            content: raw(element.get("content")),
+            content: raw(content),
         }),
     }
 }
@@ -259,8 +262,8 @@ fn cell(value: &Value) -> TableCell {
 }
 
 /// `threadId` from `content`, else from the element's top level.
-pub fn thread_id(element: &Map<String, Value>) -> Option<String> {
-    ident(object(element.get("content")).and_then(|c| c.get("threadId")))
+pub fn thread_id(element: &Map<String, Value>, content: Option<&Value>) -> Option<String> {
+    ident(object(content).and_then(|c| c.get("threadId")))
         .or_else(|| ident(element.get("threadId")))
 }
 
@@ -353,10 +356,12 @@ mod tests {
             (json!({"content": {}}), None),
         ];
         for (element, want) in cases {
+            let mut element = map(element);
+            let content = element.shift_remove("content");
             assert_eq!(
-                thread_id(&map(element.clone())).as_deref(),
+                thread_id(&element, content.as_ref()).as_deref(),
                 want,
-                "{element}"
+                "{element:?}"
             );
         }
     }

@@ -124,13 +124,9 @@ mod tests {
 
     fn fetched(root: &str, elements: Value) -> Fetched {
         let elements: Map<String, Value> = serde_json::from_value(elements).unwrap();
-        Fetched {
-            root_id: root.into(),
-            elements,
-            loaded_boards: [root.to_owned()].into_iter().collect(),
-            fetched_at_ms: 0,
-            ..Fetched::default()
-        }
+        let mut f = Fetched::from_elements(root, elements);
+        f.loaded_boards.insert(root.to_owned());
+        f
     }
 
     fn card(parent: &str) -> Value {
@@ -269,9 +265,10 @@ mod tests {
         let mut parent = "r".to_owned();
         for i in 0..levels {
             let id = format!("n{i}");
-            // A deep rich text at every level, to fill the raw budget too.
+            // A deep rich text at every level, to fill the raw budget too:
+            // as deep as a provider answer may nest it (`MAX_CONTENT_DEPTH`).
             let mut deep = json!({"type": "text", "text": "t"});
-            for _ in 0..200 {
+            for _ in 0..55 {
                 let mut wrapper = Map::new();
                 wrapper.insert("type".into(), json!("blockquote"));
                 wrapper.insert("content".into(), Value::Array(vec![deep]));
@@ -285,11 +282,7 @@ mod tests {
             );
             parent = id;
         }
-        let f = Fetched {
-            root_id: "r".into(),
-            elements,
-            ..Fetched::default()
-        };
+        let f = Fetched::from_elements("r", elements);
         let doc = normalize(&f, "m").unwrap();
         assert_eq!(chain(&doc).len(), MAX_NODE_DEPTH);
         let bytes = serde_json::to_vec(&doc).unwrap();

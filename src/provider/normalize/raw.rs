@@ -8,6 +8,9 @@
 
 use crate::document::sanitize::is_sensitive;
 use crate::document::{Raw, Scalar};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// Most nested array/object levels a raw value keeps, counting itself.
@@ -19,64 +22,68 @@ use serde_json::{Map, Value};
 /// serde_json can read any document this service writes.
 pub const MAX_RAW_DEPTH: usize = 48;
 
-/// Copies `value` keeping at most `levels` nested array/object levels and
-/// leaving out every sensitive key ([`is_sensitive`]) at every depth.
+/// `value` as a [`Raw`] leaf, keeping at most `levels` nested array/object
+/// levels and leaving out every sensitive key ([`is_sensitive`]) at every
+/// depth, written straight to compact JSON text (no copy of the tree).
 ///
-/// Raw JSON reaches the document only through this function and
-/// [`bounded_owned`], and the typed fields have no sensitive names, so the
-/// normalized document is sanitized as it is built: it can be serialized
-/// straight to bytes without a sanitizing walk over a value tree.
+/// Raw JSON reaches the document only through this function, and the typed
+/// fields have no sensitive names, so the normalized document is sanitized
+/// as it is built: it can be serialized straight to bytes without a
+/// sanitizing walk over a value tree.
 ///
 /// Returns `None` when `value` is itself a container and `levels` is 0.
 /// Recursion is bounded by `levels`.
-pub fn bounded_clone(value: &Value, levels: usize) -> Option<Value> {
-    match value {
-        Value::Array(items) => {
-            let inner = levels.checked_sub(1)?;
-            Some(Value::Array(
-                items
-                    .iter()
-                    .filter_map(|v| bounded_clone(v, inner))
-                    .collect(),
-            ))
-        }
-        Value::Object(map) => {
-            let inner = levels.checked_sub(1)?;
-            Some(Value::Object(
-                map.iter()
-                    .filter(|(k, _)| !is_sensitive(k))
-                    .filter_map(|(k, v)| Some((k.clone(), bounded_clone(v, inner)?)))
-                    .collect(),
-            ))
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => Some(value.clone()),
+pub fn raw_leaf(value: &Value, levels: usize) -> Option<Raw> {
+    if !fits(value, levels) {
+        return None;
     }
+    let text = serde_json::to_string(&Bounded { value, levels }).ok()?;
+    RawValue::from_string(text).ok().map(Raw::from_json)
 }
 
-/// [`bounded_clone`] for a value the caller owns (rich text parsed from a
-/// string): moves instead of copying.
-pub fn bounded_owned(value: Value, levels: usize) -> Option<Value> {
-    match value {
-        Value::Array(items) => {
-            let inner = levels.checked_sub(1)?;
-            Some(Value::Array(
-                items
-                    .into_iter()
-                    .filter_map(|v| bounded_owned(v, inner))
-                    .collect(),
-            ))
-        }
-        Value::Object(map) => {
-            let inner = levels.checked_sub(1)?;
-            Some(Value::Object(
-                map.into_iter()
-                    .filter(|(k, _)| !is_sensitive(k))
-                    .filter_map(|(k, v)| Some((k, bounded_owned(v, inner)?)))
-                    .collect(),
-            ))
-        }
-        scalar @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)) => {
-            Some(scalar)
+/// Whether `value` is kept with `levels` levels left: scalars always,
+/// containers while a level is left.
+fn fits(value: &Value, levels: usize) -> bool {
+    levels > 0 || !matches!(value, Value::Array(_) | Value::Object(_))
+}
+
+/// Serializes a value the way [`raw_leaf`] keeps it: containers past the
+/// level bound and sensitive keys are skipped as they are written.
+struct Bounded<'a> {
+    value: &'a Value,
+    levels: usize,
+}
+
+impl Serialize for Bounded<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let inner = self.levels.saturating_sub(1);
+        match self.value {
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(None)?;
+                for value in items.iter().filter(|v| fits(v, inner)) {
+                    seq.serialize_element(&Bounded {
+                        value,
+                        levels: inner,
+                    })?;
+                }
+                seq.end()
+            }
+            Value::Object(map) => {
+                let mut out = serializer.serialize_map(None)?;
+                for (key, value) in map {
+                    if !is_sensitive(key) && fits(value, inner) {
+                        out.serialize_entry(
+                            key,
+                            &Bounded {
+                                value,
+                                levels: inner,
+                            },
+                        )?;
+                    }
+                }
+                out.end()
+            }
+            scalar => scalar.serialize(serializer),
         }
     }
 }
@@ -85,7 +92,7 @@ pub fn bounded_owned(value: Value, levels: usize) -> Option<Value> {
 pub fn raw(value: Option<&Value>) -> Option<Raw> {
     match value? {
         Value::Null => None,
-        v => bounded_clone(v, MAX_RAW_DEPTH).map(Raw),
+        v => raw_leaf(v, MAX_RAW_DEPTH),
     }
 }
 
@@ -93,13 +100,7 @@ pub fn raw(value: Option<&Value>) -> Option<Raw> {
 pub fn raw_array(value: Option<&Value>) -> Option<Vec<Raw>> {
     let items = value?.as_array()?;
     let levels = MAX_RAW_DEPTH.saturating_sub(1);
-    Some(
-        items
-            .iter()
-            .filter_map(|v| bounded_clone(v, levels))
-            .map(Raw)
-            .collect(),
-    )
+    Some(items.iter().filter_map(|v| raw_leaf(v, levels)).collect())
 }
 
 /// A JSON scalar (string, number, boolean), as sent.
@@ -171,7 +172,10 @@ pub fn replaces(existing: &Value, incoming: &Value) -> bool {
 /// The one rule for "which element is this id", used by the client's root
 /// check, the merge of responses and the normalizer's index, so the root the
 /// client accepted is the root that is normalized.
-pub fn find_element<'a>(elements: &'a Map<String, Value>, id: &str) -> Option<&'a Value> {
+pub fn find_element<'a>(
+    elements: impl IntoIterator<Item = (&'a str, &'a Value)>,
+    id: &str,
+) -> Option<&'a Value> {
     let mut found: Option<&Value> = None;
     for (key, value) in elements {
         let claims = match value {
@@ -233,7 +237,8 @@ mod tests {
             "d": {"id": "cc", "v": 2}
         });
         let map = elements.as_object().unwrap();
-        let kind = |id: &str| find_element(map, id).map(|e| e["elementType"].clone());
+        let heads = || map.iter().map(|(k, v)| (k.as_str(), v));
+        let kind = |id: &str| find_element(heads(), id).map(|e| e["elementType"].clone());
         // The map key "r" holds element "x": "r" is the element whose id is "r".
         assert_eq!(kind("r"), Some(json!("CARD")));
         assert_eq!(kind("x"), Some(json!("BOARD")));
@@ -243,17 +248,17 @@ mod tests {
         // A SKELETON never replaces a BOARD; otherwise the later copy wins.
         assert_eq!(kind("bb"), Some(json!("BOARD")));
         assert_eq!(
-            find_element(map, "cc").map(|e| e["v"].clone()),
+            find_element(heads(), "cc").map(|e| e["v"].clone()),
             Some(json!(2))
         );
         for (key, value) in map {
             let id = claimed_id(key, value);
-            assert!(find_element(map, &id).is_some(), "{id}");
+            assert!(find_element(heads(), &id).is_some(), "{id}");
         }
     }
 
     #[test]
-    fn bounded_clone_table() {
+    fn raw_leaf_table() {
         let cases: &[(Value, usize, Option<Value>)] = &[
             (json!(1), 0, Some(json!(1))),
             (json!([]), 0, None),
@@ -276,12 +281,8 @@ mod tests {
             ),
         ];
         for (value, levels, want) in cases {
-            assert_eq!(bounded_clone(value, *levels), *want, "{value} {levels}");
-            assert_eq!(
-                bounded_owned(value.clone(), *levels),
-                *want,
-                "owned {value} {levels}"
-            );
+            let got = raw_leaf(value, *levels).map(|r| r.to_value());
+            assert_eq!(got, *want, "{value} {levels}");
         }
     }
 
@@ -294,10 +295,16 @@ mod tests {
         assert_eq!(string(Some(&json!(1))), None);
         assert_eq!(non_empty(Some(&json!(""))), None);
         assert_eq!(raw(Some(&json!(null))), None);
-        assert_eq!(raw(Some(&json!({"a": 1}))), Some(Raw(json!({"a": 1}))));
+        assert_eq!(
+            raw(Some(&json!({"a": 1}))),
+            Some(Raw::verbatim(&json!({"a": 1})))
+        );
         assert_eq!(
             raw_array(Some(&json!(["#fff", null]))),
-            Some(vec![Raw(json!("#fff")), Raw(json!(null))])
+            Some(vec![
+                Raw::verbatim(&json!("#fff")),
+                Raw::verbatim(&json!(null))
+            ])
         );
         assert_eq!(raw_array(Some(&json!("#fff"))), None);
         assert_eq!(boolean(Some(&json!("true"))), None);

@@ -179,7 +179,8 @@ pub fn build(index: &Index<'_>, root: usize, fetched: &Fetched) -> Node {
     let make = |i: usize, depth: usize, threads: &mut Threads| {
         let entry = &index.entries[i];
         let loaded = fetched.loaded_boards.contains(&entry.id);
-        let mut kind = fields::kind(entry.raw, loaded);
+        let content = fetched.content(&entry.id);
+        let mut kind = fields::kind(entry.raw, content.as_ref(), loaded);
         if let NodeKind::CommentThread(thread) = &mut kind {
             let key = thread.thread_id.as_deref().unwrap_or(&entry.id);
             thread.comments = threads.claim(key);
@@ -286,7 +287,8 @@ mod tests {
         assert!(!index.entries[index.by_id["w"]].raw.contains_key("first"));
         assert_eq!(kind("b"), "BOARD");
         for id in ["x", "w", "b", "n"] {
-            let found = super::super::raw::find_element(map, id).and_then(Value::as_object);
+            let heads = map.iter().map(|(k, v)| (k.as_str(), v));
+            let found = super::super::raw::find_element(heads, id).and_then(Value::as_object);
             let indexed = index.by_id.get(id).map(|&i| index.entries[i].raw);
             assert_eq!(found, indexed, "{id}");
         }

@@ -1,0 +1,436 @@
+//! One `/api/boards` answer, read in one pass over its bytes.
+//!
+//! A board's bulk is its elements' `content` (rich text above all), and the
+//! normalizer reads each element's content once, when it writes that
+//! element. So the answer is not parsed into one value tree: every element is
+//! parsed into a small tree of its other fields (id, type, location, meta:
+//! what the client and the tree builder look up across elements), and its
+//! `content` is kept as the raw JSON text the provider sent, checked but not
+//! built. A cold load then holds the content once, as text, instead of as a
+//! tree that costs several times its size.
+//!
+//! What is accepted is exactly what parsing the whole body as one value
+//! accepts (same syntax, same nesting limit), and a repeated key means what
+//! it means in a value: the last value wins and keeps the first one's place.
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::fmt;
+
+/// Most nested array/object levels a `content` may have, counting itself.
+///
+/// Parsing a body as one value allows 127 nested levels (serde_json's
+/// recursion limit of 128); content sits below three of them (the answer,
+/// `elements`, the element), so it may have 124. Content is skipped as text
+/// while the answer is read, which no limit covers, so it is checked against
+/// this one.
+pub const MAX_CONTENT_DEPTH: usize = 124;
+
+/// One `/api/boards` answer.
+#[derive(Debug, Default)]
+pub struct Answer {
+    /// The top-level members other than `elements` (`errors`,
+    /// `childrenReturned`, `comments`, `canvasOrder`, `fetchedTime`, ...).
+    pub fields: Map<String, Value>,
+    /// `elements`, when it is an object, in the provider's order.
+    pub elements: Option<Vec<Entry>>,
+}
+
+/// One entry of the `elements` map.
+#[derive(Debug)]
+pub struct Entry {
+    /// The map key.
+    pub key: String,
+    /// The element as sent, without `content` (any JSON value; an element
+    /// that is not an object is kept, since it still claims its key).
+    pub element: Value,
+    /// The element's `content`, as the provider wrote it.
+    pub content: Option<Box<RawValue>>,
+}
+
+/// Why an answer could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerError {
+    /// Not JSON (or nested deeper than a value may be).
+    NotJson,
+    /// JSON, but not an object.
+    NotObject,
+}
+
+impl Answer {
+    /// Reads an answer body.
+    ///
+    /// # Errors
+    /// [`AnswerError`] when the body is not a JSON object.
+    pub fn parse(body: &[u8]) -> Result<Answer, AnswerError> {
+        match serde_json::from_slice::<TopLevel>(body) {
+            Ok(TopLevel::Object(answer)) => Ok(answer),
+            Ok(TopLevel::Other) => Err(AnswerError::NotObject),
+            Err(_) => Err(AnswerError::NotJson),
+        }
+    }
+
+    /// The answer held in a value (tests, fixtures, benchmarks): written out
+    /// and read back, so it goes through the same reader as a real body.
+    pub fn from_value(value: &Map<String, Value>) -> Answer {
+        let body = serde_json::to_vec(value).unwrap_or_default();
+        Answer::parse(&body).unwrap_or_default()
+    }
+
+    /// The elements as `(key, element without content)`, in the provider's order.
+    pub fn element_heads(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.elements
+            .iter()
+            .flatten()
+            .map(|e| (e.key.as_str(), &e.element))
+    }
+
+    /// The number of elements.
+    pub fn element_count(&self) -> usize {
+        self.elements.as_ref().map_or(0, Vec::len)
+    }
+}
+
+/// The body's top level: an answer, or any other JSON value.
+enum TopLevel {
+    Object(Answer),
+    Other,
+}
+
+impl<'de> de::Deserialize<'de> for TopLevel {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(TopLevelVisitor)
+    }
+}
+
+struct TopLevelVisitor;
+
+impl<'de> Visitor<'de> for TopLevelVisitor {
+    type Value = TopLevel;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel, A::Error> {
+        let mut answer = Answer::default();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "elements" {
+                answer.elements = map.next_value_seed(ElementsSeed)?;
+                // A repeated `elements` replaces the earlier one, as in a value.
+                answer.fields.shift_remove("elements");
+            } else {
+                answer.fields.insert(key, map.next_value()?);
+            }
+        }
+        Ok(TopLevel::Object(answer))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(TopLevel::Other)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<TopLevel, E> {
+        Ok(TopLevel::Other)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<TopLevel, E> {
+        Ok(TopLevel::Other)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<TopLevel, E> {
+        Ok(TopLevel::Other)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<TopLevel, E> {
+        Ok(TopLevel::Other)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<TopLevel, E> {
+        Ok(TopLevel::Other)
+    }
+    fn visit_unit<E>(self) -> Result<TopLevel, E> {
+        Ok(TopLevel::Other)
+    }
+}
+
+/// `elements`: `Some(entries)` for an object, `None` for any other value.
+struct ElementsSeed;
+
+impl<'de> DeserializeSeed<'de> for ElementsSeed {
+    type Value = Option<Vec<Entry>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(ElementsVisitor)
+    }
+}
+
+struct ElementsVisitor;
+
+impl<'de> Visitor<'de> for ElementsVisitor {
+    type Value = Option<Vec<Entry>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries: Vec<Entry> = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        let mut position: HashMap<String, usize> = HashMap::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let (element, content) = map.next_value_seed(ElementSeed)?;
+            match position.get(&key) {
+                Some(&i) => {
+                    entries[i].element = element;
+                    entries[i].content = content;
+                }
+                None => {
+                    position.insert(key.clone(), entries.len());
+                    entries.push(Entry {
+                        key,
+                        element,
+                        content,
+                    });
+                }
+            }
+        }
+        Ok(Some(entries))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// One element: its fields but `content` as a value, `content` as text.
+struct ElementSeed;
+
+impl<'de> DeserializeSeed<'de> for ElementSeed {
+    type Value = (Value, Option<Box<RawValue>>);
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(ElementVisitor)
+    }
+}
+
+struct ElementVisitor;
+
+impl<'de> Visitor<'de> for ElementVisitor {
+    type Value = (Value, Option<Box<RawValue>>);
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields = Map::new();
+        let mut content = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "content" {
+                let raw: Box<RawValue> = map.next_value()?;
+                if nesting_depth(raw.get().as_bytes()) > MAX_CONTENT_DEPTH {
+                    return Err(de::Error::custom("content nested too deeply"));
+                }
+                content = Some(raw);
+            } else {
+                fields.insert(key, map.next_value()?);
+            }
+        }
+        Ok((Value::Object(fields), content))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        let value = de::Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        Ok((value, None))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok((Value::Bool(v), None))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok((Value::from(v), None))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok((Value::from(v), None))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok((Value::from(v), None))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok((Value::String(v.to_owned()), None))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok((Value::String(v), None))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok((Value::Null, None))
+    }
+}
+
+/// The deepest array/object nesting in valid JSON text, counting the
+/// outermost container as 1 (0 for a scalar).
+fn nesting_depth(json: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in json {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An answer as plain values: the top-level fields, and the elements as
+    /// `(key, element without content, content)`.
+    type Split = (
+        Map<String, Value>,
+        Option<Vec<(String, Value, Option<Value>)>>,
+    );
+
+    /// What parsing the body as one value gives, split the way [`Answer`] splits it.
+    fn as_one_value(body: &[u8]) -> Result<Split, AnswerError> {
+        let mut top = match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => return Err(AnswerError::NotObject),
+            Err(_) => return Err(AnswerError::NotJson),
+        };
+        let elements = match top.shift_remove("elements") {
+            Some(Value::Object(map)) => Some(
+                map.into_iter()
+                    .map(|(key, mut element)| {
+                        let content = element
+                            .as_object_mut()
+                            .and_then(|o| o.shift_remove("content"));
+                        (key, element, content)
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        };
+        Ok((top, elements))
+    }
+
+    fn check(body: &str) {
+        let want = as_one_value(body.as_bytes());
+        let got = Answer::parse(body.as_bytes()).map(|a| {
+            let elements = a.elements.map(|entries| {
+                entries
+                    .into_iter()
+                    .map(|e| {
+                        let content = e
+                            .content
+                            .map(|c| serde_json::from_str::<Value>(c.get()).unwrap());
+                        (e.key, e.element, content)
+                    })
+                    .collect()
+            });
+            (a.fields, elements)
+        });
+        assert_eq!(got, want, "{body}");
+    }
+
+    #[test]
+    fn reads_what_one_value_reads() {
+        for body in [
+            r#"{"elements": {"a": {"id": "a", "content": {"x": [1, {"y": "\"}"}]}, "elementType": "CARD"}}, "errors": {}}"#,
+            r#"{"elements": {"a": {"content": 1, "content": {"b": 2}}, "b": 5, "a": {"v": 2}}}"#,
+            r#"{"elements": [1, 2], "comments": {"c": {"text": "t"}}}"#,
+            r#"{"elements": {"a": [1, {"content": 2}]}, "elements": {"b": {"content": null}}}"#,
+            r#"{"elements": {"a": {"content": "x"}}, "elements": 3}"#,
+            r#"{"fetchedTime": 1.5e3, "elements": {"\u0061": {"i\u0064": -7, "content": {"\u0074": "\ud83d\ude00"}}}}"#,
+            r#"  {"elements": {}}  "#,
+            r#"[1, 2]"#,
+            r#""text""#,
+            r#"{"elements": {"a": {"content": {"b": }}}}"#,
+            r#"{"elements": {"a": {"content": {"b": 1}}}} trailing"#,
+            r#"{"elements": {"a": {"content": {"b": "\x"}}}}"#,
+            "",
+        ] {
+            check(body);
+        }
+    }
+
+    #[test]
+    fn the_nesting_limit_is_the_one_of_a_value() {
+        for depth in [
+            MAX_CONTENT_DEPTH - 1,
+            MAX_CONTENT_DEPTH,
+            MAX_CONTENT_DEPTH + 1,
+        ] {
+            let content = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            check(&format!(
+                r#"{{"elements": {{"a": {{"content": {content}}}}}}}"#
+            ));
+        }
+        let too_deep = format!(
+            r#"{{"elements": {{"a": {{"content": {}{}}}}}}}"#,
+            "{\"k\":".repeat(MAX_CONTENT_DEPTH + 1),
+            "}".repeat(MAX_CONTENT_DEPTH + 1)
+        );
+        assert_eq!(
+            Answer::parse(too_deep.as_bytes()).err(),
+            Some(AnswerError::NotJson)
+        );
+        check(&too_deep);
+    }
+
+    #[test]
+    fn nesting_depth_skips_strings() {
+        assert_eq!(nesting_depth(br#"1"#), 0);
+        assert_eq!(nesting_depth(br#"[{"a": "[[[{{\"]]"}, [[]]]"#), 3);
+        assert_eq!(nesting_depth(br#""\\" "#), 0);
+    }
+
+    #[test]
+    fn from_value_round_trips() {
+        let value = json!({"elements": {"a": {"content": {"b": 1}, "id": "a"}}, "x": 1});
+        let answer = Answer::from_value(value.as_object().unwrap());
+        assert_eq!(answer.element_count(), 1);
+        assert_eq!(
+            answer.element_heads().next(),
+            Some(("a", &json!({"id": "a"})))
+        );
+        assert_eq!(answer.fields["x"], 1);
+    }
+}
