@@ -194,8 +194,8 @@ proptest! {
     #[test]
     fn build_matches_the_reference(body in board()) {
         let f = fetched(&body);
-        let fast = shared_board_api::internals::pipeline::load::build(&f, "r", "milanote");
         let slow = shared_board_api::internals::pipeline::reference::build(&f, "r", "milanote");
+        let fast = shared_board_api::internals::pipeline::load::build(f, "r", "milanote");
         let (fast, slow) = match (fast, slow) {
             (Ok(fast), Ok(slow)) => (fast, slow),
             (fast, slow) => {

@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value};
 use shared_board_api::internals::pipeline::{load, reference};
+use shared_board_api::internals::provider::normalize::raw::claimed_id;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
 use std::path::PathBuf;
@@ -53,7 +54,7 @@ fn selections() -> Vec<Selection> {
 }
 
 fn assert_same(fetched: &Fetched, what: &str) -> usize {
-    let fast = load::build(fetched, &fetched.root_id, "milanote");
+    let fast = load::build(fetched.clone(), &fetched.root_id, "milanote");
     let slow = reference::build(fetched, &fetched.root_id, "milanote");
     let (fast, slow) = match (fast, slow) {
         (Ok(fast), Ok(slow)) => (fast, slow),
@@ -107,5 +108,79 @@ fn every_fixture_renders_as_the_reference_does() {
     assert!(
         compared >= boards.len(),
         "too few fixtures normalize: {compared}"
+    );
+}
+
+/// `body` merged from whole values, every element field kept: what the
+/// one-pass answer reader (which keeps only the fields something reads)
+/// must not change.
+fn merge_whole(fetched: &mut Fetched, body: &Map<String, Value>) {
+    if let Some(Value::Object(elements)) = body.get("elements") {
+        for (key, element) in elements {
+            let id = claimed_id(key, element);
+            fetched.merge_element(&id, element.clone());
+        }
+    }
+    for (field, into) in [
+        ("comments", &mut fetched.comments),
+        ("canvasOrder", &mut fetched.canvas_order),
+    ] {
+        if let Some(Value::Object(map)) = body.get(field) {
+            into.extend(map.clone());
+        }
+    }
+}
+
+/// `body` with fields no reader looks at added to every element, as real
+/// answers have them (styles, access lists, user ids).
+fn with_unread_fields(body: &Map<String, Value>) -> Map<String, Value> {
+    let mut body = body.clone();
+    if let Some(Value::Object(elements)) = body.get_mut("elements") {
+        for element in elements.values_mut() {
+            if let Value::Object(fields) = element {
+                fields.insert("style".into(), serde_json::json!({"font": [1, {"x": "y"}]}));
+                fields.insert("acl".into(), serde_json::json!(["u1"]));
+                fields.insert("createdBy".into(), serde_json::json!("u2"));
+            }
+        }
+    }
+    body
+}
+
+#[test]
+fn the_one_pass_reader_gives_the_document_whole_values_give() {
+    let boards: Vec<(String, Map<String, Value>)> = fixtures()
+        .into_iter()
+        .map(|(id, body)| (id, with_unread_fields(&body)))
+        .collect();
+    let document = |fetched: &Fetched| {
+        load::build(fetched.clone(), &fetched.root_id, "milanote")
+            .map(|b| b.document_json().to_vec())
+            .map_err(|e| e.to_string())
+    };
+    let mut compared = 0;
+    for (id, _) in &boards {
+        let mut read = Fetched::new(id, 1_796_400_000_000);
+        let mut whole = read.clone();
+        // The root first, then every other fixture as a nested board.
+        let order = boards
+            .iter()
+            .filter(|(other, _)| other == id)
+            .chain(boards.iter().filter(|(other, _)| other != id));
+        for (board, body) in order {
+            read.merge_response(body);
+            merge_whole(&mut whole, body);
+            read.loaded_boards.insert(board.clone());
+            whole.loaded_boards.insert(board.clone());
+            let (a, b) = (document(&read), document(&whole));
+            assert_eq!(a, b, "{id} after merging {board}");
+            compared += usize::from(a.is_ok());
+        }
+        assert_eq!(read.elements.len(), whole.elements.len(), "{id}");
+        assert_eq!(read.contents.len(), whole.contents.len(), "{id}");
+    }
+    assert!(
+        compared >= boards.len(),
+        "too few documents compared: {compared}"
     );
 }

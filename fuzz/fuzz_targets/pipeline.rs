@@ -47,8 +47,8 @@ fuzz_target!(|data: &[u8]| {
     fetched.merge_answer(answer);
     fetched.loaded_boards.insert(root.clone());
 
-    let fast = load::build(&fetched, &root, "milanote");
     let slow = reference::build(&fetched, &root, "milanote");
+    let fast = load::build(fetched, &root, "milanote");
     let (fast, slow) = match (fast, slow) {
         (Ok(fast), Ok(slow)) => (fast, slow),
         (fast, slow) => {

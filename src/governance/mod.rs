@@ -375,12 +375,11 @@ impl Inner {
         let (board, weight) = self
             .pool
             .run(move || {
-                let built = build(&fetched, &board_id, &name).map(|board| {
+                // `build` drops the raw answers as soon as it no longer needs them.
+                let built = build(fetched, &board_id, &name).map(|board| {
                     let weight = board.weight();
                     (board, weight)
                 });
-                // The raw answer and its parse are the bulk of a load.
-                drop(fetched);
                 trim_heap();
                 built
             })

@@ -33,7 +33,7 @@ impl BoardLoader {
         permission_id: &str,
     ) -> Result<Arc<LoadedBoard>, FetchError> {
         let fetched = self.client.fetch(board_id, permission_id).await?;
-        build(&fetched, board_id, &self.provider_name).map(Arc::new)
+        build(fetched, board_id, &self.provider_name).map(Arc::new)
     }
 }
 
@@ -43,15 +43,19 @@ impl BoardLoader {
 /// sanitized document without a sanitizing walk (`reference::build` is the
 /// walk, and the tests hold the two equal).
 ///
+/// `fetched` is dropped once the document is built, before it is written,
+/// so the raw answers and the written bytes are never held at once.
+///
 /// # Errors
 /// A document the normalizer cannot use is an upstream error.
 pub fn build(
-    fetched: &Fetched,
+    fetched: Fetched,
     board_id: &str,
     provider_name: &str,
 ) -> Result<LoadedBoard, FetchError> {
-    let document = normalize(fetched, provider_name)
+    let document = normalize(&fetched, provider_name)
         .map_err(|e| FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}")))?;
+    drop(fetched);
     let bytes = serde_json::to_vec(&document)
         .map_err(|e| FetchError::Upstream(format!("document not serializable: {e}")))?;
     Ok(LoadedBoard::from_json(bytes))

@@ -9,6 +9,9 @@
 //! built. A cold load then holds the content once, as text, instead of as a
 //! tree that costs several times its size.
 //!
+//! Of an element's other fields only those something reads are kept
+//! ([`ELEMENT_FIELDS`]); the rest are checked and skipped, never built.
+//!
 //! What is accepted is exactly what parsing the whole body as one value
 //! accepts (same syntax, same nesting limit), and a repeated key means what
 //! it means in a value: the last value wins and keeps the first one's place.
@@ -19,14 +22,43 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt;
 
-/// Most nested array/object levels a `content` may have, counting itself.
-///
-/// Parsing a body as one value allows 127 nested levels (serde_json's
-/// recursion limit of 128); content sits below three of them (the answer,
-/// `elements`, the element), so it may have 124. Content is skipped as text
-/// while the answer is read, which no limit covers, so it is checked against
-/// this one.
-pub const MAX_CONTENT_DEPTH: usize = 124;
+/// Most nested array/object levels a body may have: what parsing it as one
+/// value allows (serde_json's recursion limit of 128). Values kept or
+/// skipped as text are not covered by that limit while the answer is read,
+/// so each is checked against what is left of this one where it sits.
+const MAX_LEVELS: usize = 127;
+
+/// Most nested levels an element's `content` (or any other field of an
+/// element) may have, counting itself: it sits below three levels (the
+/// answer, `elements`, the element).
+pub const MAX_CONTENT_DEPTH: usize = MAX_LEVELS - 3;
+
+/// JSON text read as a [`RawValue`] below `levels` enclosing levels: an
+/// error when it nests deeper than a whole-value parse would allow there.
+fn checked<E: de::Error>(raw: &RawValue, levels: usize) -> Result<&RawValue, E> {
+    if nesting_depth(raw.get().as_bytes()) > MAX_LEVELS - levels {
+        return Err(E::custom("nested too deeply"));
+    }
+    Ok(raw)
+}
+
+/// The element fields, besides `content`, that the provider client and the
+/// normalizer read: ids, type, placement, times and the thread id. A reader
+/// of another element field must add it here; the differential tests build
+/// every fixture both through this reader and from whole values and require
+/// the same document.
+pub const ELEMENT_FIELDS: [&str; 10] = [
+    "id",
+    "_id",
+    "elementType",
+    "location",
+    "meta",
+    "threadId",
+    "positionX",
+    "positionY",
+    "positionIndex",
+    "positionScore",
+];
 
 /// One `/api/boards` answer.
 #[derive(Debug, Default)]
@@ -43,8 +75,9 @@ pub struct Answer {
 pub struct Entry {
     /// The map key.
     pub key: String,
-    /// The element as sent, without `content` (any JSON value; an element
-    /// that is not an object is kept, since it still claims its key).
+    /// The element as sent, without `content` and keeping only
+    /// [`ELEMENT_FIELDS`] (any JSON value; an element that is not an object
+    /// is kept, since it still claims its key).
     pub element: Value,
     /// The element's `content`, as the provider wrote it.
     pub content: Option<Box<RawValue>>,
@@ -197,7 +230,9 @@ impl<'de> Visitor<'de> for ElementsVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while let Some(item) = seq.next_element::<&RawValue>()? {
+            checked::<A::Error>(item, 2)?;
+        }
         Ok(None)
     }
 
@@ -246,13 +281,12 @@ impl<'de> Visitor<'de> for ElementVisitor {
         let mut content = None;
         while let Some(key) = map.next_key::<String>()? {
             if key == "content" {
-                let raw: Box<RawValue> = map.next_value()?;
-                if nesting_depth(raw.get().as_bytes()) > MAX_CONTENT_DEPTH {
-                    return Err(de::Error::custom("content nested too deeply"));
-                }
-                content = Some(raw);
-            } else {
+                let raw = checked::<A::Error>(map.next_value()?, 3)?;
+                content = Some(raw.to_owned());
+            } else if ELEMENT_FIELDS.contains(&key.as_str()) {
                 fields.insert(key, map.next_value()?);
+            } else {
+                checked::<A::Error>(map.next_value()?, 3)?;
             }
         }
         Ok((Value::Object(fields), content))
@@ -342,6 +376,9 @@ mod tests {
                         let content = element
                             .as_object_mut()
                             .and_then(|o| o.shift_remove("content"));
+                        if let Some(fields) = element.as_object_mut() {
+                            fields.retain(|k, _| ELEMENT_FIELDS.contains(&k.as_str()));
+                        }
                         (key, element, content)
                     })
                     .collect(),
@@ -393,26 +430,33 @@ mod tests {
 
     #[test]
     fn the_nesting_limit_is_the_one_of_a_value() {
+        let nest = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let objects =
+            |depth: usize| format!(r#"{}1{}"#, r#"{"k":"#.repeat(depth), "}".repeat(depth));
         for depth in [
             MAX_CONTENT_DEPTH - 1,
             MAX_CONTENT_DEPTH,
             MAX_CONTENT_DEPTH + 1,
         ] {
-            let content = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
-            check(&format!(
-                r#"{{"elements": {{"a": {{"content": {content}}}}}}}"#
-            ));
+            for value in [nest(depth), objects(depth)] {
+                check(&format!(
+                    r#"{{"elements": {{"a": {{"content": {value}}}}}}}"#
+                ));
+                check(&format!(r#"{{"elements": {{"a": {{"style": {value}}}}}}}"#));
+                check(&format!(r#"{{"elements": {{"a": {{"meta": {value}}}}}}}"#));
+                check(&format!(r#"{{"elements": [{value}]}}"#));
+                check(&format!(r#"{{"elements": [[{value}]]}}"#));
+                check(&format!(r#"{{"comments": {value}}}"#));
+            }
         }
         let too_deep = format!(
-            r#"{{"elements": {{"a": {{"content": {}{}}}}}}}"#,
-            "{\"k\":".repeat(MAX_CONTENT_DEPTH + 1),
-            "}".repeat(MAX_CONTENT_DEPTH + 1)
+            r#"{{"elements": {{"a": {{"content": {}}}}}}}"#,
+            objects(MAX_CONTENT_DEPTH + 1)
         );
         assert_eq!(
             Answer::parse(too_deep.as_bytes()).err(),
             Some(AnswerError::NotJson)
         );
-        check(&too_deep);
     }
 
     #[test]

@@ -209,12 +209,12 @@ mod tests {
     fn later_copy_replaces_earlier() {
         let mut f = Fetched::new("r", 0);
         f.merge_response(&response(
-            json!({"elements":{"a":{"elementType":"CARD","v":1}}}),
+            json!({"elements":{"a":{"elementType":"CARD","content":{"v":1}}}}),
         ));
         f.merge_response(&response(
-            json!({"elements":{"a":{"elementType":"CARD","v":2}}}),
+            json!({"elements":{"a":{"elementType":"CARD","content":{"v":2}}}}),
         ));
-        assert_eq!(f.elements["a"]["v"], 2);
+        assert_eq!(f.content("a"), Some(json!({"v": 2})));
     }
 
     #[test]
