@@ -124,7 +124,7 @@ pub fn compress(encoding: Encoding, body: &[u8]) -> Result<Bytes, String> {
         }
         Encoding::Zstd => zstd::stream::encode_all(body, ZSTD_LEVEL as i32).map_err(fail)?,
     };
-    Ok(Bytes::from(out))
+    Ok(crate::pipeline::render::exact(out))
 }
 
 #[cfg(test)]

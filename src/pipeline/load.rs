@@ -4,7 +4,7 @@
 use super::LoadedBoard;
 use crate::provider::client::ProviderClient;
 use crate::provider::error::FetchError;
-use crate::provider::normalize::normalize;
+use crate::provider::normalize::write;
 use crate::provider::Fetched;
 use std::sync::Arc;
 
@@ -38,13 +38,11 @@ impl BoardLoader {
 }
 
 /// The CPU half of a load: normalize what the provider sent into
-/// BoardDocument v1 and write it once as compact JSON. The normalizer leaves
+/// BoardDocument v1, written as compact JSON node by node while the tree is
+/// walked, so the document is never held as a tree. The normalizer leaves
 /// every sensitive key out of the raw values it copies, so the bytes are the
 /// sanitized document without a sanitizing walk (`reference::build` is the
 /// walk, and the tests hold the two equal).
-///
-/// `fetched` is dropped once the document is built, before it is written,
-/// so the raw answers and the written bytes are never held at once.
 ///
 /// # Errors
 /// A document the normalizer cannot use is an upstream error.
@@ -53,10 +51,9 @@ pub fn build(
     board_id: &str,
     provider_name: &str,
 ) -> Result<LoadedBoard, FetchError> {
-    let document = normalize(&fetched, provider_name)
+    let mut bytes = Vec::new();
+    write(&fetched, provider_name, &mut bytes)
         .map_err(|e| FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}")))?;
     drop(fetched);
-    let bytes = serde_json::to_vec(&document)
-        .map_err(|e| FetchError::Upstream(format!("document not serializable: {e}")))?;
     Ok(LoadedBoard::from_json(bytes))
 }

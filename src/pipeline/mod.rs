@@ -34,7 +34,7 @@ impl LoadedBoard {
     /// as [`load::build`] writes it.
     pub fn from_json(document: Vec<u8>) -> Self {
         LoadedBoard {
-            document: Bytes::from(document),
+            document: render::exact(document),
         }
     }
 

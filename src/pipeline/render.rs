@@ -90,7 +90,7 @@ pub fn render(scope: &str, selection: &str, data: &Value) -> Result<Rendered, Re
     }
     body.push(b'}');
     Ok(Rendered {
-        body: Bytes::from(body),
+        body: exact(body),
         etag: weak_etag(hasher.digest128()),
     })
 }
@@ -126,9 +126,16 @@ pub fn render_bytes(
     })?;
     body.push(b'}');
     Ok(Rendered {
-        body: Bytes::from(body),
+        body: exact(body),
         etag: weak_etag(hasher.digest128()),
     })
+}
+
+/// `body` as `Bytes` without spare capacity: the cache weighs a body by its
+/// length, and spare capacity would stay allocated behind it unweighed.
+pub(crate) fn exact(mut body: Vec<u8>) -> Bytes {
+    body.shrink_to_fit();
+    Bytes::from(body)
 }
 
 /// `W/"<32 hex digits>"`.

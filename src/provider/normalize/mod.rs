@@ -12,7 +12,7 @@ mod order;
 pub mod raw;
 mod tree;
 
-use crate::document::{BoardDocument, BoardType, NodeKind, RootBoard, Source, Version1};
+use crate::document::{BoardDocument, BoardType, Node, NodeKind, RootBoard, Source, Version1};
 use crate::provider::time::format_epoch_ms;
 use crate::provider::Fetched;
 use std::fmt;
@@ -74,6 +74,42 @@ impl std::error::Error for NormalizeError {}
 /// other malformed input is read leniently (wrong types omitted), never an error.
 pub fn normalize(fetched: &Fetched, provider_name: &str) -> Result<BoardDocument, NormalizeError> {
     let index = tree::Index::new(&fetched.elements);
+    let root = root_entry(&index, fetched)?;
+    let mut sink = tree::TreeSink::default();
+    tree::walk(&index, root, fetched, &mut sink);
+    sink.into_root()
+        .and_then(|node| document(fetched, provider_name, node))
+        .ok_or_else(|| not_a_board(fetched))
+}
+
+/// [`normalize`], written as compact JSON to `out` while the tree is walked:
+/// the same bytes as serializing the document, without holding it.
+///
+/// # Errors
+/// As [`normalize`].
+pub fn write(
+    fetched: &Fetched,
+    provider_name: &str,
+    out: &mut Vec<u8>,
+) -> Result<(), NormalizeError> {
+    let index = tree::Index::new(&fetched.elements);
+    let root = root_entry(&index, fetched)?;
+    let mut writer = Writer {
+        fetched,
+        provider_name,
+        out,
+        first_child: Vec::new(),
+        failed: false,
+    };
+    tree::walk(&index, root, fetched, &mut writer);
+    if writer.failed {
+        return Err(not_a_board(fetched));
+    }
+    Ok(())
+}
+
+/// The root's entry, when it is there and a `BOARD`.
+fn root_entry(index: &tree::Index<'_>, fetched: &Fetched) -> Result<usize, NormalizeError> {
     let board_id = fetched.root_id.clone();
     let Some(&root) = index.by_id.get(&fetched.root_id) else {
         return Err(NormalizeError::RootMissing { board_id });
@@ -86,24 +122,32 @@ pub fn normalize(fetched: &Fetched, provider_name: &str) -> Result<BoardDocument
             element_type,
         });
     }
-    let node = tree::build(&index, root, fetched);
+    Ok(root)
+}
+
+/// Unreachable once [`root_entry`] accepted the root: the root node is not a board.
+fn not_a_board(fetched: &Fetched) -> NormalizeError {
+    NormalizeError::RootNotBoard {
+        board_id: fetched.root_id.clone(),
+        element_type: String::new(),
+    }
+}
+
+/// The document around the root node (`None` when it is not a board).
+fn document(fetched: &Fetched, provider_name: &str, node: Node) -> Option<BoardDocument> {
     let NodeKind::Board(fields) = node.kind else {
-        // Unreachable: the root was checked to be a BOARD above.
-        return Err(NormalizeError::RootNotBoard {
-            board_id,
-            element_type: String::new(),
-        });
+        return None;
     };
     let fetched_at = fetched
         .fetched_time_ms
         .and_then(format_epoch_ms)
         .or_else(|| format_epoch_ms(fetched.fetched_at_ms))
         .unwrap_or_else(|| EPOCH.to_owned());
-    Ok(BoardDocument {
+    Some(BoardDocument {
         version: Version1,
         source: Source {
             provider: provider_name.to_owned(),
-            board_id,
+            board_id: fetched.root_id.clone(),
         },
         fetched_at,
         board: RootBoard {
@@ -115,6 +159,64 @@ pub fn normalize(fetched: &Fetched, provider_name: &str) -> Result<BoardDocument
             children: node.children,
         },
     })
+}
+
+/// Writes each node as it is opened, children after it. A node is written
+/// as serde writes it with no children, which ends in `"children":[]}`
+/// (`children` is its last field); the `]}` is held back until the node
+/// closes, and its children go between. The root is written inside the
+/// document, which ends in `[]}}`.
+struct Writer<'a> {
+    fetched: &'a Fetched,
+    provider_name: &'a str,
+    out: &'a mut Vec<u8>,
+    /// Per open node: whether its next child is its first.
+    first_child: Vec<bool>,
+    failed: bool,
+}
+
+impl Writer<'_> {
+    fn write_open(&mut self, value: &impl serde::Serialize, closing: &[u8]) {
+        let start = self.out.len();
+        let written = serde_json::to_writer(&mut *self.out, value).is_ok();
+        if !written || !self.out[start..].ends_with(closing) {
+            self.failed = true;
+            return;
+        }
+        // Keep the `[` of `"children":[`, hold back the rest.
+        self.out.truncate(self.out.len() - (closing.len() - 1));
+    }
+}
+
+impl tree::Sink for Writer<'_> {
+    fn open(&mut self, node: Node) {
+        if self.failed {
+            return;
+        }
+        match self.first_child.last_mut() {
+            None => match document(self.fetched, self.provider_name, node) {
+                Some(doc) => self.write_open(&doc, b"[]}}"),
+                None => self.failed = true,
+            },
+            Some(first) => {
+                if !std::mem::replace(first, false) {
+                    self.out.push(b',');
+                }
+                self.write_open(&node, b"[]}");
+            }
+        }
+        self.first_child.push(true);
+    }
+
+    fn close(&mut self) {
+        self.first_child.pop();
+        let closing: &[u8] = if self.first_child.is_empty() {
+            b"]}}"
+        } else {
+            b"]}"
+        };
+        self.out.extend_from_slice(closing);
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,6 @@
-//! Raw elements -> the node tree below the root, without recursion.
+//! Raw elements -> the node tree below the root, walked without recursion
+//! and handed to a [`Sink`] node by node: built as a tree (`normalize`) or
+//! written as it is walked (`write`).
 //!
 //! - Index: each raw element (an object) gets its id (`id`, `_id`, map key).
 //!   When two entries claim one id, the later one wins, except that a
@@ -101,13 +103,48 @@ impl<'a> Index<'a> {
     }
 }
 
-/// A node being built: its remaining children and those built so far.
+/// A node being walked: its children still to visit.
 struct Frame {
     entry: usize,
-    node: Node,
     pending: Vec<usize>,
     next: usize,
     depth: usize,
+}
+
+/// Receives the tree in document (pre-)order: [`Sink::open`] for each node,
+/// its `children` still empty, then the node's children, then
+/// [`Sink::close`]. The tree is never held whole unless the sink holds it.
+pub trait Sink {
+    fn open(&mut self, node: Node);
+    fn close(&mut self);
+}
+
+/// A sink that builds the tree.
+#[derive(Default)]
+pub struct TreeSink {
+    open: Vec<Node>,
+    root: Option<Node>,
+}
+
+impl TreeSink {
+    /// The root, once the walk is done.
+    pub fn into_root(self) -> Option<Node> {
+        self.root
+    }
+}
+
+impl Sink for TreeSink {
+    fn open(&mut self, node: Node) {
+        self.open.push(node);
+    }
+
+    fn close(&mut self) {
+        let Some(done) = self.open.pop() else { return };
+        match self.open.last_mut() {
+            Some(parent) => parent.children.push(done),
+            None => self.root = Some(done),
+        }
+    }
 }
 
 /// Comments grouped by `threadId`, each group sorted by `createdAt` then id
@@ -166,9 +203,9 @@ impl Threads {
     }
 }
 
-/// Builds the tree below `root` (an index into `index.entries`) and returns
-/// the root as a [`Node`] with its children attached.
-pub fn build(index: &Index<'_>, root: usize, fetched: &Fetched) -> Node {
+/// Walks the tree from `root` (an index into `index.entries`), handing
+/// each node to `sink` in document order.
+pub fn walk(index: &Index<'_>, root: usize, fetched: &Fetched, sink: &mut impl Sink) {
     let mut threads = Threads {
         groups: comments_by_thread(&fetched.comments),
         claimed: HashSet::new(),
@@ -190,23 +227,25 @@ pub fn build(index: &Index<'_>, root: usize, fetched: &Fetched) -> Node {
         } else {
             Vec::new()
         };
-        Frame {
+        let node = Node {
+            id: entry.id.clone(),
+            kind,
+            location: entry.location.clone(),
+            timestamps: fields::timestamps(entry.raw),
+            children: Vec::new(),
+        };
+        let frame = Frame {
             entry: i,
-            node: Node {
-                id: entry.id.clone(),
-                kind,
-                location: entry.location.clone(),
-                timestamps: fields::timestamps(entry.raw),
-                children: Vec::new(),
-            },
             pending,
             next: 0,
             depth,
-        }
+        };
+        (frame, node)
     };
     seen[root] = true;
     on_path[root] = true;
-    let mut top_level = make(root, 0, &mut threads);
+    let (top_level, node) = make(root, 0, &mut threads);
+    sink.open(node);
     let mut stack: Vec<Frame> = Vec::new();
     for &first in &top_level.pending {
         if on_path[first] || seen[first] {
@@ -214,7 +253,9 @@ pub fn build(index: &Index<'_>, root: usize, fetched: &Fetched) -> Node {
         }
         seen[first] = true;
         on_path[first] = true;
-        stack.push(make(first, 1, &mut threads));
+        let (frame, node) = make(first, 1, &mut threads);
+        sink.open(node);
+        stack.push(frame);
         while let Some(top) = stack.last_mut() {
             if let Some(&child) = top.pending.get(top.next) {
                 top.next += 1;
@@ -224,20 +265,18 @@ pub fn build(index: &Index<'_>, root: usize, fetched: &Fetched) -> Node {
                 let depth = top.depth + 1;
                 seen[child] = true;
                 on_path[child] = true;
-                let frame = make(child, depth, &mut threads);
+                let (frame, node) = make(child, depth, &mut threads);
+                sink.open(node);
                 stack.push(frame);
                 continue;
             }
             if let Some(done) = stack.pop() {
                 on_path[done.entry] = false;
-                match stack.last_mut() {
-                    Some(parent) => parent.node.children.push(done.node),
-                    None => top_level.node.children.push(done.node),
-                }
+                sink.close();
             }
         }
     }
-    top_level.node
+    sink.close();
 }
 
 #[cfg(test)]
