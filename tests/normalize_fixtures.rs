@@ -69,7 +69,7 @@ fn fetched_for(root: &str) -> Fetched {
             let keep_old = fetched
                 .elements
                 .get(&id)
-                .is_some_and(|old| is_type(old, "BOARD") && is_type(&element, "SKELETON"));
+                .is_some_and(|old| old.element_type() == "BOARD" && is_type(&element, "SKELETON"));
             if is_type(&element, "BOARD") && id != board {
                 queue.push_back(id.clone());
             }

@@ -7,7 +7,6 @@
 
 use serde_json::{Map, Value};
 use shared_board_api::internals::pipeline::{load, reference};
-use shared_board_api::internals::provider::normalize::raw::claimed_id;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
 use std::path::PathBuf;
@@ -117,8 +116,7 @@ fn every_fixture_renders_as_the_reference_does() {
 fn merge_whole(fetched: &mut Fetched, body: &Map<String, Value>) {
     if let Some(Value::Object(elements)) = body.get("elements") {
         for (key, element) in elements {
-            let id = claimed_id(key, element);
-            fetched.merge_element(&id, element.clone());
+            fetched.merge_element(key, element.clone());
         }
     }
     for (field, into) in [

@@ -2,20 +2,20 @@
 //!
 //! A board's bulk is its elements' `content` (rich text above all), and the
 //! normalizer reads each element's content once, when it writes that
-//! element. So the answer is not parsed into one value tree: every element is
-//! parsed into a small tree of its other fields (id, type, location, meta:
-//! what the client and the tree builder look up across elements), and its
-//! `content` is kept as the raw JSON text the provider sent, checked but not
-//! built. A cold load then holds the content once, as text, instead of as a
-//! tree that costs several times its size.
+//! element. So the answer is not parsed into one value tree: of every
+//! element, the fields the client and the tree builder look up across
+//! elements (id, type, location, meta) are read into a typed [`Head`], and
+//! its `content` is kept as the raw JSON text the provider sent, checked but
+//! not built. A cold load then holds the content once, as text, instead of
+//! as a tree that costs several times its size.
 //!
-//! Of an element's other fields only those something reads are kept
-//! ([`ELEMENT_FIELDS`]); the rest are checked and skipped, never built.
+//! Fields outside [`ELEMENT_FIELDS`] are checked and skipped, never built.
 //!
 //! What is accepted is exactly what parsing the whole body as one value
 //! accepts (same syntax, same nesting limit), and a repeated key means what
 //! it means in a value: the last value wins and keeps the first one's place.
 
+use crate::provider::head::Head;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -75,10 +75,9 @@ pub struct Answer {
 pub struct Entry {
     /// The map key.
     pub key: String,
-    /// The element as sent, without `content` and keeping only
-    /// [`ELEMENT_FIELDS`] (any JSON value; an element that is not an object
-    /// is kept, since it still claims its key).
-    pub element: Value,
+    /// What is read of the element besides its content (an element that is
+    /// not an object is kept too, since it still claims its key).
+    pub head: Head,
     /// The element's `content`, as the provider wrote it.
     pub content: Option<Box<RawValue>>,
 }
@@ -112,12 +111,12 @@ impl Answer {
         Answer::parse(&body).unwrap_or_default()
     }
 
-    /// The elements as `(key, element without content)`, in the provider's order.
-    pub fn element_heads(&self) -> impl Iterator<Item = (&str, &Value)> {
+    /// The elements as `(key, head)`, in the provider's order.
+    pub fn element_heads(&self) -> impl Iterator<Item = (&str, &Head)> {
         self.elements
             .iter()
             .flatten()
-            .map(|e| (e.key.as_str(), &e.element))
+            .map(|e| (e.key.as_str(), &e.head))
     }
 
     /// The number of elements.
@@ -211,18 +210,15 @@ impl<'de> Visitor<'de> for ElementsVisitor {
         let mut position: HashMap<String, usize> = HashMap::new();
         while let Some(key) = map.next_key::<String>()? {
             let (element, content) = map.next_value_seed(ElementSeed)?;
+            let head = Head::read(&element);
             match position.get(&key) {
                 Some(&i) => {
-                    entries[i].element = element;
+                    entries[i].head = head;
                     entries[i].content = content;
                 }
                 None => {
                     position.insert(key.clone(), entries.len());
-                    entries.push(Entry {
-                        key,
-                        element,
-                        content,
-                    });
+                    entries.push(Entry { key, head, content });
                 }
             }
         }
@@ -256,7 +252,8 @@ impl<'de> Visitor<'de> for ElementsVisitor {
     }
 }
 
-/// One element: its fields but `content` as a value, `content` as text.
+/// One element: its [`ELEMENT_FIELDS`] as a value (for [`Head::read`]),
+/// `content` as text.
 struct ElementSeed;
 
 impl<'de> DeserializeSeed<'de> for ElementSeed {
@@ -356,10 +353,10 @@ mod tests {
     use serde_json::json;
 
     /// An answer as plain values: the top-level fields, and the elements as
-    /// `(key, element without content, content)`.
+    /// `(key, head, content)`.
     type Split = (
         Map<String, Value>,
-        Option<Vec<(String, Value, Option<Value>)>>,
+        Option<Vec<(String, Head, Option<Value>)>>,
     );
 
     /// What parsing the body as one value gives, split the way [`Answer`] splits it.
@@ -376,10 +373,8 @@ mod tests {
                         let content = element
                             .as_object_mut()
                             .and_then(|o| o.shift_remove("content"));
-                        if let Some(fields) = element.as_object_mut() {
-                            fields.retain(|k, _| ELEMENT_FIELDS.contains(&k.as_str()));
-                        }
-                        (key, element, content)
+                        // The head of every field, not only the kept ones.
+                        (key, Head::read(&element), content)
                     })
                     .collect(),
             ),
@@ -398,7 +393,7 @@ mod tests {
                         let content = e
                             .content
                             .map(|c| serde_json::from_str::<Value>(c.get()).unwrap());
-                        (e.key, e.element, content)
+                        (e.key, e.head, content)
                     })
                     .collect()
             });
@@ -471,10 +466,8 @@ mod tests {
         let value = json!({"elements": {"a": {"content": {"b": 1}, "id": "a"}}, "x": 1});
         let answer = Answer::from_value(value.as_object().unwrap());
         assert_eq!(answer.element_count(), 1);
-        assert_eq!(
-            answer.element_heads().next(),
-            Some(("a", &json!({"id": "a"})))
-        );
+        let (key, head) = answer.element_heads().next().unwrap();
+        assert_eq!((key, head.id.as_deref()), ("a", Some("a")));
         assert_eq!(answer.fields["x"], 1);
     }
 }

@@ -2,25 +2,26 @@
 //! answers of one share link, merged.
 
 use crate::provider::answer::{Answer, Entry};
-use crate::provider::normalize::raw::{claimed_id, replaces};
+use crate::provider::head::Head;
+use indexmap::IndexMap;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
 /// The merged raw answers for one root board and the nested boards fetched below it.
 ///
-/// Element fields are kept as `serde_json::Value` so that the normalizer can
-/// read them leniently: a field of the wrong type is omitted, never an
-/// error. Each element's `content`, the bulk of a board, is kept apart as
-/// the JSON text the provider sent (see [`crate::provider::answer`]).
+/// Of each element, what is read across elements is kept as its [`Head`]
+/// (read leniently: a field of the wrong type is omitted, never an error),
+/// and its `content`, the bulk of a board, as the JSON text the provider
+/// sent (see [`crate::provider::answer`]).
 #[derive(Debug, Clone, Default)]
 pub struct Fetched {
     /// The requested (root) board id.
     pub root_id: String,
-    /// Element id -> raw element without its `content`, merged: a later copy
-    /// replaces an earlier one, except that a `BOARD` is never replaced by a
-    /// `SKELETON`.
-    pub elements: Map<String, Value>,
+    /// Element id -> the element's head, merged in answer order: a later
+    /// copy replaces an earlier one, except that a `BOARD` is never replaced
+    /// by a `SKELETON`.
+    pub elements: IndexMap<String, Head>,
     /// Element id -> the raw `content` of that element in [`Fetched::elements`].
     pub contents: HashMap<String, Box<RawValue>>,
     /// Comment id -> raw comment, from every response's top-level `comments`.
@@ -65,13 +66,13 @@ impl Fetched {
         }
     }
 
-    /// Root `root_id` with `elements`, a map of raw elements (contents
-    /// included) keyed by id, merged as given: for tests and benchmarks.
-    /// No board counts as loaded.
+    /// Root `root_id` with `elements`, a raw `elements` map (contents
+    /// included), merged in map order: for tests and benchmarks. No board
+    /// counts as loaded.
     pub fn from_elements(root_id: &str, elements: Map<String, Value>) -> Self {
         let mut fetched = Fetched::new(root_id, 0);
-        for (id, element) in elements {
-            fetched.merge_element(&id, element);
+        for (key, element) in elements {
+            fetched.merge_element(&key, element);
         }
         fetched
     }
@@ -91,8 +92,7 @@ impl Fetched {
     /// the wrong type are ignored. The answer's values are moved, not copied.
     pub fn merge_answer(&mut self, mut answer: Answer) {
         for entry in answer.elements.take().into_iter().flatten() {
-            let id = claimed_id(&entry.key, &entry.element);
-            self.merge_entry(&id, entry);
+            self.merge_entry(entry);
         }
         if let Some(Value::Object(comments)) = answer.fields.shift_remove("comments") {
             self.comments.extend(comments);
@@ -102,34 +102,33 @@ impl Fetched {
         }
     }
 
-    /// Insert one raw element (its `content` included, as in a provider
-    /// answer) under `id`, keeping an existing `BOARD` over a new `SKELETON`.
-    pub fn merge_element(&mut self, id: &str, mut element: Value) {
+    /// Merge one raw element (its `content` included, as in a provider
+    /// answer) found under map key `key`, as [`Fetched::merge_answer`] does.
+    pub fn merge_element(&mut self, key: &str, element: Value) {
         let content = element
-            .as_object_mut()
-            .and_then(|o| o.shift_remove("content"))
+            .get("content")
             .and_then(|c| RawValue::from_string(c.to_string()).ok());
-        self.merge_entry(
-            id,
-            Entry {
-                key: id.to_owned(),
-                element,
-                content,
-            },
-        );
+        self.merge_entry(Entry {
+            key: key.to_owned(),
+            head: Head::read(&element),
+            content,
+        });
     }
 
-    fn merge_entry(&mut self, id: &str, entry: Entry) {
-        if let Some(existing) = self.elements.get(id) {
-            if !replaces(existing, &entry.element) {
+    /// Insert one entry under the id it claims, keeping an existing `BOARD`
+    /// over a new `SKELETON`.
+    fn merge_entry(&mut self, entry: Entry) {
+        let id = entry.head.claimed_id(&entry.key);
+        if let Some(existing) = self.elements.get(&id) {
+            if !entry.head.replaces(existing) {
                 return;
             }
         }
         match entry.content {
-            Some(content) => self.contents.insert(id.to_owned(), content),
-            None => self.contents.remove(id),
+            Some(content) => self.contents.insert(id.clone(), content),
+            None => self.contents.remove(&id),
         };
-        self.elements.insert(id.to_owned(), entry.element);
+        self.elements.insert(id, entry.head);
     }
 
     /// The raw `content` of element `id`, as a value.
@@ -142,11 +141,6 @@ impl Fetched {
     pub fn element_count(&self) -> usize {
         self.elements.len()
     }
-}
-
-/// The raw `elementType` of an element, when it is a string.
-pub fn element_type(element: &Value) -> Option<&str> {
-    element.get("elementType").and_then(Value::as_str)
 }
 
 #[cfg(test)]
@@ -176,7 +170,7 @@ mod tests {
         f.merge_response(&response(
             json!({"elements": {"k": {"id": "b2", "elementType": "SKELETON"}}}),
         ));
-        assert_eq!(element_type(&f.elements["b2"]), Some("BOARD"));
+        assert_eq!(f.elements["b2"].element_type(), "BOARD");
     }
 
     #[test]
@@ -200,7 +194,6 @@ mod tests {
         assert_eq!(f.content("b"), Some(json!({"title": "B"})));
         // The later card replaced the earlier one, content and all.
         assert_eq!(f.content("c"), None);
-        assert!(!f.elements["r"].as_object().unwrap().contains_key("content"));
         assert_eq!(f.comments["c1"]["text"], "y");
         assert_eq!(f.canvas_order["r"], json!(["b"]));
     }
@@ -224,13 +217,13 @@ mod tests {
         f.merge_response(&response(
             json!({"elements":{"b":{"elementType":"SKELETON"}}}),
         ));
-        assert_eq!(element_type(&f.elements["b"]), Some("BOARD"));
+        assert_eq!(f.elements["b"].element_type(), "BOARD");
         // ...but a skeleton is replaced by a board.
         f.merge_response(&response(
             json!({"elements":{"s":{"elementType":"SKELETON"}}}),
         ));
         f.merge_response(&response(json!({"elements":{"s":{"elementType":"BOARD"}}})));
-        assert_eq!(element_type(&f.elements["s"]), Some("BOARD"));
+        assert_eq!(f.elements["s"].element_type(), "BOARD");
     }
 
     #[test]

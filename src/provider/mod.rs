@@ -5,6 +5,7 @@ pub mod answer;
 pub mod client;
 pub mod error;
 pub mod fetched;
+pub mod head;
 pub mod normalize;
 pub mod rich_text;
 pub mod time;

@@ -2,8 +2,8 @@
 //!, found by following `location.parentId` chains.
 
 use super::rules::is_board_id;
-use crate::provider::fetched::{element_type, Fetched};
-use serde_json::Value;
+use crate::provider::fetched::Fetched;
+use crate::provider::head::Head;
 use std::collections::HashSet;
 
 /// Longest `location.parentId` chain followed when placing a nested board.
@@ -19,7 +19,7 @@ pub fn boards_to_fetch(fetched: &Fetched, known: &HashSet<String>) -> Vec<String
         .elements
         .iter()
         .filter(|(id, el)| {
-            element_type(el) == Some("BOARD")
+            el.element_type() == "BOARD"
                 && !known.contains(id.as_str())
                 && !fetched.loaded_boards.contains(id.as_str())
                 && is_board_id(id)
@@ -31,14 +31,12 @@ pub fn boards_to_fetch(fetched: &Fetched, known: &HashSet<String>) -> Vec<String
     ids
 }
 
-fn parent_id(element: &Value) -> Option<&str> {
-    element
-        .get("location")
-        .and_then(|l| l.get("parentId"))
-        .and_then(Value::as_str)
+/// `location.parentId`, as the normalizer reads it.
+fn parent_id(element: &Head) -> Option<&str> {
+    element.location.as_ref()?.parent_id.as_deref()
 }
 
-fn below_loaded_board(fetched: &Fetched, element: &Value) -> bool {
+fn below_loaded_board(fetched: &Fetched, element: &Head) -> bool {
     let mut current = element;
     for _ in 0..MAX_PARENT_CHAIN {
         let Some(parent) = parent_id(current) else {
@@ -48,7 +46,7 @@ fn below_loaded_board(fetched: &Fetched, element: &Value) -> bool {
             return true;
         }
         match fetched.elements.get(parent) {
-            Some(p) if element_type(p) != Some("BOARD") => current = p,
+            Some(p) if p.element_type() != "BOARD" => current = p,
             _ => return false,
         }
     }
@@ -58,7 +56,7 @@ fn below_loaded_board(fetched: &Fetched, element: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Map};
+    use serde_json::{json, Map, Value};
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()

@@ -5,7 +5,6 @@
 use super::transport::Response;
 use crate::provider::answer::{Answer, AnswerError};
 use crate::provider::error::FetchError;
-use crate::provider::fetched::element_type;
 use serde_json::{Map, Value};
 
 /// Longest token accepted from the provider.
@@ -153,9 +152,9 @@ fn children_returned(body: &Answer, id: &str) -> bool {
         == Some(true)
 }
 
-/// The element of `elements` that is `id`: the normalizer's rule, shared so
-/// that the root checked here is the root that is normalized.
-pub use crate::provider::normalize::raw::find_element;
+/// The element of `elements` that is `id`: the rule merging applies, shared
+/// so that the root checked here is the root that is normalized.
+pub use crate::provider::head::find_element;
 
 /// A provider error code is logged only when it looks like one (`[A-Z_]{1,64}`):
 /// never arbitrary provider text.
@@ -203,9 +202,9 @@ pub fn check_root(body: &Answer, root_id: &str) -> Result<(), FetchError> {
             "root element missing from the boards answer",
         ));
     };
-    match element_type(root) {
-        Some("BOARD") => Ok(()),
-        Some("SKELETON") => Err(FetchError::AccessDenied),
+    match root.element_type() {
+        "BOARD" => Ok(()),
+        "SKELETON" => Err(FetchError::AccessDenied),
         _ => Err(FetchError::upstream("root element is not a BOARD")),
     }
 }
@@ -217,7 +216,7 @@ pub fn nested_loaded(body: &Answer, id: &str) -> bool {
         return false;
     }
     let skeleton =
-        find_element(body.element_heads(), id).is_some_and(|e| element_type(e) == Some("SKELETON"));
+        find_element(body.element_heads(), id).is_some_and(|e| e.element_type() == "SKELETON");
     !skeleton
 }
 

@@ -17,6 +17,7 @@
 
 use super::raw::{boolean, element_id, ident, non_empty, object, raw, raw_array, scalar, string};
 use crate::document::*;
+use crate::provider::head::Head;
 use crate::provider::rich_text::rich_text;
 use crate::provider::time::normalize_time;
 use serde_json::{Map, Value};
@@ -64,22 +65,14 @@ pub fn timestamps(element: &Map<String, Value>) -> Option<Timestamps> {
     (stamps != Timestamps::default()).then_some(stamps)
 }
 
-/// The raw `elementType`, `""` when it is missing or not a string.
-pub fn element_type(element: &Map<String, Value>) -> &str {
-    element
-        .get("elementType")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 /// The fields of every type except `COMMENT_THREAD` (see [`comment_thread`]).
 ///
 /// `content` is the element's raw `content`, kept apart from its other
 /// fields by the provider client.
-pub fn kind(element: &Map<String, Value>, content: Option<&Value>, loaded: bool) -> NodeKind {
+pub fn kind(element: &Head, content: Option<&Value>, loaded: bool) -> NodeKind {
     let empty = Map::new();
     let c = object(content).unwrap_or(&empty);
-    match element_type(element) {
+    match element.element_type() {
         "BOARD" => NodeKind::Board(board(c, loaded)),
         "COLUMN" => NodeKind::Column(ColumnFields {
             title: string(c.get("title")),
@@ -126,7 +119,7 @@ pub fn kind(element: &Map<String, Value>, content: Option<&Value>, loaded: bool)
             comments: Vec::new(),
         }),
         "SKELETON" => NodeKind::Skeleton(SkeletonFields {
-            root_board: scalar(object(element.get("location")).and_then(|l| l.get("rootBoard"))),
+            root_board: element.location.as_ref().and_then(|l| l.root_board.clone()),
         }),
         other => NodeKind::Unknown(UnknownFields {
             element_type: other.to_owned(),
@@ -262,9 +255,8 @@ fn cell(value: &Value) -> TableCell {
 }
 
 /// `threadId` from `content`, else from the element's top level.
-pub fn thread_id(element: &Map<String, Value>, content: Option<&Value>) -> Option<String> {
-    ident(object(content).and_then(|c| c.get("threadId")))
-        .or_else(|| ident(element.get("threadId")))
+pub fn thread_id(element: &Head, content: Option<&Value>) -> Option<String> {
+    ident(object(content).and_then(|c| c.get("threadId"))).or_else(|| element.thread_id.clone())
 }
 
 /// One comment of the top-level `comments` map. `userId` and other fields
@@ -356,10 +348,9 @@ mod tests {
             (json!({"content": {}}), None),
         ];
         for (element, want) in cases {
-            let mut element = map(element);
-            let content = element.shift_remove("content");
+            let head = Head::read(&element);
             assert_eq!(
-                thread_id(&element, content.as_ref()).as_deref(),
+                thread_id(&head, element.get("content")).as_deref(),
                 want,
                 "{element:?}"
             );

@@ -145,62 +145,6 @@ pub fn element_id(key: &str, raw: &Map<String, Value>) -> String {
         .unwrap_or_else(|| key.to_owned())
 }
 
-/// The id an entry of an `elements` map claims: [`element_id`] for an
-/// object, the map key for anything else.
-pub fn claimed_id(key: &str, value: &Value) -> String {
-    match value {
-        Value::Object(raw) => element_id(key, raw),
-        _ => key.to_owned(),
-    }
-}
-
-/// Whether `incoming` takes the place of `existing` when both claim one id:
-/// a later copy replaces an earlier one, except that a `SKELETON` never
-/// replaces a `BOARD`.
-pub fn replaces(existing: &Value, incoming: &Value) -> bool {
-    let kind = |v: &Value| {
-        v.get("elementType")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    !(kind(incoming).as_deref() == Some("SKELETON") && kind(existing).as_deref() == Some("BOARD"))
-}
-
-/// The element of `elements` that is `id`: among the entries claiming `id`
-/// ([`claimed_id`]), the one that [`replaces`] the others in map order.
-///
-/// The one rule for "which element is this id", used by the client's root
-/// check, the merge of responses and the normalizer's index, so the root the
-/// client accepted is the root that is normalized.
-pub fn find_element<'a>(
-    elements: impl IntoIterator<Item = (&'a str, &'a Value)>,
-    id: &str,
-) -> Option<&'a Value> {
-    let mut found: Option<&Value> = None;
-    for (key, value) in elements {
-        let claims = match value {
-            Value::Object(raw) => ident_matches(raw.get("id"), id)
-                .or_else(|| ident_matches(raw.get("_id"), id))
-                .unwrap_or(key == id),
-            _ => key == id,
-        };
-        if claims && found.is_none_or(|existing| replaces(existing, value)) {
-            found = Some(value);
-        }
-    }
-    found
-}
-
-/// `Some(whether the identifier equals id)` when `value` is an identifier
-/// ([`ident`]), `None` when it is absent or not one; compares without allocating.
-fn ident_matches(value: Option<&Value>, id: &str) -> Option<bool> {
-    match value? {
-        Value::String(s) if !s.is_empty() => Some(s == id),
-        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string() == id),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,39 +165,6 @@ mod tests {
         for (raw, want) in cases {
             let map = raw.as_object().unwrap();
             assert_eq!(element_id("key", map), *want, "{raw}");
-        }
-    }
-
-    #[test]
-    fn find_element_follows_the_id_rule() {
-        let elements = json!({
-            "r": {"id": "x", "elementType": "BOARD"},
-            "k": {"id": "r", "elementType": "CARD"},
-            "n": {"_id": 7, "elementType": "CARD"},
-            "plain": {"elementType": "TASK"},
-            "b": {"_id": "bb", "elementType": "BOARD"},
-            "s": {"_id": "bb", "elementType": "SKELETON"},
-            "c": {"id": "cc", "v": 1},
-            "d": {"id": "cc", "v": 2}
-        });
-        let map = elements.as_object().unwrap();
-        let heads = || map.iter().map(|(k, v)| (k.as_str(), v));
-        let kind = |id: &str| find_element(heads(), id).map(|e| e["elementType"].clone());
-        // The map key "r" holds element "x": "r" is the element whose id is "r".
-        assert_eq!(kind("r"), Some(json!("CARD")));
-        assert_eq!(kind("x"), Some(json!("BOARD")));
-        assert_eq!(kind("k"), None);
-        assert_eq!(kind("7"), Some(json!("CARD")));
-        assert_eq!(kind("plain"), Some(json!("TASK")));
-        // A SKELETON never replaces a BOARD; otherwise the later copy wins.
-        assert_eq!(kind("bb"), Some(json!("BOARD")));
-        assert_eq!(
-            find_element(heads(), "cc").map(|e| e["v"].clone()),
-            Some(json!(2))
-        );
-        for (key, value) in map {
-            let id = claimed_id(key, value);
-            assert!(find_element(heads(), &id).is_some(), "{id}");
         }
     }
 

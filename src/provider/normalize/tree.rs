@@ -23,68 +23,50 @@
 use super::fields;
 use super::order::{order_children, SortKey};
 use super::MAX_NODE_DEPTH;
-use crate::document::{Comment, Location, Node, NodeKind};
+use crate::document::{Comment, Node, NodeKind};
+use crate::provider::head::Head;
 use crate::provider::Fetched;
+use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
-/// One indexed raw element.
+/// One indexed element.
 pub struct Entry<'a> {
-    pub id: String,
-    pub raw: &'a Map<String, Value>,
-    pub location: Option<Location>,
+    pub id: &'a str,
+    pub head: &'a Head,
 }
 
 /// Elements by id and children by parent id.
 pub struct Index<'a> {
     pub entries: Vec<Entry<'a>>,
-    pub by_id: HashMap<String, usize>,
+    pub by_id: HashMap<&'a str, usize>,
     keys: Vec<SortKey>,
-    children: HashMap<String, Vec<usize>>,
+    children: HashMap<&'a str, Vec<usize>>,
 }
 
 impl<'a> Index<'a> {
-    pub fn new(elements: &'a Map<String, Value>) -> Index<'a> {
-        // Which entry is which id: the rule of `raw::find_element`, so the
-        // root found here is the root the provider client checked.
-        let mut claims: Vec<(String, &'a Value)> = Vec::with_capacity(elements.len());
-        let mut claim_of: HashMap<String, usize> = HashMap::with_capacity(elements.len());
-        for (key, value) in elements {
-            let id = super::raw::claimed_id(key, value);
-            match claim_of.get(&id) {
-                Some(&i) => {
-                    if super::raw::replaces(claims[i].1, value) {
-                        claims[i].1 = value;
-                    }
-                }
-                None => {
-                    claim_of.insert(id.clone(), claims.len());
-                    claims.push((id, value));
-                }
-            }
-        }
-        drop(claim_of);
-        let mut entries: Vec<Entry<'a>> = Vec::with_capacity(claims.len());
-        let mut by_id: HashMap<String, usize> = HashMap::with_capacity(claims.len());
-        for (id, value) in claims {
-            let Some(raw) = value.as_object() else {
-                continue;
-            };
-            by_id.insert(id.clone(), entries.len());
-            entries.push(Entry {
-                location: fields::location(raw),
-                id,
-                raw,
-            });
-        }
+    /// Indexes merged elements (keyed by the id each claims, see
+    /// [`Fetched::elements`]); entries that are not objects are no elements.
+    pub fn new(elements: &'a IndexMap<String, Head>) -> Index<'a> {
+        let entries: Vec<Entry<'a>> = elements
+            .iter()
+            .filter(|(_, head)| head.is_object)
+            .map(|(id, head)| Entry { id, head })
+            .collect();
+        let by_id = entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
         let keys = entries
             .iter()
-            .map(|e| SortKey::new(&e.id, e.location.as_ref()))
+            .map(|e| SortKey::new(e.id, e.head.location.as_ref()))
             .collect();
-        let mut children: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut children: HashMap<&'a str, Vec<usize>> = HashMap::new();
         for (i, entry) in entries.iter().enumerate() {
-            if let Some(parent) = entry.location.as_ref().and_then(|l| l.parent_id.as_ref()) {
-                children.entry(parent.clone()).or_default().push(i);
+            let parent = entry
+                .head
+                .location
+                .as_ref()
+                .and_then(|l| l.parent_id.as_deref());
+            if let Some(parent) = parent {
+                children.entry(parent).or_default().push(i);
             }
         }
         Index {
@@ -215,23 +197,23 @@ pub fn walk(index: &Index<'_>, root: usize, fetched: &Fetched, sink: &mut impl S
     let mut on_path = vec![false; index.entries.len()];
     let make = |i: usize, depth: usize, threads: &mut Threads| {
         let entry = &index.entries[i];
-        let loaded = fetched.loaded_boards.contains(&entry.id);
-        let content = fetched.content(&entry.id);
-        let mut kind = fields::kind(entry.raw, content.as_ref(), loaded);
+        let loaded = fetched.loaded_boards.contains(entry.id);
+        let content = fetched.content(entry.id);
+        let mut kind = fields::kind(entry.head, content.as_ref(), loaded);
         if let NodeKind::CommentThread(thread) = &mut kind {
-            let key = thread.thread_id.as_deref().unwrap_or(&entry.id);
+            let key = thread.thread_id.as_deref().unwrap_or(entry.id);
             thread.comments = threads.claim(key);
         }
         let pending = if depth < MAX_NODE_DEPTH {
-            index.ordered_children(&entry.id, &fetched.canvas_order)
+            index.ordered_children(entry.id, &fetched.canvas_order)
         } else {
             Vec::new()
         };
         let node = Node {
-            id: entry.id.clone(),
+            id: entry.id.to_owned(),
             kind,
-            location: entry.location.clone(),
-            timestamps: fields::timestamps(entry.raw),
+            location: entry.head.location.clone(),
+            timestamps: entry.head.timestamps.clone(),
             children: Vec::new(),
         };
         let frame = Frame {
@@ -282,6 +264,7 @@ pub fn walk(index: &Index<'_>, root: usize, fetched: &Fetched, sink: &mut impl S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::head::find_element;
     use serde_json::json;
 
     #[test]
@@ -310,7 +293,7 @@ mod tests {
             "a": {"id": "x"},
             "b": {"id": "x", "elementType": "SECOND"},
             "x": {"elementType": "KEYED"},
-            "y": {"id": "w", "first": true},
+            "y": {"id": "w", "elementType": "FIRST"},
             "z": {"id": "w"},
             "v": {"id": "b", "elementType": "BOARD"},
             "u": {"id": "b", "elementType": "SKELETON"},
@@ -318,22 +301,31 @@ mod tests {
             "m": {"id": "n"}
         });
         let map = elements.as_object().unwrap();
-        let index = Index::new(map);
-        let kind = |id: &str| fields::element_type(index.entries[index.by_id[id]].raw).to_owned();
+        let fetched = Fetched::from_elements("r", map.clone());
+        let index = Index::new(&fetched.elements);
+        let kind = |id: &str| {
+            index.entries[index.by_id[id]]
+                .head
+                .element_type()
+                .to_owned()
+        };
         // The later claim wins, except a SKELETON over a BOARD; the same
         // element as the provider client's root check finds.
         assert_eq!(kind("x"), "KEYED");
-        assert!(!index.entries[index.by_id["w"]].raw.contains_key("first"));
+        assert_eq!(kind("w"), "");
         assert_eq!(kind("b"), "BOARD");
+        let heads: Vec<(String, Head)> = map
+            .iter()
+            .map(|(k, v)| (k.clone(), Head::read(v)))
+            .collect();
         for id in ["x", "w", "b", "n"] {
-            let heads = map.iter().map(|(k, v)| (k.as_str(), v));
-            let found = super::super::raw::find_element(heads, id).and_then(Value::as_object);
-            let indexed = index.by_id.get(id).map(|&i| index.entries[i].raw);
+            let found = find_element(heads.iter().map(|(k, h)| (k.as_str(), h)), id);
+            let indexed = index.by_id.get(id).map(|&i| index.entries[i].head);
             assert_eq!(found, indexed, "{id}");
         }
         assert_eq!(index.by_id.len(), 4);
         // A non-object claims its key and can be replaced; alone it is no element.
-        let lone = json!({"n": 5});
-        assert!(Index::new(lone.as_object().unwrap()).by_id.is_empty());
+        let lone = Fetched::from_elements("r", json!({"n": 5}).as_object().unwrap().clone());
+        assert!(Index::new(&lone.elements).by_id.is_empty());
     }
 }
