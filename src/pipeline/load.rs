@@ -51,7 +51,11 @@ pub fn build(
     board_id: &str,
     provider_name: &str,
 ) -> Result<LoadedBoard, FetchError> {
-    let mut bytes = Vec::new();
+    // The document is about its content text (written once as blocks, once
+    // as plain text) plus a few hundred bytes per node; sized up front so
+    // that it is not grown by doubling, which holds old and new at once.
+    let estimate = fetched.content_bytes() * 3 / 2 + fetched.element_count() * 320 + 1024;
+    let mut bytes = Vec::with_capacity(estimate);
     write(&fetched, provider_name, &mut bytes)
         .map_err(|e| FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}")))?;
     drop(fetched);

@@ -91,6 +91,10 @@ impl Fetched {
     /// `BOARD` is never replaced by a `SKELETON` of the same id. Members of
     /// the wrong type are ignored. The answer's values are moved, not copied.
     pub fn merge_answer(&mut self, mut answer: Answer) {
+        // Room for every entry at once: growing by doubling would hold two
+        // tables for a moment, the largest transient of a merge.
+        self.elements.reserve(answer.element_count());
+        self.contents.reserve(answer.element_count());
         for entry in answer.elements.take().into_iter().flatten() {
             self.merge_entry(entry);
         }
@@ -135,6 +139,11 @@ impl Fetched {
     pub fn content(&self, id: &str) -> Option<Value> {
         let raw = self.contents.get(id)?;
         serde_json::from_str(raw.get()).ok()
+    }
+
+    /// The bytes of raw `content` text held.
+    pub fn content_bytes(&self) -> usize {
+        self.contents.values().map(|c| c.get().len()).sum()
     }
 
     /// Number of merged elements.
