@@ -28,7 +28,7 @@
 //! // stderr: INFO GET /boards/search?[redacted]
 //! ```
 
-use log::{LevelFilter, Log, Metadata, Record, SetLoggerError};
+use log::{Level, LevelFilter, Log, Metadata, Record, SetLoggerError};
 
 /// What every redacted span is replaced with.
 const REDACTED: &str = "[redacted]";
@@ -145,7 +145,8 @@ fn scrub_markers(text: &str) -> String {
 
 /// A [`log::Log`] that passes every record's message through [`scrub`]
 /// before handing it to the logger it wraps. Level filtering, target, module
-/// path, file and line are the inner logger's and the record's, unchanged.
+/// path, file and line are the inner logger's and the record's, unchanged,
+/// with one exception ([`demoted`]).
 ///
 /// Wrap the process logger with it (env_logger, a tracing bridge, a file
 /// logger: any `log::Log`) so that no record, ours or a dependency's, carries
@@ -182,7 +183,14 @@ impl<L: Log> Log for Redacting<L> {
     }
 
     fn log(&self, record: &Record) {
-        if !self.inner.enabled(record.metadata()) {
+        let mut metadata = record.metadata().clone();
+        if demoted(record) {
+            metadata = Metadata::builder()
+                .level(Level::Debug)
+                .target(record.target())
+                .build();
+        }
+        if !self.inner.enabled(&metadata) {
             return;
         }
         let message = record.args().to_string();
@@ -190,7 +198,7 @@ impl<L: Log> Log for Redacting<L> {
         self.inner.log(
             &Record::builder()
                 .args(format_args!("{clean}"))
-                .metadata(record.metadata().clone())
+                .metadata(metadata)
                 .module_path(record.module_path())
                 .file(record.file())
                 .line(record.line())
@@ -201,6 +209,20 @@ impl<L: Log> Log for Redacting<L> {
     fn flush(&self) {
         self.inner.flush()
     }
+}
+
+/// Pingora 0.9's upstream connection pool logs `ERROR failed to acquire
+/// reusable stream` when it hands out an idle connection whose watcher task
+/// has released the lock but not yet its reference (a race between two
+/// threads). Nothing failed: Pingora drops that connection and dials a new
+/// one, and the request goes on. Our provider client reuses connections
+/// back to back, so the line would show up in an operator's error logs
+/// under ordinary load; it is passed on at `DEBUG`, as a missed keepalive
+/// reuse is elsewhere (nginx logs it at debug level).
+fn demoted(record: &Record) -> bool {
+    record.level() == Level::Error
+        && record.target() == "pingora_core::connectors"
+        && record.args().to_string() == "failed to acquire reusable stream"
 }
 
 /// Installs `env_logger` (default level `info`, `RUST_LOG` to change it)
@@ -220,6 +242,50 @@ pub fn init() -> Result<(), SetLoggerError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::sync::Mutex;
+
+    /// Keeps the level and text of every record it is given.
+    struct Collect(Mutex<Vec<(Level, String)>>);
+
+    impl Log for Collect {
+        fn enabled(&self, metadata: &Metadata) -> bool {
+            metadata.level() <= Level::Info
+        }
+        fn log(&self, record: &Record) {
+            let mut seen = self.0.lock().unwrap();
+            seen.push((record.level(), record.args().to_string()));
+        }
+        fn flush(&self) {}
+    }
+
+    #[test]
+    fn pingoras_pool_reuse_race_is_debug_other_errors_stay() {
+        let logger = Redacting::new(Collect(Mutex::new(Vec::new())));
+        let record = |target: &str, text: &str| {
+            logger.log(
+                &Record::builder()
+                    .level(Level::Error)
+                    .target(target)
+                    .args(format_args!("{text}"))
+                    .build(),
+            );
+        };
+        record(
+            "pingora_core::connectors",
+            "failed to acquire reusable stream",
+        );
+        record("pingora_core::connectors", "connect failed");
+        record("host", "failed to acquire reusable stream");
+        let seen = logger.inner.0.lock().unwrap().clone();
+        // The race went to DEBUG, below the Info filter; the rest are errors.
+        assert_eq!(
+            seen,
+            [
+                (Level::Error, "connect failed".to_owned()),
+                (Level::Error, "failed to acquire reusable stream".to_owned()),
+            ]
+        );
+    }
 
     #[test]
     fn scrubs_share_link_material() {
