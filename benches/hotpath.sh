@@ -4,6 +4,7 @@
 # same headers, so the difference is what our request handling costs.
 #
 #   benches/hotpath.sh [rounds=3] [seconds=5]
+#   BEFORE=/path/to/older/shared-board-api benches/hotpath.sh   # before/after/bare in one run
 #
 # Needs the release binary and examples (cargo build --release --bin
 # shared-board-api --examples), nginx, wrk, curl, python3.
@@ -23,6 +24,9 @@ LEVEL=6
 
 gen_boards 7000 26
 start_nginx
+if [ -n "${BEFORE:-}" ]; then
+  AFTER_BIN=$BIN; BIN=$BEFORE; start_service before; BEFORE_PORT=$SVC_PORT; BIN=$AFTER_BIN
+fi
 start_service hot
 P=http://127.0.0.1:$SVC_PORT
 Q=$(share_q "$SMALL" hotperm)
@@ -46,7 +50,7 @@ start_bare() { # name body etag -> BARE_PORT
 
 headers_of() { curl -s -o /dev/null -D - "$1" | tr -d '\r' | grep -v -i -E '^(date|server):' | sed '/^$/d'; }
 
-declare -A OURS_URL BARE_URL SIZE
+declare -A OURS_URL BARE_URL BEFORE_URL SIZE
 for kind in search detail; do
   url="$P/api/$kind?$Q"
   for _ in 1 2 3; do curl -s -o /dev/null "$url"; done
@@ -54,6 +58,12 @@ for kind in search detail; do
   etag=$(tr -d '\r' < "$TMP/$kind.hdr" | awk -F': ' 'tolower($1)=="etag"{print $2}')
   start_bare "bare-$kind" "$TMP/$kind.body" "$etag"
   OURS_URL[$kind]=$url
+  if [ -n "${BEFORE:-}" ]; then
+    BEFORE_URL[$kind]="http://127.0.0.1:$BEFORE_PORT/api/$kind?$Q"
+    for _ in 1 2 3; do curl -s -o /dev/null "${BEFORE_URL[$kind]}"; done
+    curl -s -o "$TMP/$kind.before" "${BEFORE_URL[$kind]}"
+    cmp -s "$TMP/$kind.body" "$TMP/$kind.before" || { echo "before and after bodies differ for $kind" >&2; exit 1; }
+  fi
   BARE_URL[$kind]="http://127.0.0.1:$BARE_PORT/api/$kind?$Q"
   SIZE[$kind]=$(wc -c < "$TMP/$kind.body")
   curl -s -o "$TMP/$kind.bare" "${BARE_URL[$kind]}"
@@ -69,8 +79,9 @@ echo "compression (ours, level $LEVEL by default): no Accept-Encoding -> '$(enc 
 
 rps() { wrk -t2 -c32 -d"${SECS}s" "$1" | awk '/Requests\/sec/{print $2} /Non-2xx|Socket errors/{print "  wrk: " $0 > "/dev/stderr"}'; }
 for kind in search detail; do
-  : > "$TMP/$kind.ours"; : > "$TMP/$kind.bare.rps"
+  : > "$TMP/$kind.ours"; : > "$TMP/$kind.bare.rps"; : > "$TMP/$kind.before.rps"
   for r in $(seq "$ROUNDS"); do
+    [ -z "${BEFORE:-}" ] || rps "${BEFORE_URL[$kind]}" >> "$TMP/$kind.before.rps"
     rps "${OURS_URL[$kind]}" >> "$TMP/$kind.ours"
     rps "${BARE_URL[$kind]}" >> "$TMP/$kind.bare.rps"
   done
@@ -79,12 +90,21 @@ done
 echo
 echo "### hotpath.sh ($(date -u +%Y-%m-%d), $(nproc) cores, wrk -t2 -c32 -d${SECS}s, $ROUNDS interleaved rounds, no Accept-Encoding)"
 echo
-echo "| cached 200 | body bytes | ours req/s (runs) | bare req/s (runs) | ours median | bare median | ours/bare |"
+# Per-round ratios (each against the bare responder of the same round) and
+# their median: the machine's drift between rounds cancels out.
+ratio_median() { paste "$1" "$2" | awk '{print $1/$2}' | median; }
+echo "| cached 200 | body bytes | ours req/s (runs) | bare req/s (runs) | ours median | bare median | ours/bare, median of per-round ratios |"
 echo "|---|---:|---|---|---:|---:|---:|"
 for kind in search detail; do
   o=$(median < "$TMP/$kind.ours"); b=$(median < "$TMP/$kind.bare.rps")
   printf '| /api/%s small board | %s | %s | %s | %.0f | %.0f | %.2f |\n' "$kind" "${SIZE[$kind]}" \
-    "$(paste -sd' ' "$TMP/$kind.ours")" "$(paste -sd' ' "$TMP/$kind.bare.rps")" "$o" "$b" "$(awk -v a="$o" -v b="$b" 'BEGIN{print a/b}')"
+    "$(paste -sd' ' "$TMP/$kind.ours")" "$(paste -sd' ' "$TMP/$kind.bare.rps")" "$o" "$b" \
+    "$(ratio_median "$TMP/$kind.ours" "$TMP/$kind.bare.rps")"
+  if [ -n "${BEFORE:-}" ]; then
+    f=$(median < "$TMP/$kind.before.rps")
+    printf '| /api/%s, before (%s) | %s | %s | | %.0f | | %.2f |\n' "$kind" "$(basename "$BEFORE")" "${SIZE[$kind]}" \
+      "$(paste -sd' ' "$TMP/$kind.before.rps")" "$f" "$(ratio_median "$TMP/$kind.before.rps" "$TMP/$kind.bare.rps")"
+  fi
 done
 echo
 log_problems hot

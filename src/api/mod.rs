@@ -9,16 +9,19 @@ pub mod respond;
 pub mod route;
 pub mod share_link;
 
+use crate::cache::Budget;
 use crate::config::{ApiSettings, ConfigError};
 use crate::encoding;
 use crate::governance::{Boards, LoadError};
 use crate::metrics;
 use error::ApiError;
 use http::{HeaderMap, Method};
+use params::BoardRequest;
 use pingora_limits::rate::Rate;
 use respond::ApiResponse;
 use route::{Endpoint, MethodAction, Route};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The parts of a request the pipeline reads; nothing else reaches it (the
@@ -43,6 +46,8 @@ pub struct RequestParts<'a> {
 /// `Arc` or own it in the host's `ProxyHttp`.
 pub struct BoardApi {
     share_host: String,
+    /// Parsed requests by endpoint and raw query (see [`BoardApi::parsed`]).
+    parsed: Budget<(Endpoint, Box<str>), Arc<BoardRequest>>,
     boards: Boards,
     limiter: Option<RateLimiter>,
     /// `/api` unless configured: the endpoints are `{prefix}/search` and
@@ -78,6 +83,7 @@ impl BoardApi {
         .map_err(|e| ConfigError::new("board_api.provider", e))?;
         Ok(BoardApi {
             share_host: settings.share_host.clone(),
+            parsed: Budget::new(PARSED_BUDGET_BYTES, PARSED_MAX_ENTRY_BYTES),
             boards,
             limiter: settings.rate_limit.map(RateLimiter::new),
             prefix: settings.prefix.clone(),
@@ -174,7 +180,7 @@ impl BoardApi {
         if let (Some(limiter), Some(ip)) = (&self.limiter, req.client_ip) {
             limiter.check(ip)?;
         }
-        let request = params::parse(endpoint, req.query, &self.share_host)?;
+        let request = self.parsed(endpoint, req.query)?;
         let started = Instant::now();
         let (outcome, cached) = self
             .boards
@@ -223,6 +229,44 @@ impl BoardApi {
 }
 
 /// How long a client refused with `503 OVERLOADED` should wait.
+/// The parse memo: at most this many bytes of queries and parsed requests,
+/// queries of at most a quarter of the entry size memoized.
+const PARSED_BUDGET_BYTES: usize = 4 << 20;
+const PARSED_MAX_ENTRY_BYTES: usize = 16 << 10;
+/// Parsing is a pure function of the query; the time only bounds how long
+/// a query nobody repeats stays.
+const PARSED_TTL: Duration = Duration::from_secs(600);
+
+impl BoardApi {
+    /// The request a query asks for, parsed once per distinct query.
+    ///
+    /// A cached answer is mostly bookkeeping, and reading the share link
+    /// (a URL parse and percent-decoding) and the selection was the largest
+    /// part of it (a profile of repeated cached requests put it near a tenth
+    /// of the process's time). Clients repeat queries byte for byte, so the
+    /// parse is memoized by its raw text. Only successes are kept; bad
+    /// queries are cheap to refuse again.
+    fn parsed(
+        &self,
+        endpoint: Endpoint,
+        query: Option<&str>,
+    ) -> Result<Arc<BoardRequest>, ApiError> {
+        let query = query.unwrap_or("");
+        let weight = 2 * query.len() + std::mem::size_of::<BoardRequest>() + 256;
+        if weight > PARSED_MAX_ENTRY_BYTES {
+            return params::parse(endpoint, Some(query), &self.share_host).map(Arc::new);
+        }
+        let key = (endpoint, Box::<str>::from(query));
+        if let Some(request) = self.parsed.get(&key) {
+            return Ok(request);
+        }
+        let request = Arc::new(params::parse(endpoint, Some(query), &self.share_host)?);
+        self.parsed
+            .put(key, Arc::clone(&request), weight, PARSED_TTL);
+        Ok(request)
+    }
+}
+
 const OVERLOADED_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 fn api_error(e: LoadError) -> ApiError {
