@@ -133,16 +133,42 @@ pub fn evictions(n: usize) {
     }
 }
 
+/// The counters every cached read touches, resolved once:
+/// `with_label_values` hashes its labels and takes a lock on each call.
+/// `[endpoint: search, detail][status: 200, 304]`.
+static HOT_REQUESTS: LazyLock<Option<[[IntCounter; 2]; 2]>> = LazyLock::new(|| {
+    let m = REQUESTS.as_ref()?;
+    let of = |endpoint: &str| [200, 304].map(|s| m.with_label_values(&[endpoint, itoa(s)]));
+    Some([of("search"), of("detail")])
+});
+
+/// `[hit, miss]`.
+static CACHE_OUTCOMES: LazyLock<Option<[IntCounter; 2]>> = LazyLock::new(|| {
+    let m = CACHE.as_ref()?;
+    Some(["hit", "miss"].map(|label| m.with_label_values(&[label])))
+});
+
 pub fn request(endpoint: &str, status: u16) {
-    if let Some(m) = REQUESTS.as_ref() {
+    let e = match endpoint {
+        "search" => Some(0),
+        "detail" => Some(1),
+        _ => None,
+    };
+    let s = match status {
+        200 => Some(0),
+        304 => Some(1),
+        _ => None,
+    };
+    if let (Some(hot), Some(e), Some(s)) = (HOT_REQUESTS.as_ref(), e, s) {
+        hot[e][s].inc();
+    } else if let Some(m) = REQUESTS.as_ref() {
         m.with_label_values(&[endpoint, itoa(status)]).inc();
     }
 }
 
 pub fn cache(hit: bool) {
-    if let Some(m) = CACHE.as_ref() {
-        m.with_label_values(&[if hit { "hit" } else { "miss" }])
-            .inc();
+    if let Some(outcomes) = CACHE_OUTCOMES.as_ref() {
+        outcomes[usize::from(!hit)].inc();
     }
 }
 
