@@ -129,7 +129,7 @@ enum Key {
     Render {
         generation: u64,
         scope: &'static str,
-        selection: String,
+        selection: Arc<str>,
         encoding: Encoding,
     },
 }
@@ -223,10 +223,14 @@ impl Boards {
                 .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))));
             return (outcome, false);
         };
-        let key = (board_id.to_owned(), permission_id.to_owned());
-        if let Some(Entry::Document(doc)) = cache.budget.get(&Key::Document(key.clone())) {
+        let key = Key::Document((board_id.to_owned(), permission_id.to_owned()));
+        if let Some(Entry::Document(doc)) = cache.budget.get(&key) {
             return (Ok(doc), true);
         }
+        // Built as a document key just above; taken back without a copy.
+        let Key::Document(key) = key else {
+            return (Err(LoadError::Internal("document key".into())), false);
+        };
         if let Some(failure) = cache.failures.get(&key) {
             return (Err(LoadError::Fetch(failure)), true);
         }
@@ -256,7 +260,7 @@ impl Boards {
         selection: &Selection,
         encoding: Encoding,
     ) -> Result<Variant, LoadError> {
-        let canonical = selection.canonical();
+        let canonical = selection.canonical_shared();
         let key = |encoding| Key::Render {
             generation: doc.generation,
             scope,

@@ -149,7 +149,8 @@ enum Plan {
 #[derive(Debug, Clone)]
 pub struct Selection {
     plan: Plan,
-    canonical: String,
+    /// Shared: cache keys hold it on every cached read.
+    canonical: Arc<str>,
 }
 
 impl Selection {
@@ -161,7 +162,7 @@ impl Selection {
         };
         Selection {
             plan,
-            canonical: format!("view={}", view.as_str()),
+            canonical: format!("view={}", view.as_str()).into(),
         }
     }
 
@@ -174,7 +175,7 @@ impl Selection {
             let (program, text) = compile_list(list).map_err(|e| error(Param::Include, &e))?;
             Ok(Selection {
                 plan: Plan::Include(Arc::new(program)),
-                canonical: format!("include={text}"),
+                canonical: format!("include={text}").into(),
             })
         })
     }
@@ -188,7 +189,7 @@ impl Selection {
             let (program, text) = compile_list(list).map_err(|e| error(Param::Exclude, &e))?;
             Ok(Selection {
                 plan: Plan::Exclude(base.program(), Arc::new(program)),
-                canonical: format!("view={}&exclude={text}", base.as_str()),
+                canonical: format!("view={}&exclude={text}", base.as_str()).into(),
             })
         })
     }
@@ -243,7 +244,12 @@ impl Selection {
     /// e.g. `view=compact`, `include=board.id,version`,
     /// `view=full&exclude=**.timestamps`.
     pub fn canonical(&self) -> String {
-        self.canonical.clone()
+        self.canonical.to_string()
+    }
+
+    /// [`Selection::canonical`], shared rather than copied (for cache keys).
+    pub fn canonical_shared(&self) -> Arc<str> {
+        Arc::clone(&self.canonical)
     }
 }
 
