@@ -9,7 +9,6 @@ pub mod respond;
 pub mod route;
 pub mod share_link;
 
-use crate::cache::Budget;
 use crate::config::{ApiSettings, ConfigError};
 use crate::encoding;
 use crate::governance::{Boards, LoadError};
@@ -20,8 +19,9 @@ use params::BoardRequest;
 use pingora_limits::rate::Rate;
 use respond::ApiResponse;
 use route::{Endpoint, MethodAction, Route};
+use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 /// The parts of a request the pipeline reads; nothing else reaches it (the
@@ -47,7 +47,7 @@ pub struct RequestParts<'a> {
 pub struct BoardApi {
     share_host: String,
     /// Parsed requests by endpoint and raw query (see [`BoardApi::parsed`]).
-    parsed: Budget<(Endpoint, Box<str>), Arc<BoardRequest>>,
+    parsed: ParseMemo,
     boards: Boards,
     limiter: Option<RateLimiter>,
     /// `/api` unless configured: the endpoints are `{prefix}/search` and
@@ -83,7 +83,7 @@ impl BoardApi {
         .map_err(|e| ConfigError::new("board_api.provider", e))?;
         Ok(BoardApi {
             share_host: settings.share_host.clone(),
-            parsed: Budget::new(PARSED_BUDGET_BYTES, PARSED_MAX_ENTRY_BYTES),
+            parsed: ParseMemo::default(),
             boards,
             limiter: settings.rate_limit.map(RateLimiter::new),
             prefix: settings.prefix.clone(),
@@ -229,14 +229,6 @@ impl BoardApi {
 }
 
 /// How long a client refused with `503 OVERLOADED` should wait.
-/// The parse memo: at most this many bytes of queries and parsed requests,
-/// queries of at most a quarter of the entry size memoized.
-const PARSED_BUDGET_BYTES: usize = 4 << 20;
-const PARSED_MAX_ENTRY_BYTES: usize = 16 << 10;
-/// Parsing is a pure function of the query; the time only bounds how long
-/// a query nobody repeats stays.
-const PARSED_TTL: Duration = Duration::from_secs(600);
-
 impl BoardApi {
     /// The request a query asks for, parsed once per distinct query.
     ///
@@ -252,18 +244,54 @@ impl BoardApi {
         query: Option<&str>,
     ) -> Result<Arc<BoardRequest>, ApiError> {
         let query = query.unwrap_or("");
-        let weight = 2 * query.len() + std::mem::size_of::<BoardRequest>() + 256;
-        if weight > PARSED_MAX_ENTRY_BYTES {
-            return params::parse(endpoint, Some(query), &self.share_host).map(Arc::new);
-        }
-        let key = (endpoint, Box::<str>::from(query));
-        if let Some(request) = self.parsed.get(&key) {
+        if let Some(request) = self.parsed.get(endpoint, query) {
             return Ok(request);
         }
         let request = Arc::new(params::parse(endpoint, Some(query), &self.share_host)?);
-        self.parsed
-            .put(key, Arc::clone(&request), weight, PARSED_TTL);
+        self.parsed.put(endpoint, query, Arc::clone(&request));
         Ok(request)
+    }
+}
+
+/// Parsed requests by raw query, per endpoint: a plain map behind a
+/// read-write lock, so a hit is a shared lock and one hash, with no
+/// allocation. It holds at most [`ParseMemo::ENTRIES`] queries of at most
+/// [`ParseMemo::MAX_QUERY`] bytes each (about 8 MiB at worst); when full it
+/// starts over, since parsing is a pure function of the query and a working
+/// set of repeated queries refills it at once.
+#[derive(Default)]
+struct ParseMemo {
+    by_endpoint: [RwLock<HashMap<Box<str>, Arc<BoardRequest>>>; 2],
+}
+
+impl ParseMemo {
+    const ENTRIES: usize = 1024;
+    const MAX_QUERY: usize = 8 << 10;
+
+    fn map(&self, endpoint: Endpoint) -> &RwLock<HashMap<Box<str>, Arc<BoardRequest>>> {
+        &self.by_endpoint[match endpoint {
+            Endpoint::Search => 0,
+            Endpoint::Detail => 1,
+        }]
+    }
+
+    fn get(&self, endpoint: Endpoint, query: &str) -> Option<Arc<BoardRequest>> {
+        let map = self.map(endpoint).read().unwrap_or_else(|e| e.into_inner());
+        map.get(query).cloned()
+    }
+
+    fn put(&self, endpoint: Endpoint, query: &str, request: Arc<BoardRequest>) {
+        if query.len() > Self::MAX_QUERY {
+            return;
+        }
+        let mut map = self
+            .map(endpoint)
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        if map.len() >= Self::ENTRIES {
+            map.clear();
+        }
+        map.insert(query.into(), request);
     }
 }
 
@@ -309,6 +337,33 @@ impl RateLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_parse_memo_is_bounded_and_per_endpoint() {
+        let memo = ParseMemo::default();
+        let request = |board: &str| {
+            let query = format!("url=https%3A%2F%2Fapp.milanote.com%2F{board}%2Fb%3Fp%3Dx");
+            let parsed = params::parse(Endpoint::Search, Some(&query), "app.milanote.com");
+            (query, Arc::new(parsed.expect("a valid query")))
+        };
+        let (query, parsed) = request("b0");
+        memo.put(Endpoint::Search, &query, Arc::clone(&parsed));
+        assert!(memo.get(Endpoint::Search, &query).is_some());
+        assert!(memo.get(Endpoint::Detail, &query).is_none());
+        for i in 1..=ParseMemo::ENTRIES {
+            let (query, parsed) = request(&format!("b{i}"));
+            memo.put(Endpoint::Search, &query, parsed);
+        }
+        let held = memo
+            .map(Endpoint::Search)
+            .read()
+            .map(|m| m.len())
+            .unwrap_or(0);
+        assert!(held <= ParseMemo::ENTRIES, "{held}");
+        let long = "x".repeat(ParseMemo::MAX_QUERY + 1);
+        memo.put(Endpoint::Search, &long, parsed);
+        assert!(memo.get(Endpoint::Search, &long).is_none());
+    }
 
     #[test]
     fn the_api_can_be_shared_across_pingora_threads() {
