@@ -165,16 +165,19 @@ fn lower_priority() {
 
 /// Returns freed heap to the operating system (glibc keeps it otherwise,
 /// and a cold load of a large board frees tens of MB of small objects).
-/// Cheap next to a cold load; called after one, at most once a second.
-pub fn trim_heap() {
+/// Cheap next to a cold load; called after one, at most once a second
+/// unless `now` (the last load of a burst: nothing after it would trim).
+pub fn trim_heap(now: bool) {
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = now;
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         use std::sync::atomic::AtomicU64;
         static LAST: AtomicU64 = AtomicU64::new(0);
-        let now = std::time::SystemTime::now()
+        let second = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        if LAST.swap(now, Ordering::Relaxed) != now {
+        if LAST.swap(second, Ordering::Relaxed) != second || now {
             // SAFETY: malloc_trim only walks the allocator's own free lists.
             unsafe {
                 libc::malloc_trim(0);

@@ -3,7 +3,7 @@
 //!
 //! Raw JSON copied into the document (rich-text blocks, `UNKNOWN.content`,
 //! palettes, colors, text styles, column widths) goes through
-//! [`bounded_clone`], so that the document stays within serde_json's parse
+//! [`raw_leaf`], so that the document stays within serde_json's parse
 //! depth (see [`MAX_RAW_DEPTH`]).
 
 use crate::document::sanitize::is_sensitive;
@@ -138,7 +138,8 @@ pub fn object(value: Option<&Value>) -> Option<&Map<String, Value>> {
     value?.as_object()
 }
 
-/// The id of an element or comment: `id`, else `_id`, else the map key.
+/// The id of a comment: `id`, else `_id`, else the map key (the rule
+/// [`crate::provider::head::Head::claimed_id`] applies to elements).
 pub fn element_id(key: &str, raw: &Map<String, Value>) -> String {
     ident(raw.get("id"))
         .or_else(|| ident(raw.get("_id")))
