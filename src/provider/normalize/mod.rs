@@ -40,6 +40,9 @@ pub enum NormalizeError {
         board_id: String,
         element_type: String,
     },
+    /// [`write`] could not write the document (serde_json refused a value;
+    /// not expected with these types).
+    Unwritable,
 }
 
 impl fmt::Display for NormalizeError {
@@ -55,6 +58,7 @@ impl fmt::Display for NormalizeError {
                 f,
                 "root element {board_id} is a {element_type:?}, not a BOARD"
             ),
+            NormalizeError::Unwritable => f.write_str("the document could not be written"),
         }
     }
 }
@@ -103,7 +107,7 @@ pub fn write(
     };
     tree::walk(&index, root, fetched, &mut writer);
     if writer.failed {
-        return Err(not_a_board(fetched));
+        return Err(NormalizeError::Unwritable);
     }
     Ok(())
 }
