@@ -42,6 +42,11 @@ fuzz_target!(|data: &[u8]| {
         .and_then(Value::as_str)
         .unwrap_or("r")
         .to_owned();
+    let own: Option<String> = answer
+        .fields
+        .get("include")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let mut fetched = Fetched::new(&root, 0);
     fetched.fetched_time_ms = answer.fields.get("fetchedTime").and_then(Value::as_i64);
     fetched.merge_answer(answer);
@@ -64,8 +69,7 @@ fuzz_target!(|data: &[u8]| {
         .into_iter()
         .map(Selection::view)
         .collect();
-    let own = body.get("include").and_then(Value::as_str);
-    for list in LISTS.iter().copied().chain(own) {
+    for list in LISTS.iter().copied().chain(own.as_deref()) {
         if let Ok(s) = Selection::include(list) {
             selections.push(s);
         }
