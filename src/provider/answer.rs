@@ -150,9 +150,8 @@ impl<'de> Visitor<'de> for TopLevelVisitor {
         let mut answer = Answer::default();
         while let Some(key) = map.next_key::<String>()? {
             if key == "elements" {
-                answer.elements = map.next_value_seed(ElementsSeed)?;
                 // A repeated `elements` replaces the earlier one, as in a value.
-                answer.fields.shift_remove("elements");
+                answer.elements = map.next_value_seed(ElementsSeed)?;
             } else {
                 answer.fields.insert(key, map.next_value()?);
             }
