@@ -157,6 +157,7 @@ fn bench(c: &mut Criterion) {
             group.sample_size(10);
         }
         group.bench_function("floor", |b| b.iter(|| floor(black_box(&raw))));
+        group.bench_function("answer", |b| b.iter(|| fetched(black_box(&raw), &root)));
         for (view, selection) in &selections {
             group.bench_with_input(BenchmarkId::new("fast", view), selection, |b, s| {
                 b.iter(|| fast(black_box(&raw), &root, s))

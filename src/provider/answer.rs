@@ -15,7 +15,9 @@
 //! accepts (same syntax, same nesting limit), and a repeated key means what
 //! it means in a value: the last value wins and keeps the first one's place.
 
-use crate::provider::head::Head;
+use crate::provider::head::{
+    Head, HeadFields, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
+};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -208,8 +210,7 @@ impl<'de> Visitor<'de> for ElementsVisitor {
         let mut entries: Vec<Entry> = Vec::with_capacity(map.size_hint().unwrap_or(0));
         let mut position: HashMap<String, usize> = HashMap::new();
         while let Some(key) = map.next_key::<String>()? {
-            let (element, content) = map.next_value_seed(ElementSeed)?;
-            let head = Head::read(&element);
+            let (head, content) = map.next_value_seed(ElementSeed)?;
             match position.get(&key) {
                 Some(&i) => {
                     entries[i].head = head;
@@ -251,68 +252,213 @@ impl<'de> Visitor<'de> for ElementsVisitor {
     }
 }
 
-/// One element: its [`ELEMENT_FIELDS`] as a value (for [`Head::read`]),
-/// `content` as text.
+/// One element: its [`Head`], read member by member, and `content` as text.
 struct ElementSeed;
 
 impl<'de> DeserializeSeed<'de> for ElementSeed {
-    type Value = (Value, Option<Box<RawValue>>);
+    type Value = (Head, Option<Box<RawValue>>);
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(ElementVisitor)
+        let element = deserializer.deserialize_any(ObjectOnly(ElementReader))?;
+        Ok(element.unwrap_or_default())
     }
 }
 
-struct ElementVisitor;
+/// The members of an element that are read: `content`, then
+/// [`ELEMENT_FIELDS`] in order.
+const ELEMENT_KEYS: [&str; 11] = [
+    "content",
+    "id",
+    "_id",
+    "elementType",
+    "location",
+    "meta",
+    "threadId",
+    "positionX",
+    "positionY",
+    "positionIndex",
+    "positionScore",
+];
 
-impl<'de> Visitor<'de> for ElementVisitor {
-    type Value = (Value, Option<Box<RawValue>>);
+/// The levels around an element's members: the answer, `elements`, the element.
+const ELEMENT_LEVELS: usize = 3;
+
+struct ElementReader;
+
+impl<'de> MapReader<'de> for ElementReader {
+    type Out = (Head, Option<Box<RawValue>>);
+
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut fields = HeadFields::default();
+        let mut content = None;
+        while let Some(key) = map.next_key_seed(NameIn(&ELEMENT_KEYS))? {
+            match key {
+                Some(0) => {
+                    let raw = checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS)?;
+                    content = Some(raw.to_owned());
+                }
+                Some(1) => fields.id = Some(map.next_value()?),
+                Some(2) => fields.underscore_id = Some(map.next_value()?),
+                Some(3) => fields.element_type = Some(map.next_value()?),
+                Some(4) => fields.location = map.next_value_seed(ObjectOnly(LocationReader))?,
+                Some(5) => {
+                    let times = map.next_value_seed(ObjectOnly(Picked {
+                        keys: &TIME_KEYS,
+                        levels: ELEMENT_LEVELS + 1,
+                    }))?;
+                    fields.meta = times.map(MetaTimes);
+                }
+                Some(6) => fields.thread_id = Some(map.next_value()?),
+                Some(i @ 7..=10) => fields.flat[i - 7] = Some(map.next_value()?),
+                _ => {
+                    checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS)?;
+                }
+            }
+        }
+        Ok((Head::from_fields(fields), content))
+    }
+}
+
+/// `location`: the keys [`Head`] reads, the others checked and skipped.
+struct LocationReader;
+
+const LOCATION_KEYS: [&str; 8] = [
+    "parentId",
+    "section",
+    "rootBoard",
+    "position",
+    "positionX",
+    "positionY",
+    "positionIndex",
+    "positionScore",
+];
+
+impl<'de> MapReader<'de> for LocationReader {
+    type Out = LocationFields;
+
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut location = LocationFields::default();
+        while let Some(key) = map.next_key_seed(NameIn(&LOCATION_KEYS))? {
+            match key {
+                Some(0) => location.parent_id = Some(map.next_value()?),
+                Some(1) => location.section = Some(map.next_value()?),
+                Some(2) => location.root_board = Some(map.next_value()?),
+                Some(3) => {
+                    location.position = map.next_value_seed(ObjectOnly(Picked {
+                        keys: &POSITION_KEYS,
+                        levels: ELEMENT_LEVELS + 2,
+                    }))?;
+                }
+                Some(i @ 4..=7) => location.flat[i - 4] = Some(map.next_value()?),
+                _ => {
+                    checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS + 1)?;
+                }
+            }
+        }
+        Ok(location)
+    }
+}
+
+/// An object's values under four names, as sent; other members are checked
+/// (below `levels` enclosing levels) and skipped.
+struct Picked {
+    keys: &'static [&'static str; 4],
+    levels: usize,
+}
+
+impl<'de> MapReader<'de> for Picked {
+    type Out = [Option<Value>; 4];
+
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut values: [Option<Value>; 4] = Default::default();
+        while let Some(key) = map.next_key_seed(NameIn(self.keys))? {
+            match key {
+                Some(i) => values[i] = Some(map.next_value()?),
+                None => {
+                    checked::<A::Error>(map.next_value()?, self.levels)?;
+                }
+            }
+        }
+        Ok(values)
+    }
+}
+
+/// Reads the members of an object. A repeated member is read again, so
+/// the last one wins, as in a value.
+trait MapReader<'de> {
+    type Out;
+    fn read<A: MapAccess<'de>>(self, map: A) -> Result<Self::Out, A::Error>;
+}
+
+/// `Some` of what `R` reads of an object; `None` for any other value (read
+/// through, with the nesting limit of a value).
+struct ObjectOnly<R>(R);
+
+impl<'de, R: MapReader<'de>> DeserializeSeed<'de> for ObjectOnly<R> {
+    type Value = Option<R::Out>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, R: MapReader<'de>> Visitor<'de> for ObjectOnly<R> {
+    type Value = Option<R::Out>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut fields = Map::new();
-        let mut content = None;
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "content" {
-                let raw = checked::<A::Error>(map.next_value()?, 3)?;
-                content = Some(raw.to_owned());
-            } else if ELEMENT_FIELDS.contains(&key.as_str()) {
-                fields.insert(key, map.next_value()?);
-            } else {
-                checked::<A::Error>(map.next_value()?, 3)?;
-            }
-        }
-        Ok((Value::Object(fields), content))
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        self.0.read(map).map(Some)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        let value = de::Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-        Ok((value, None))
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<Value>()?.is_some() {}
+        Ok(None)
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok((Value::Bool(v), None))
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
     }
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), None))
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), None))
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
     }
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), None))
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
     }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((Value::String(v.to_owned()), None))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok((Value::String(v), None))
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
     }
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok((Value::Null, None))
+        Ok(None)
+    }
+}
+
+/// A member name: its position in a table of names, `None` for any other,
+/// read without allocating (escaped names are unescaped by serde_json).
+struct NameIn<const N: usize>(&'static [&'static str; N]);
+
+impl<'de, const N: usize> DeserializeSeed<'de> for NameIn<N> {
+    type Value = Option<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de, const N: usize> Visitor<'de> for NameIn<N> {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, name: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().position(|k| *k == name))
     }
 }
 
@@ -411,6 +557,11 @@ mod tests {
             r#"{"elements": {"a": {"content": "x"}}, "elements": 3}"#,
             r#"{"fetchedTime": 1.5e3, "elements": {"\u0061": {"i\u0064": -7, "content": {"\u0074": "\ud83d\ude00"}}}}"#,
             r#"  {"elements": {}}  "#,
+            r#"{"elements": {"a": {"location": {"parentId": "p", "position": {"x": 1, "y": [2], "q": {"r": []}}, "positionY": "7", "z": [{}]}, "positionIndex": 3}}}"#,
+            r#"{"elements": {"a": {"location": {"parentId": 1, "parentId": "q", "position": {"x": 1}, "position": 5, "section": null}}}}"#,
+            r#"{"elements": {"a": {"location": [1, {"parentId": "p"}], "meta": {"createdTime": 5, "creator": {"u": 1}, "createdTime": "2020-01-01T00:00:00Z"}}}}"#,
+            r#"{"elements": {"a": {"meta": 7, "location": {"p\u0061rentId": "e", "posit\u0069on": {"\u0078": 2}}, "element\u0054ype": "CARD", "location": {"parentId": "last"}}}}"#,
+            r#"{"elements": {"a": {"meta": {"modifiedTime": 1}, "meta": [], "threadId": 4, "_id": "u", "positionScore": 1.5}}}"#,
             r#"[1, 2]"#,
             r#""text""#,
             r#"{"elements": {"a": {"content": {"b": }}}}"#,

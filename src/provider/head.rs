@@ -3,10 +3,129 @@
 //! is read (the fields themselves are not kept). Also the one rule for which
 //! element an id names.
 
-use crate::document::{Location, Timestamps};
-use crate::provider::normalize::fields;
-use crate::provider::normalize::raw::ident;
-use serde_json::Value;
+use crate::document::{Location, Position, Timestamps};
+use crate::provider::normalize::raw::{ident, object, scalar};
+use crate::provider::time::normalize_time;
+use serde_json::{Map, Value};
+
+/// The nested `location.position` keys, in [`Position`]'s order.
+pub const POSITION_KEYS: [&str; 4] = ["x", "y", "index", "score"];
+/// The older flat position keys (in `location`, else at the element's top
+/// level), in [`Position`]'s order.
+pub const FLAT_POSITION_KEYS: [&str; 4] =
+    ["positionX", "positionY", "positionIndex", "positionScore"];
+/// The `meta` keys that become `timestamps`, in [`Timestamps`]' order.
+pub const TIME_KEYS: [&str; 4] = [
+    "createdTime",
+    "modifiedTime",
+    "significantModified",
+    "locationSectionModifiedTime",
+];
+
+/// The fields of an element that its head is read from, each as the
+/// provider sent it. The answer reader fills it member by member, without
+/// building the element; [`HeadFields::of`] takes it from a whole value.
+/// Both become a [`Head`] through one rule, [`Head::from_fields`].
+#[derive(Debug, Default)]
+pub struct HeadFields {
+    pub id: Option<Value>,
+    pub underscore_id: Option<Value>,
+    pub element_type: Option<Value>,
+    pub thread_id: Option<Value>,
+    /// `location`, when it is an object.
+    pub location: Option<LocationFields>,
+    /// The times of `meta`, when it is an object.
+    pub meta: Option<MetaTimes>,
+    /// The element's own [`FLAT_POSITION_KEYS`].
+    pub flat: [Option<Value>; 4],
+}
+
+/// What is read of `location`.
+#[derive(Debug, Default)]
+pub struct LocationFields {
+    pub parent_id: Option<Value>,
+    pub section: Option<Value>,
+    pub root_board: Option<Value>,
+    /// [`POSITION_KEYS`] of `position`, when it is an object.
+    pub position: Option<[Option<Value>; 4]>,
+    /// [`FLAT_POSITION_KEYS`] inside `location`.
+    pub flat: [Option<Value>; 4],
+}
+
+/// The raw [`TIME_KEYS`] of `meta`, normalized only when a node is written
+/// ([`MetaTimes::timestamps`]), so a load that outputs no times formats none.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetaTimes(pub [Option<Value>; 4]);
+
+impl MetaTimes {
+    /// `timestamps`: each time normalized, `None` when none is left.
+    pub fn timestamps(&self) -> Option<Timestamps> {
+        let [created, modified, significant, location] = self
+            .0
+            .each_ref()
+            .map(|t| t.as_ref().and_then(normalize_time));
+        let stamps = Timestamps {
+            created_at: created,
+            modified_at: modified,
+            significant_modified_at: significant,
+            location_modified_at: location,
+        };
+        (stamps != Timestamps::default()).then_some(stamps)
+    }
+}
+
+fn picked<const N: usize>(map: &Map<String, Value>, keys: [&str; N]) -> [Option<Value>; N] {
+    keys.map(|k| map.get(k).cloned())
+}
+
+impl HeadFields {
+    /// The fields of a whole element (tests, fixtures).
+    pub fn of(element: &Map<String, Value>) -> HeadFields {
+        let get = |k: &str| element.get(k).cloned();
+        HeadFields {
+            id: get("id"),
+            underscore_id: get("_id"),
+            element_type: get("elementType"),
+            thread_id: get("threadId"),
+            location: object(element.get("location")).map(|l| LocationFields {
+                parent_id: l.get("parentId").cloned(),
+                section: l.get("section").cloned(),
+                root_board: l.get("rootBoard").cloned(),
+                position: object(l.get("position")).map(|p| picked(p, POSITION_KEYS)),
+                flat: picked(l, FLAT_POSITION_KEYS),
+            }),
+            meta: object(element.get("meta")).map(|m| MetaTimes(picked(m, TIME_KEYS))),
+            flat: picked(element, FLAT_POSITION_KEYS),
+        }
+    }
+}
+
+/// `location {parentId, section, rootBoard, position}`: both
+/// `location.position` and the older flat `positionX/Y/Index/Score` (in
+/// `location`, else at the element's top level) are read, coordinate by
+/// coordinate, in that order. Fields of the wrong type are omitted, and so
+/// is a location left empty.
+fn location(loc: Option<&LocationFields>, top: &[Option<Value>; 4]) -> Option<Location> {
+    let coord = |i: usize| {
+        let pos = loc.and_then(|l| l.position.as_ref());
+        scalar(pos.and_then(|p| p[i].as_ref()))
+            .or_else(|| scalar(loc.and_then(|l| l.flat[i].as_ref())))
+            .or_else(|| scalar(top[i].as_ref()))
+    };
+    let position = Position {
+        x: coord(0),
+        y: coord(1),
+        index: coord(2),
+        score: coord(3),
+    };
+    let location = Location {
+        parent_id: ident(loc.and_then(|l| l.parent_id.as_ref())),
+        section: scalar(loc.and_then(|l| l.section.as_ref())),
+        root_board: scalar(loc.and_then(|l| l.root_board.as_ref())),
+        position: (position != Position::default()).then_some(position),
+    };
+    (location != Location::default()).then_some(location)
+}
 
 /// One element's head.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -20,8 +139,8 @@ pub struct Head {
     pub element_type: Option<String>,
     /// `location`, normalized.
     pub location: Option<Location>,
-    /// `timestamps` from `meta`, normalized.
-    pub timestamps: Option<Timestamps>,
+    /// The times of `meta`, as sent ([`Head::timestamps`] normalizes them).
+    pub times: Option<MetaTimes>,
     /// The top-level `threadId`, when it is an identifier.
     pub thread_id: Option<String>,
 }
@@ -29,20 +148,30 @@ pub struct Head {
 impl Head {
     /// The head of a raw element (its `content` is not read).
     pub fn read(element: &Value) -> Head {
-        let Value::Object(fields) = element else {
-            return Head::default();
-        };
+        match element {
+            Value::Object(fields) => Head::from_fields(HeadFields::of(fields)),
+            _ => Head::default(),
+        }
+    }
+
+    /// The head of an object element with these fields.
+    pub fn from_fields(fields: HeadFields) -> Head {
         Head {
             is_object: true,
-            id: ident(fields.get("id")).or_else(|| ident(fields.get("_id"))),
-            element_type: fields
-                .get("elementType")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            location: fields::location(fields),
-            timestamps: fields::timestamps(fields),
-            thread_id: ident(fields.get("threadId")),
+            id: ident(fields.id.as_ref()).or_else(|| ident(fields.underscore_id.as_ref())),
+            element_type: match fields.element_type {
+                Some(Value::String(s)) => Some(s),
+                _ => None,
+            },
+            location: location(fields.location.as_ref(), &fields.flat),
+            times: fields.meta,
+            thread_id: ident(fields.thread_id.as_ref()),
         }
+    }
+
+    /// `timestamps` from `meta`, normalized.
+    pub fn timestamps(&self) -> Option<Timestamps> {
+        self.times.as_ref().and_then(MetaTimes::timestamps)
     }
 
     /// The raw `elementType`, `""` when it is missing or not a string.
@@ -89,6 +218,31 @@ pub fn find_element<'a>(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn location_table() {
+        let cases: Vec<(Value, Option<Value>)> = vec![
+            (json!({}), None),
+            (json!({"location": "r"}), None),
+            (json!({"location": {"parentId": ""}}), None),
+            (
+                json!({"location": {"parentId": 12}}),
+                Some(json!({"parentId": "12"})),
+            ),
+            (json!({"location": {"position": {}}}), None),
+            (json!({"positionX": 3}), Some(json!({"position": {"x": 3}}))),
+            (
+                json!({"location": {"section": null, "rootBoard": "R", "position": {"x": null}, "positionX": "7"}}),
+                Some(json!({"rootBoard": "R", "position": {"x": "7"}})),
+            ),
+        ];
+        for (element, want) in cases {
+            let got = Head::read(&element)
+                .location
+                .map(|l| serde_json::to_value(l).unwrap_or_default());
+            assert_eq!(got, want, "{element}");
+        }
+    }
 
     #[test]
     fn claimed_id_table() {

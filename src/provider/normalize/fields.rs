@@ -25,46 +25,6 @@ use serde_json::{Map, Value};
 /// `BOARD` title when the provider has none.
 pub const UNTITLED_BOARD: &str = "Untitled board";
 
-/// `location {parentId, section, rootBoard, position}`: both `location.position`
-/// and the older flat `positionX/Y/Index/Score` (in `location`, else at the
-/// element's top level) are read, field by field, in that order.
-pub fn location(element: &Map<String, Value>) -> Option<Location> {
-    let loc = object(element.get("location"));
-    let at = |key: &str| loc.and_then(|l| l.get(key));
-    let pos = loc.and_then(|l| object(l.get("position")));
-    let coord = |nested: &str, flat: &str| {
-        scalar(pos.and_then(|p| p.get(nested)))
-            .or_else(|| scalar(at(flat)))
-            .or_else(|| scalar(element.get(flat)))
-    };
-    let position = Position {
-        x: coord("x", "positionX"),
-        y: coord("y", "positionY"),
-        index: coord("index", "positionIndex"),
-        score: coord("score", "positionScore"),
-    };
-    let location = Location {
-        parent_id: ident(at("parentId")),
-        section: scalar(at("section")),
-        root_board: scalar(at("rootBoard")),
-        position: (position != Position::default()).then_some(position),
-    };
-    (location != Location::default()).then_some(location)
-}
-
-/// `timestamps` from `meta`.
-pub fn timestamps(element: &Map<String, Value>) -> Option<Timestamps> {
-    let meta = object(element.get("meta"))?;
-    let time = |key: &str| meta.get(key).and_then(normalize_time);
-    let stamps = Timestamps {
-        created_at: time("createdTime"),
-        modified_at: time("modifiedTime"),
-        significant_modified_at: time("significantModified"),
-        location_modified_at: time("locationSectionModifiedTime"),
-    };
-    (stamps != Timestamps::default()).then_some(stamps)
-}
-
 /// The fields of every type except `COMMENT_THREAD` (see [`comment_thread`]).
 ///
 /// `content` is the element's raw `content`, kept apart from its other
@@ -280,30 +240,6 @@ mod tests {
         match v {
             Value::Object(m) => m,
             _ => Map::new(),
-        }
-    }
-
-    #[test]
-    fn location_table() {
-        let cases: Vec<(Value, Option<Value>)> = vec![
-            (json!({}), None),
-            (json!({"location": "r"}), None),
-            (json!({"location": {"parentId": ""}}), None),
-            (
-                json!({"location": {"parentId": 12}}),
-                Some(json!({"parentId": "12"})),
-            ),
-            (json!({"location": {"position": {}}}), None),
-            (json!({"positionX": 3}), Some(json!({"position": {"x": 3}}))),
-            (
-                json!({"location": {"section": null, "rootBoard": "R", "position": {"x": null}, "positionX": "7"}}),
-                Some(json!({"rootBoard": "R", "position": {"x": "7"}})),
-            ),
-        ];
-        for (element, want) in cases {
-            let got = location(&map(element.clone()))
-                .map(|l| serde_json::to_value(l).unwrap_or_default());
-            assert_eq!(got, want, "{element}");
         }
     }
 

@@ -213,7 +213,7 @@ pub fn walk(index: &Index<'_>, root: usize, fetched: &Fetched, sink: &mut impl S
             id: entry.id.to_owned(),
             kind,
             location: entry.head.location.clone(),
-            timestamps: entry.head.timestamps.clone(),
+            timestamps: entry.head.timestamps(),
             children: Vec::new(),
         };
         let frame = Frame {
