@@ -236,13 +236,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn map(v: Value) -> Map<String, Value> {
-        match v {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        }
-    }
-
     #[test]
     fn cell_value_table() {
         let rich = json!({"blocks": [{"text": "rt"}]});
