@@ -73,7 +73,7 @@ fn fetched(raw: &[u8], root: &str) -> Fetched {
 }
 
 fn fast(raw: &[u8], root: &str, selection: &Selection) -> Option<Rendered> {
-    let board = load::build(fetched(raw, root), root, "milanote").ok()?;
+    let board = load::build(fetched(raw, root), root, "milanote", selection.coverage()).ok()?;
     board.render("detail", selection).ok()
 }
 

@@ -339,6 +339,15 @@ where
         Joined { rx, joined: false }
     }
 
+    /// Joins the load of `key` if one is in flight.
+    pub fn joining(&self, key: &K) -> Option<Joined<V>> {
+        let map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(key).map(|rx| Joined {
+            rx: rx.clone(),
+            joined: true,
+        })
+    }
+
     /// Loads in flight now.
     pub fn in_flight(&self) -> usize {
         self.in_flight

@@ -6,6 +6,7 @@
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
+use shared_board_api::internals::document::Coverage;
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
@@ -195,7 +196,8 @@ proptest! {
     fn build_matches_the_reference(body in board()) {
         let f = fetched(&body);
         let slow = shared_board_api::internals::pipeline::reference::build(&f, "r", "milanote");
-        let fast = shared_board_api::internals::pipeline::load::build(f, "r", "milanote");
+        let outline = shared_board_api::internals::pipeline::load::build(f.clone(), "r", "milanote", Coverage::Outline);
+        let fast = shared_board_api::internals::pipeline::load::build(f, "r", "milanote", Coverage::Full);
         let (fast, slow) = match (fast, slow) {
             (Ok(fast), Ok(slow)) => (fast, slow),
             (fast, slow) => {
@@ -213,11 +215,18 @@ proptest! {
             Selection::view(View::Compact),
             Selection::include("board.children.content,board.children.richText,board.**.title,version").unwrap(),
             Selection::exclude(View::Full, "board.**.timestamps,board.children.content").unwrap(),
+            Selection::include("board.**.id,board.**.type,board.children.comments.threadId,board.**.location").unwrap(),
         ] {
             let a = fast.render("detail", &selection).unwrap();
             let b = shared_board_api::internals::pipeline::reference::rendered("detail", &selection, &slow).unwrap();
             prop_assert_eq!(String::from_utf8_lossy(&a.body), String::from_utf8_lossy(&b.body));
-            prop_assert_eq!(a.etag, b.etag);
+            prop_assert_eq!(&a.etag, &b.etag);
+            if selection.coverage() == Coverage::Outline {
+                let outline = outline.as_ref().expect("an outline builds where the document does");
+                let c = outline.render("detail", &selection).unwrap();
+                prop_assert_eq!(String::from_utf8_lossy(&c.body), String::from_utf8_lossy(&b.body));
+                prop_assert_eq!(c.etag, b.etag);
+            }
         }
     }
 

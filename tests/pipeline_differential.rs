@@ -3,9 +3,11 @@
 //! walk, select on the value, serialize): byte-identical bodies and equal
 //! ETags for every fixture board, as a root and with its nested boards merged
 //! the way the provider client merges them, for every view and for includes
-//! and excludes.
+//! and excludes. An outline (the document without element bodies) renders
+//! every selection that needs no body exactly as the full document does.
 
 use serde_json::{Map, Value};
+use shared_board_api::internals::document::Coverage;
 use shared_board_api::internals::pipeline::{load, reference};
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
@@ -38,6 +40,8 @@ fn selections() -> Vec<Selection> {
         "**",
         "board.children.content,board.children.richText.blocks",
         "board.children.table.rows.value",
+        "board.**.id,board.**.type,board.children.comments,board.children.location.position",
+        "board.children.*,board.**.timestamps",
     ];
     let mut out: Vec<Selection> = [View::Full, View::Standard, View::Compact]
         .into_iter()
@@ -53,7 +57,12 @@ fn selections() -> Vec<Selection> {
 }
 
 fn assert_same(fetched: &Fetched, what: &str) -> usize {
-    let fast = load::build(fetched.clone(), &fetched.root_id, "milanote");
+    let fast = load::build(
+        fetched.clone(),
+        &fetched.root_id,
+        "milanote",
+        Coverage::Full,
+    );
     let slow = reference::build(fetched, &fetched.root_id, "milanote");
     let (fast, slow) = match (fast, slow) {
         (Ok(fast), Ok(slow)) => (fast, slow),
@@ -67,6 +76,14 @@ fn assert_same(fetched: &Fetched, what: &str) -> usize {
         serde_json::to_string(&slow).expect("serializes"),
         "{what}: document"
     );
+    let outline = load::build(
+        fetched.clone(),
+        &fetched.root_id,
+        "milanote",
+        Coverage::Outline,
+    )
+    .expect("an outline builds where the document does");
+    let mut outlined = 0;
     for selection in selections() {
         for scope in ["search", "detail"] {
             let a = fast.render(scope, &selection).expect("renders");
@@ -78,9 +95,66 @@ fn assert_same(fetched: &Fetched, what: &str) -> usize {
                 selection.canonical()
             );
             assert_eq!(a.etag, b.etag, "{what}: {scope} {}", selection.canonical());
+            if selection.coverage() == Coverage::Outline {
+                let c = outline.render(scope, &selection).expect("renders");
+                assert_eq!(
+                    String::from_utf8_lossy(&c.body),
+                    String::from_utf8_lossy(&b.body),
+                    "{what}: outline {scope} {}",
+                    selection.canonical()
+                );
+                assert_eq!(c.etag, b.etag);
+                outlined += 1;
+            } else {
+                assert!(outline.render(scope, &selection).is_err());
+            }
+        }
+    }
+    // Compact, its excludes, and the body-free includes.
+    assert!(outlined >= 2 * 6, "{what}: {outlined} outline renders");
+    // An outline holds no body.
+    let doc: Value = serde_json::from_slice(outline.document_json()).expect("JSON");
+    let mut stack = vec![&doc];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                for field in ["richText", "caption", "table", "content"] {
+                    assert!(!m.contains_key(field), "{what}: outline has {field}");
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(a) => stack.extend(a),
+            _ => {}
         }
     }
     1
+}
+
+#[test]
+fn coverage_of_selections() {
+    let outline = [
+        Selection::view(View::Compact),
+        Selection::include("board.**.title,board.children.location").expect("valid"),
+        Selection::include("board.children.comments.id").expect("valid"),
+        Selection::exclude(View::Compact, "board.**.title").expect("valid"),
+    ];
+    for s in &outline {
+        assert_eq!(s.coverage(), Coverage::Outline, "{}", s.canonical());
+    }
+    let full = [
+        Selection::view(View::Full),
+        Selection::view(View::Standard),
+        Selection::include("board.children.richText.plainText").expect("valid"),
+        Selection::include("board.**.plainText").expect("valid"),
+        Selection::include("board.children.content").expect("valid"),
+        Selection::include("board.**").expect("valid"),
+        Selection::include("**.rows").expect("valid"),
+        Selection::include("board.children.comments").expect("valid"),
+        Selection::exclude(View::Full, "board.**.richText").expect("valid"),
+    ];
+    for s in &full {
+        assert_eq!(s.coverage(), Coverage::Full, "{}", s.canonical());
+    }
 }
 
 #[test]
@@ -152,9 +226,14 @@ fn the_one_pass_reader_gives_the_document_whole_values_give() {
         .map(|(id, body)| (id, with_unread_fields(&body)))
         .collect();
     let document = |fetched: &Fetched| {
-        load::build(fetched.clone(), &fetched.root_id, "milanote")
-            .map(|b| b.document_json().to_vec())
-            .map_err(|e| e.to_string())
+        load::build(
+            fetched.clone(),
+            &fetched.root_id,
+            "milanote",
+            Coverage::Full,
+        )
+        .map(|b| b.document_json().to_vec())
+        .map_err(|e| e.to_string())
     };
     let mut compared = 0;
     for (id, _) in &boards {

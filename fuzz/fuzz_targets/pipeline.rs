@@ -11,6 +11,7 @@
 
 #![no_main]
 
+use shared_board_api::internals::document::Coverage;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use shared_board_api::internals::pipeline::{load, reference, LoadedBoard};
@@ -53,7 +54,8 @@ fuzz_target!(|data: &[u8]| {
     fetched.loaded_boards.insert(root.clone());
 
     let slow = reference::build(&fetched, &root, "milanote");
-    let fast = load::build(fetched, &root, "milanote");
+    let outline = load::build(fetched.clone(), &root, "milanote", Coverage::Outline);
+    let fast = load::build(fetched, &root, "milanote", Coverage::Full);
     let (fast, slow) = match (fast, slow) {
         (Ok(fast), Ok(slow)) => (fast, slow),
         (fast, slow) => {
@@ -84,5 +86,11 @@ fuzz_target!(|data: &[u8]| {
         let b = reference::rendered("detail", selection, &slow).expect("renders");
         assert_eq!(a.body, b.body, "{}", selection.canonical());
         assert_eq!(a.etag, b.etag);
+        if selection.coverage() == Coverage::Outline {
+            let outline = outline.as_ref().expect("an outline builds where the document does");
+            let c = outline.render("detail", selection).expect("renders");
+            assert_eq!(c.body, b.body, "outline {}", selection.canonical());
+            assert_eq!(c.etag, b.etag);
+        }
     }
 });

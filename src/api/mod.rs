@@ -184,7 +184,11 @@ impl BoardApi {
         let started = Instant::now();
         let (outcome, cached) = self
             .boards
-            .document(&request.link.board_id, &request.link.permission_id)
+            .document(
+                &request.link.board_id,
+                &request.link.permission_id,
+                request.selection.coverage(),
+            )
             .await;
         metrics::cache(cached);
         if !cached {

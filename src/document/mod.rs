@@ -7,3 +7,23 @@ pub mod schema;
 pub mod types;
 
 pub use types::*;
+
+/// How much of a board a loaded document holds.
+///
+/// An element's *body* is its bulk: rich text (`richText` of cards, tasks,
+/// table cells and comments), a link's `caption`, a table's `table` and an
+/// unknown element's raw `content`. An outline is the document without
+/// them: every node with its id, type, title, place, times and other fields.
+/// A selection that cannot output any body field ([`BODY_FIELDS`]) renders
+/// the same bytes from an outline as from the full document, and an
+/// outline costs a fraction of the work, since bodies are most of a board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Coverage {
+    /// The whole document.
+    Full,
+    /// Everything but the element bodies.
+    Outline,
+}
+
+/// The document fields that hold element bodies (see [`Coverage`]).
+pub const BODY_FIELDS: [&str; 4] = ["richText", "caption", "table", "content"];

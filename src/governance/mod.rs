@@ -50,6 +50,7 @@ pub use admission::{Admission, Refused};
 pub use pool::{trim_heap, PoolError, WorkPool};
 
 use crate::cache::{Budget, CacheSettings, Coalescer};
+use crate::document::Coverage;
 use crate::encoding::{self, Encoding};
 use crate::pipeline::{load::build, LoadedBoard, Rendered};
 use crate::provider::client::ProviderClient;
@@ -125,7 +126,7 @@ type DocKey = (String, String);
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
-    Document(DocKey),
+    Document(DocKey, Coverage),
     Render {
         generation: u64,
         scope: &'static str,
@@ -146,7 +147,7 @@ struct Cached {
     settings: CacheSettings,
     budget: Budget<Key, Entry>,
     failures: Budget<DocKey, FetchError>,
-    loads: Coalescer<DocKey, Loaded>,
+    loads: Coalescer<(DocKey, Coverage), Loaded>,
 }
 
 struct Inner {
@@ -209,37 +210,66 @@ impl Boards {
         })
     }
 
-    /// The sanitized board for (board id, permission id), and whether it
-    /// came from the cache (or from a load already in flight).
-    pub async fn document(&self, board_id: &str, permission_id: &str) -> (Loaded, bool) {
+    /// The sanitized board for (board id, permission id), holding at least
+    /// `coverage` of it, and whether it came from the cache (or from a load
+    /// already in flight).
+    ///
+    /// A full document serves every selection, so it is used whenever it is
+    /// cached or loading; an outline is loaded only when neither is there.
+    pub async fn document(
+        &self,
+        board_id: &str,
+        permission_id: &str,
+        coverage: Coverage,
+    ) -> (Loaded, bool) {
         let Some(cache) = &self.inner.cache else {
             let inner = Arc::clone(&self.inner);
             let (b, p) = (board_id.to_owned(), permission_id.to_owned());
             // Still in a task of its own: a dropped caller does not cut a
             // load off halfway (the provider's answer would be wasted).
-            let task = tokio::spawn(async move { inner.load(b, p).await });
+            let task = tokio::spawn(async move { inner.load(b, p, coverage).await });
             let outcome = task
                 .await
                 .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))));
             return (outcome, false);
         };
-        let key = Key::Document((board_id.to_owned(), permission_id.to_owned()));
-        if let Some(Entry::Document(doc)) = cache.budget.get(&key) {
+        let key = (board_id.to_owned(), permission_id.to_owned());
+        let full = Key::Document(key, Coverage::Full);
+        if let Some(Entry::Document(doc)) = cache.budget.get(&full) {
             return (Ok(doc), true);
         }
+        let Key::Document(key, _) = full else {
+            return (Err(LoadError::Internal("document key".into())), false);
+        };
+        let outline = Key::Document(key, Coverage::Outline);
+        if coverage == Coverage::Outline {
+            if let Some(Entry::Document(doc)) = cache.budget.get(&outline) {
+                return (Ok(doc), true);
+            }
+        }
         // Built as a document key just above; taken back without a copy.
-        let Key::Document(key) = key else {
+        let Key::Document(key, _) = outline else {
             return (Err(LoadError::Internal("document key".into())), false);
         };
         if let Some(failure) = cache.failures.get(&key) {
             return (Err(LoadError::Fetch(failure)), true);
         }
-        let inner = Arc::clone(&self.inner);
-        let joined = cache.loads.join(key.clone(), move || async move {
-            let outcome = inner.load(key.0.clone(), key.1.clone()).await;
-            inner.remember(key, &outcome);
-            outcome
-        });
+        let full_loading = (coverage == Coverage::Outline)
+            .then(|| cache.loads.joining(&(key.clone(), Coverage::Full)))
+            .flatten();
+        let joined = match full_loading {
+            Some(joined) => joined,
+            None => {
+                let inner = Arc::clone(&self.inner);
+                cache
+                    .loads
+                    .join((key.clone(), coverage), move || async move {
+                        let outcome = inner.load(key.0.clone(), key.1.clone(), coverage).await;
+                        inner.remember(key, coverage, &outcome);
+                        outcome
+                    })
+            }
+        };
         let coalesced = joined.joined;
         let outcome = joined
             .value()
@@ -355,7 +385,7 @@ impl Boards {
 impl Inner {
     /// One cold load: wait for a slot (within the fetch deadline), fetch,
     /// then build on the pool; the slot is held until the board is built.
-    async fn load(&self, board_id: String, permission_id: String) -> Loaded {
+    async fn load(&self, board_id: String, permission_id: String, coverage: Coverage) -> Loaded {
         let started = Instant::now();
         let deadline = started + self.fetch_deadline;
         // A queued load waits at most half the deadline, so an admitted one
@@ -380,7 +410,7 @@ impl Inner {
             .pool
             .run(move || {
                 // `build` drops the raw answers as soon as it no longer needs them.
-                let built = build(fetched, &board_id, &name).map(|board| {
+                let built = build(fetched, &board_id, &name, coverage).map(|board| {
                     let weight = board.weight();
                     (board, weight)
                 });
@@ -406,13 +436,13 @@ impl Inner {
     /// document in the budget for the full TTL (if it fits at all), a
     /// provider failure in the failures cache for `error_ttl`. Overload and
     /// internal errors are not remembered: they say nothing of the board.
-    fn remember(&self, key: DocKey, outcome: &Loaded) {
+    fn remember(&self, key: DocKey, coverage: Coverage, outcome: &Loaded) {
         let Some(cache) = &self.cache else { return };
         match outcome {
             Ok(doc) => {
                 let bytes = doc.weight + key.0.len() + key.1.len();
                 let kept = cache.budget.put(
-                    Key::Document(key),
+                    Key::Document(key, coverage),
                     Entry::Document(doc.clone()),
                     bytes,
                     cache.settings.ttl,
@@ -473,7 +503,8 @@ mod tests {
             .expect("boards");
         let (board, p) = ("1W3ZZU1Qvua02H", "fault-slow");
         // A host that wraps our handler in its own timeout drops the request.
-        let dropped = tokio::time::timeout(Duration::ZERO, boards.document(board, p)).await;
+        let dropped =
+            tokio::time::timeout(Duration::ZERO, boards.document(board, p, Coverage::Full)).await;
         assert!(dropped.is_err());
         settled(&boards).await;
         assert_eq!(token_requests(&sample, p), 1);
@@ -483,7 +514,7 @@ mod tests {
         let mut all = tokio::task::JoinSet::new();
         for _ in 0..8 {
             let boards = boards.clone();
-            all.spawn(async move { boards.document(board, p).await });
+            all.spawn(async move { boards.document(board, p, Coverage::Full).await });
         }
         while let Some(done) = all.join_next().await {
             let (outcome, _) = done.expect("task");
@@ -491,7 +522,7 @@ mod tests {
         }
         assert_eq!(token_requests(&sample, p), 2);
         // ...and the next one is answered from the cache.
-        let (outcome, cached) = boards.document(board, p).await;
+        let (outcome, cached) = boards.document(board, p, Coverage::Full).await;
         assert!(cached);
         assert_eq!(outcome.err(), Some(LoadError::Fetch(FetchError::Timeout)));
         assert_eq!(token_requests(&sample, p), 2);
@@ -499,13 +530,59 @@ mod tests {
         // The same for a board that loads: the dropped caller's load is
         // kept, and later callers are hits.
         let ok = "demo";
-        let dropped = tokio::time::timeout(Duration::ZERO, boards.document(board, ok)).await;
+        let dropped =
+            tokio::time::timeout(Duration::ZERO, boards.document(board, ok, Coverage::Full)).await;
         assert!(dropped.is_err());
         settled(&boards).await;
         for _ in 0..4 {
-            let (outcome, cached) = boards.document(board, ok).await;
+            let (outcome, cached) = boards.document(board, ok, Coverage::Full).await;
             assert!(outcome.is_ok() && cached);
         }
         assert_eq!(token_requests(&sample, ok), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_outline_is_loaded_only_when_no_full_document_is_there() {
+        let sample = SampleUpstream::start(([127, 0, 0, 1], 0).into())
+            .await
+            .expect("sample upstream");
+        let provider = ProviderSettings {
+            origin: url::Url::parse(&sample.origin()).expect("origin"),
+            ..ProviderSettings::default()
+        };
+        let boards = Boards::new(
+            provider,
+            "milanote".into(),
+            Some(CacheSettings::default()),
+            &Limits::default(),
+        )
+        .expect("boards");
+        let (board, p) = ("1W3ZZU1Qvua02H", "demo");
+        // A cold outline request loads an outline...
+        let (outline, cached) = boards.document(board, p, Coverage::Outline).await;
+        let outline = outline.expect("loads");
+        assert!(!cached);
+        assert_eq!(outline.board.coverage(), Coverage::Outline);
+        let (again, cached) = boards.document(board, p, Coverage::Outline).await;
+        assert!(cached && again.expect("cached").board.coverage() == Coverage::Outline);
+        assert_eq!(token_requests(&sample, p), 1);
+        // ...which cannot serve a full request: that one loads the board.
+        let (full, cached) = boards.document(board, p, Coverage::Full).await;
+        assert!(!cached && full.expect("loads").board.coverage() == Coverage::Full);
+        assert_eq!(token_requests(&sample, p), 2);
+        // From then on the full document serves both.
+        for coverage in [Coverage::Outline, Coverage::Full] {
+            let (doc, cached) = boards.document(board, p, coverage).await;
+            assert!(cached && doc.expect("cached").board.coverage() == Coverage::Full);
+        }
+        // An outline request while a full load is in flight joins it.
+        let other = "demo-2";
+        let (first, second) = tokio::join!(
+            boards.document(board, other, Coverage::Full),
+            boards.document(board, other, Coverage::Outline)
+        );
+        assert_eq!(first.0.expect("loads").board.coverage(), Coverage::Full);
+        assert_eq!(second.0.expect("loads").board.coverage(), Coverage::Full);
+        assert_eq!(token_requests(&sample, other), 1);
     }
 }

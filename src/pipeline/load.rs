@@ -2,6 +2,7 @@
 //! and remove the sensitive fields; the work behind a cache miss.
 
 use super::LoadedBoard;
+use crate::document::Coverage;
 use crate::provider::client::ProviderClient;
 use crate::provider::error::FetchError;
 use crate::provider::normalize::write;
@@ -33,13 +34,14 @@ impl BoardLoader {
         permission_id: &str,
     ) -> Result<Arc<LoadedBoard>, FetchError> {
         let fetched = self.client.fetch(board_id, permission_id).await?;
-        build(fetched, board_id, &self.provider_name).map(Arc::new)
+        build(fetched, board_id, &self.provider_name, Coverage::Full).map(Arc::new)
     }
 }
 
 /// The CPU half of a load: normalize what the provider sent into
-/// BoardDocument v1, written as compact JSON node by node while the tree is
-/// walked, so the document is never held as a tree. The normalizer leaves
+/// BoardDocument v1 (all of it, or its outline: see [`Coverage`]), written
+/// as compact JSON node by node while the tree is walked, so the document is
+/// never held as a tree. The normalizer leaves
 /// every sensitive key out of the raw values it copies, so the bytes are the
 /// sanitized document without a sanitizing walk (`reference::build` is the
 /// walk, and the tests hold the two equal).
@@ -50,14 +52,20 @@ pub fn build(
     fetched: Fetched,
     board_id: &str,
     provider_name: &str,
+    coverage: Coverage,
 ) -> Result<LoadedBoard, FetchError> {
     // The document is about its content text (written once as blocks, once
     // as plain text) plus a few hundred bytes per node; sized up front so
     // that it is not grown by doubling, which holds old and new at once.
-    let estimate = fetched.content_bytes() * 3 / 2 + fetched.element_count() * 320 + 1024;
+    // An outline has no content text.
+    let text = match coverage {
+        Coverage::Full => fetched.content_bytes() * 3 / 2,
+        Coverage::Outline => 0,
+    };
+    let estimate = text + fetched.element_count() * 320 + 1024;
     let mut bytes = Vec::with_capacity(estimate);
-    write(&fetched, provider_name, &mut bytes)
+    write(&fetched, provider_name, coverage, &mut bytes)
         .map_err(|e| FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}")))?;
     drop(fetched);
-    Ok(LoadedBoard::from_json(bytes))
+    Ok(LoadedBoard::with_coverage(bytes, coverage))
 }

@@ -18,29 +18,48 @@ pub mod render;
 pub use load::BoardLoader;
 pub use render::{render, RenderError, Rendered};
 
+use crate::document::Coverage;
 use crate::select::Selection;
 use bytes::Bytes;
 
-/// One loaded board: the sanitized full document as compact JSON bytes, so
-/// its size in memory is its serialized size and the cache's weight is
-/// exact. What is rendered from it is cached beside it, weighed in the same
-/// byte budget.
+/// One loaded board: the sanitized document as compact JSON bytes, so its
+/// size in memory is its serialized size and the cache's weight is exact.
+/// What is rendered from it is cached beside it, weighed in the same byte
+/// budget.
 pub struct LoadedBoard {
     document: Bytes,
+    coverage: Coverage,
 }
 
 impl LoadedBoard {
     /// A loaded board from the compact JSON of a sanitized full document,
     /// as [`load::build`] writes it.
     pub fn from_json(document: Vec<u8>) -> Self {
+        LoadedBoard::with_coverage(document, Coverage::Full)
+    }
+
+    /// A loaded board from the compact JSON of a sanitized document that
+    /// holds `coverage` of the board.
+    pub fn with_coverage(document: Vec<u8>, coverage: Coverage) -> Self {
         LoadedBoard {
             document: render::exact(document),
+            coverage,
         }
     }
 
-    /// The sanitized full document, compact JSON.
+    /// The sanitized document, compact JSON.
     pub fn document_json(&self) -> &[u8] {
         &self.document
+    }
+
+    /// How much of the board the document holds.
+    pub fn coverage(&self) -> Coverage {
+        self.coverage
+    }
+
+    /// Whether `selection` can be rendered from this document.
+    pub fn serves(&self, selection: &Selection) -> bool {
+        self.coverage == Coverage::Full || selection.coverage() == Coverage::Outline
     }
 
     /// The response body and ETag of `selection` on this document for the
@@ -54,6 +73,9 @@ impl LoadedBoard {
         scope: &'static str,
         selection: &Selection,
     ) -> Result<Rendered, RenderError> {
+        if !self.serves(selection) {
+            return Err(RenderError::outline());
+        }
         render::render_bytes(scope, selection, &selection.canonical(), &self.document)
     }
 

@@ -29,6 +29,14 @@ pub struct RenderError(Reason);
 enum Reason {
     Serialize(serde_json::Error),
     Malformed,
+    /// A selection that needs bodies asked of an outline.
+    Outline,
+}
+
+impl RenderError {
+    pub(crate) fn outline() -> RenderError {
+        RenderError(Reason::Outline)
+    }
 }
 
 impl From<Malformed> for RenderError {
@@ -42,6 +50,7 @@ impl std::fmt::Display for RenderError {
         match &self.0 {
             Reason::Serialize(e) => write!(f, "board document not serializable: {e}"),
             Reason::Malformed => f.write_str("board document bytes are not compact JSON"),
+            Reason::Outline => f.write_str("a selection with bodies asked of an outline"),
         }
     }
 }

@@ -4,9 +4,11 @@
 use crate::provider::answer::{Answer, Entry};
 use crate::provider::head::Head;
 use indexmap::IndexMap;
+use serde::de::{Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 
 /// The merged raw answers for one root board and the nested boards fetched below it.
 ///
@@ -141,6 +143,18 @@ impl Fetched {
         serde_json::from_str(raw.get()).ok()
     }
 
+    /// The raw `content` of element `id` without the members that hold its
+    /// body ([`OUTLINE_SKIPPED`]), for an outline: those are skipped over,
+    /// never built. Any other content is read as [`Fetched::content`] reads it.
+    pub fn outline_content(&self, id: &str) -> Option<Value> {
+        let raw = self.contents.get(id)?;
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        // The text was checked when the answer was read; it parses.
+        let value = de.deserialize_any(OutlineVisitor).ok()?;
+        de.end().ok()?;
+        Some(value)
+    }
+
     /// The bytes of raw `content` text held.
     pub fn content_bytes(&self) -> usize {
         self.contents.values().map(|c| c.get().len()).sum()
@@ -149,6 +163,57 @@ impl Fetched {
     /// Number of merged elements.
     pub fn element_count(&self) -> usize {
         self.elements.len()
+    }
+}
+
+/// The `content` members an outline leaves out: the rich text of cards and
+/// tasks, a link's caption, a table's cells.
+pub const OUTLINE_SKIPPED: [&str; 3] = ["textContent", "caption", "tableContent"];
+
+/// A content object without [`OUTLINE_SKIPPED`]; any other value as it is.
+struct OutlineVisitor;
+
+impl<'de> Visitor<'de> for OutlineVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if OUTLINE_SKIPPED.contains(&key.as_str()) {
+                map.next_value::<IgnoredAny>()?;
+                // A repeated member still means its last value: none.
+                out.shift_remove(&key);
+            } else {
+                out.insert(key, map.next_value()?);
+            }
+        }
+        Ok(Value::Object(out))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
+        serde::Deserialize::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
 }
 

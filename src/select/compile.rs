@@ -61,6 +61,26 @@ impl Program {
         }
     }
 
+    /// Whether a field named one of `names` can reach the output: the
+    /// program steps into one, or ends on a value whose part of the model
+    /// holds one (a whole kept value keeps everything below it).
+    pub fn visits_any(&self, names: &[&str]) -> bool {
+        let model = model::get();
+        self.states.iter().any(|state| {
+            model
+                .node(state.model)
+                .fields()
+                .zip(state.next.iter())
+                .any(|((name, _), step)| match *step {
+                    Step::Skip => false,
+                    Step::Descend(_) => names.contains(&name),
+                    Step::End(node) => {
+                        names.contains(&name) || model_holds(model, node as NodeId, names)
+                    }
+                })
+        })
+    }
+
     /// The number of DFA states (for tests and benchmarks).
     pub fn len(&self) -> usize {
         self.states.len()
@@ -70,6 +90,24 @@ impl Program {
     pub fn is_empty(&self) -> bool {
         self.start.is_none()
     }
+}
+
+/// Whether a field named one of `names` lies anywhere below `node`.
+fn model_holds(model: &Model, node: NodeId, names: &[&str]) -> bool {
+    let mut seen = vec![false; model.len()];
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if std::mem::replace(&mut seen[n], true) {
+            continue;
+        }
+        for (name, child) in model.node(n).fields() {
+            if names.contains(&name) {
+                return true;
+            }
+            stack.push(child);
+        }
+    }
+    false
 }
 
 /// One selector's chain NFA plus, for each position, the model nodes from which

@@ -24,6 +24,7 @@ pub mod compile;
 pub mod parse;
 pub mod stream;
 
+use crate::document::{Coverage, BODY_FIELDS};
 use compile::Program;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -151,6 +152,25 @@ pub struct Selection {
     plan: Plan,
     /// Shared: cache keys hold it on every cached read.
     canonical: Arc<str>,
+    coverage: Coverage,
+}
+
+impl Plan {
+    /// See [`Selection::coverage`]: whether anything the plan outputs can
+    /// lie under a body field.
+    fn coverage(&self) -> Coverage {
+        let needs_bodies = match self {
+            Plan::Full | Plan::Exclude(None, _) => true,
+            Plan::Include(program) | Plan::Exclude(Some(program), _) => {
+                program.visits_any(&BODY_FIELDS)
+            }
+        };
+        if needs_bodies {
+            Coverage::Full
+        } else {
+            Coverage::Outline
+        }
+    }
 }
 
 impl Selection {
@@ -161,6 +181,7 @@ impl Selection {
             None => Plan::Full,
         };
         Selection {
+            coverage: plan.coverage(),
             plan,
             canonical: format!("view={}", view.as_str()).into(),
         }
@@ -173,8 +194,10 @@ impl Selection {
     pub fn include(list: &str) -> Result<Selection, SelectorError> {
         compiled(None, list, || {
             let (program, text) = compile_list(list).map_err(|e| error(Param::Include, &e))?;
+            let plan = Plan::Include(Arc::new(program));
             Ok(Selection {
-                plan: Plan::Include(Arc::new(program)),
+                coverage: plan.coverage(),
+                plan,
                 canonical: format!("include={text}").into(),
             })
         })
@@ -187,11 +210,20 @@ impl Selection {
     pub fn exclude(base: View, list: &str) -> Result<Selection, SelectorError> {
         compiled(Some(base), list, || {
             let (program, text) = compile_list(list).map_err(|e| error(Param::Exclude, &e))?;
+            let plan = Plan::Exclude(base.program(), Arc::new(program));
             Ok(Selection {
-                plan: Plan::Exclude(base.program(), Arc::new(program)),
+                coverage: plan.coverage(),
+                plan,
                 canonical: format!("view={}&exclude={text}", base.as_str()).into(),
             })
         })
+    }
+
+    /// The least a document must hold for this selection: an
+    /// [`Coverage::Outline`] when the selection cannot output any element
+    /// body (it renders the same bytes from either), else the full document.
+    pub fn coverage(&self) -> Coverage {
+        self.coverage
     }
 
     /// Applies the selection to a sanitized full document; `doc` is not changed.

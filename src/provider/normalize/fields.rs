@@ -29,7 +29,11 @@ pub const UNTITLED_BOARD: &str = "Untitled board";
 ///
 /// `content` is the element's raw `content`, kept apart from its other
 /// fields by the provider client.
-pub fn kind(element: &Head, content: Option<&Value>, loaded: bool) -> NodeKind {
+/// For an outline (`bodies` false), `content` comes without the members
+/// that hold bodies ([`crate::provider::Fetched::outline_content`]), so
+/// rich text, captions and tables come out empty; an unknown element's raw
+/// content is its body and is left out here.
+pub fn kind(element: &Head, content: Option<&Value>, loaded: bool, bodies: bool) -> NodeKind {
     let empty = Map::new();
     let c = object(content).unwrap_or(&empty);
     match element.element_type() {
@@ -83,7 +87,7 @@ pub fn kind(element: &Head, content: Option<&Value>, loaded: bool) -> NodeKind {
         }),
         other => NodeKind::Unknown(UnknownFields {
             element_type: other.to_owned(),
-            content: raw(content),
+            content: if bodies { raw(content) } else { None },
         }),
     }
 }
@@ -221,11 +225,16 @@ pub fn thread_id(element: &Head, content: Option<&Value>) -> Option<String> {
 
 /// One comment of the top-level `comments` map. `userId` and other fields
 /// beyond the table are not copied.
-pub fn comment(key: &str, raw: &Map<String, Value>) -> Comment {
+/// Its rich text is a body: left out when `bodies` is false.
+pub fn comment(key: &str, raw: &Map<String, Value>, bodies: bool) -> Comment {
     Comment {
         id: element_id(key, raw),
         thread_id: ident(raw.get("threadId")),
-        rich_text: raw.get("text").and_then(rich_text),
+        rich_text: if bodies {
+            raw.get("text").and_then(rich_text)
+        } else {
+            None
+        },
         created_at: raw.get("createdAt").and_then(normalize_time),
         updated_at: raw.get("updatedAt").and_then(normalize_time),
     }

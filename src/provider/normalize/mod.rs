@@ -12,7 +12,9 @@ mod order;
 pub mod raw;
 mod tree;
 
-use crate::document::{BoardDocument, BoardType, Node, NodeKind, RootBoard, Source, Version1};
+use crate::document::{
+    BoardDocument, BoardType, Coverage, Node, NodeKind, RootBoard, Source, Version1,
+};
 use crate::provider::time::format_epoch_ms;
 use crate::provider::Fetched;
 use std::fmt;
@@ -80,20 +82,23 @@ pub fn normalize(fetched: &Fetched, provider_name: &str) -> Result<BoardDocument
     let index = tree::Index::new(&fetched.elements);
     let root = root_entry(&index, fetched)?;
     let mut sink = tree::TreeSink::default();
-    tree::walk(&index, root, fetched, &mut sink);
+    tree::walk(&index, root, fetched, Coverage::Full, &mut sink);
     sink.into_root()
         .and_then(|node| document(fetched, provider_name, node))
         .ok_or_else(|| not_a_board(fetched))
 }
 
 /// [`normalize`], written as compact JSON to `out` while the tree is walked:
-/// the same bytes as serializing the document, without holding it.
+/// the same bytes as serializing the document, without holding it. An
+/// [`Coverage::Outline`] leaves the element bodies out (and never builds
+/// them).
 ///
 /// # Errors
 /// As [`normalize`].
 pub fn write(
     fetched: &Fetched,
     provider_name: &str,
+    coverage: Coverage,
     out: &mut Vec<u8>,
 ) -> Result<(), NormalizeError> {
     let index = tree::Index::new(&fetched.elements);
@@ -105,7 +110,7 @@ pub fn write(
         first_child: Vec::new(),
         failed: false,
     };
-    tree::walk(&index, root, fetched, &mut writer);
+    tree::walk(&index, root, fetched, coverage, &mut writer);
     if writer.failed {
         return Err(NormalizeError::Unwritable);
     }

@@ -23,7 +23,7 @@
 use super::fields;
 use super::order::{order_children, SortKey};
 use super::MAX_NODE_DEPTH;
-use crate::document::{Comment, Node, NodeKind};
+use crate::document::{Comment, Coverage, Node, NodeKind};
 use crate::provider::head::Head;
 use crate::provider::Fetched;
 use indexmap::IndexMap;
@@ -131,13 +131,16 @@ impl Sink for TreeSink {
 
 /// Comments grouped by `threadId`, each group sorted by `createdAt` then id
 /// (missing times last).
-fn comments_by_thread(comments: &Map<String, Value>) -> HashMap<String, Vec<Comment>> {
+fn comments_by_thread(
+    comments: &Map<String, Value>,
+    bodies: bool,
+) -> HashMap<String, Vec<Comment>> {
     let mut groups: HashMap<String, Vec<(Comment, &str)>> = HashMap::new();
     for (key, value) in comments {
         let Some(raw) = value.as_object() else {
             continue;
         };
-        let comment = fields::comment(key, raw);
+        let comment = fields::comment(key, raw, bodies);
         if let Some(thread) = comment.thread_id.clone() {
             groups.entry(thread).or_default().push((comment, key));
         }
@@ -186,10 +189,18 @@ impl Threads {
 }
 
 /// Walks the tree from `root` (an index into `index.entries`), handing
-/// each node to `sink` in document order.
-pub fn walk(index: &Index<'_>, root: usize, fetched: &Fetched, sink: &mut impl Sink) {
+/// each node to `sink` in document order; an outline's nodes come without
+/// bodies (see [`Coverage`]).
+pub fn walk(
+    index: &Index<'_>,
+    root: usize,
+    fetched: &Fetched,
+    coverage: Coverage,
+    sink: &mut impl Sink,
+) {
+    let bodies = coverage == Coverage::Full;
     let mut threads = Threads {
-        groups: comments_by_thread(&fetched.comments),
+        groups: comments_by_thread(&fetched.comments, bodies),
         claimed: HashSet::new(),
         budget: fetched.comments.len(),
     };
@@ -198,8 +209,12 @@ pub fn walk(index: &Index<'_>, root: usize, fetched: &Fetched, sink: &mut impl S
     let make = |i: usize, depth: usize, threads: &mut Threads| {
         let entry = &index.entries[i];
         let loaded = fetched.loaded_boards.contains(entry.id);
-        let content = fetched.content(entry.id);
-        let mut kind = fields::kind(entry.head, content.as_ref(), loaded);
+        let content = if bodies {
+            fetched.content(entry.id)
+        } else {
+            fetched.outline_content(entry.id)
+        };
+        let mut kind = fields::kind(entry.head, content.as_ref(), loaded, bodies);
         if let NodeKind::CommentThread(thread) = &mut kind {
             let key = thread.thread_id.as_deref().unwrap_or(entry.id);
             thread.comments = threads.claim(key);
@@ -280,7 +295,7 @@ mod tests {
             "k8": {"id": "y"},
             "k9": "not an object"
         });
-        let groups = comments_by_thread(raw.as_object().unwrap());
+        let groups = comments_by_thread(raw.as_object().unwrap(), true);
         let ids = |t: &str| -> Vec<String> { groups[t].iter().map(|c| c.id.clone()).collect() };
         assert_eq!(ids("T"), ["e", "a", "a", "b", "c", "d"]);
         assert_eq!(ids("U"), ["z"]);
