@@ -15,6 +15,7 @@
 //! accepts (same syntax, same nesting limit), and a repeated key means what
 //! it means in a value: the last value wins and keeps the first one's place.
 
+use crate::provider::fetched::IdHasher;
 use crate::provider::head::{
     Head, HeadFields, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
 };
@@ -208,7 +209,7 @@ impl<'de> Visitor<'de> for ElementsVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut entries: Vec<Entry> = Vec::with_capacity(map.size_hint().unwrap_or(0));
-        let mut position: HashMap<String, usize> = HashMap::new();
+        let mut position: HashMap<String, usize, IdHasher> = HashMap::default();
         while let Some(key) = map.next_key::<String>()? {
             let (head, content) = map.next_value_seed(ElementSeed)?;
             match position.get(&key) {

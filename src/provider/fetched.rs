@@ -8,7 +8,14 @@ use serde::de::{Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
+
 use std::fmt;
+
+/// The hasher of the tables keyed by element id, which a load consults
+/// several times per element: aHash, keyed at random per table like std's
+/// SipHash (ids come from board authors' data), at a fraction of its cost
+/// on short keys.
+pub type IdHasher = ahash::RandomState;
 
 /// The merged raw answers for one root board and the nested boards fetched below it.
 ///
@@ -23,9 +30,9 @@ pub struct Fetched {
     /// Element id -> the element's head, merged in answer order: a later
     /// copy replaces an earlier one, except that a `BOARD` is never replaced
     /// by a `SKELETON`.
-    pub elements: IndexMap<String, Head>,
+    pub elements: IndexMap<String, Head, IdHasher>,
     /// Element id -> the raw `content` of that element in [`Fetched::elements`].
-    pub contents: HashMap<String, Box<RawValue>>,
+    pub contents: HashMap<String, Box<RawValue>, IdHasher>,
     /// Comment id -> raw comment, from every response's top-level `comments`.
     pub comments: Map<String, Value>,
     /// Parent id -> raw array of child ids, from every response's `canvasOrder`.
@@ -41,7 +48,7 @@ pub struct Fetched {
 
 impl PartialEq for Fetched {
     fn eq(&self, other: &Fetched) -> bool {
-        let content = |f: &Fetched| -> HashMap<String, String> {
+        let content = |f: &Fetched| -> std::collections::HashMap<String, String> {
             f.contents
                 .iter()
                 .map(|(id, raw)| (id.clone(), raw.get().to_owned()))

@@ -24,6 +24,7 @@ use super::fields;
 use super::order::{order_children, SortKey};
 use super::MAX_NODE_DEPTH;
 use crate::document::{Comment, Coverage, Node, NodeKind};
+use crate::provider::fetched::IdHasher;
 use crate::provider::head::Head;
 use crate::provider::Fetched;
 use indexmap::IndexMap;
@@ -39,15 +40,15 @@ pub struct Entry<'a> {
 /// Elements by id and children by parent id.
 pub struct Index<'a> {
     pub entries: Vec<Entry<'a>>,
-    pub by_id: HashMap<&'a str, usize>,
+    pub by_id: HashMap<&'a str, usize, IdHasher>,
     keys: Vec<SortKey>,
-    children: HashMap<&'a str, Vec<usize>>,
+    children: HashMap<&'a str, Vec<usize>, IdHasher>,
 }
 
 impl<'a> Index<'a> {
     /// Indexes merged elements (keyed by the id each claims, see
     /// [`Fetched::elements`]); entries that are not objects are no elements.
-    pub fn new(elements: &'a IndexMap<String, Head>) -> Index<'a> {
+    pub fn new(elements: &'a IndexMap<String, Head, IdHasher>) -> Index<'a> {
         let entries: Vec<Entry<'a>> = elements
             .iter()
             .filter(|(_, head)| head.is_object)
@@ -58,7 +59,7 @@ impl<'a> Index<'a> {
             .iter()
             .map(|e| SortKey::new(e.id, e.head.location.as_ref()))
             .collect();
-        let mut children: HashMap<&'a str, Vec<usize>> = HashMap::new();
+        let mut children: HashMap<&'a str, Vec<usize>, IdHasher> = HashMap::default();
         for (i, entry) in entries.iter().enumerate() {
             let parent = entry
                 .head
