@@ -6,6 +6,7 @@
 //! board's document.
 
 use serde_json::{json, Value};
+use shared_board_api::internals::provider::fetched::comments_of;
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
 use std::collections::{BTreeSet, VecDeque};
@@ -77,7 +78,7 @@ fn fetched_for(root: &str) -> Fetched {
                 fetched.merge_element(&id, element);
             }
         }
-        fetched.comments.extend(take("comments"));
+        fetched.comments.extend(comments_of(&take("comments")));
         fetched.canvas_order.extend(take("canvasOrder"));
     }
     fetched

@@ -7,6 +7,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use shared_board_api::internals::document::Coverage;
+use shared_board_api::internals::provider::fetched::comments_of;
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
@@ -104,7 +105,7 @@ fn board() -> impl Strategy<Value = Value> {
 fn fetched(body: &Value) -> Fetched {
     let take = |k: &str| body[k].as_object().cloned().unwrap_or_default();
     let mut f = Fetched::from_elements("r", take("elements"));
-    f.comments = take("comments");
+    f.comments = comments_of(&take("comments"));
     f.canvas_order = take("canvasOrder");
     f.loaded_boards = ["r".to_owned(), "b".to_owned()].into_iter().collect();
     f

@@ -2,6 +2,7 @@
 //! time: raw element in, the node's expected JSON out.
 
 use serde_json::{json, Map, Value};
+use shared_board_api::internals::provider::fetched::comments_of;
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
 
@@ -17,7 +18,7 @@ fn node_with(id: &str, mut element: Value, comments: Value, loaded: &[&str]) -> 
     elements.insert(ROOT.into(), json!({"elementType": "BOARD"}));
     elements.insert(id.into(), element);
     let mut fetched = Fetched::from_elements(ROOT, elements);
-    fetched.comments = serde_json::from_value(comments).unwrap();
+    fetched.comments = comments_of(&serde_json::from_value(comments).unwrap());
     fetched.loaded_boards = loaded
         .iter()
         .map(|s| s.to_string())

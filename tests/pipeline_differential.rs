@@ -9,6 +9,7 @@
 use serde_json::{Map, Value};
 use shared_board_api::internals::document::Coverage;
 use shared_board_api::internals::pipeline::{load, reference};
+use shared_board_api::internals::provider::fetched::comments_of;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
 use std::path::PathBuf;
@@ -193,13 +194,11 @@ fn merge_whole(fetched: &mut Fetched, body: &Map<String, Value>) {
             fetched.merge_element(key, element.clone());
         }
     }
-    for (field, into) in [
-        ("comments", &mut fetched.comments),
-        ("canvasOrder", &mut fetched.canvas_order),
-    ] {
-        if let Some(Value::Object(map)) = body.get(field) {
-            into.extend(map.clone());
-        }
+    if let Some(Value::Object(map)) = body.get("comments") {
+        fetched.comments.extend(comments_of(map));
+    }
+    if let Some(Value::Object(map)) = body.get("canvasOrder") {
+        fetched.canvas_order.extend(map.clone());
     }
 }
 
@@ -213,6 +212,14 @@ fn with_unread_fields(body: &Map<String, Value>) -> Map<String, Value> {
                 fields.insert("style".into(), serde_json::json!({"font": [1, {"x": "y"}]}));
                 fields.insert("acl".into(), serde_json::json!(["u1"]));
                 fields.insert("createdBy".into(), serde_json::json!("u2"));
+            }
+        }
+    }
+    if let Some(Value::Object(comments)) = body.get_mut("comments") {
+        for comment in comments.values_mut() {
+            if let Value::Object(fields) = comment {
+                fields.insert("userId".into(), serde_json::json!("u3"));
+                fields.insert("reactions".into(), serde_json::json!([{"u": 1}]));
             }
         }
     }

@@ -15,7 +15,7 @@
 //! accepts (same syntax, same nesting limit), and a repeated key means what
 //! it means in a value: the last value wins and keeps the first one's place.
 
-use crate::provider::fetched::IdHasher;
+use crate::provider::fetched::{Comments, IdHasher, RawComment};
 use crate::provider::head::{
     Head, HeadFields, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
 };
@@ -66,11 +66,13 @@ pub const ELEMENT_FIELDS: [&str; 10] = [
 /// One `/api/boards` answer.
 #[derive(Debug, Default)]
 pub struct Answer {
-    /// The top-level members other than `elements` (`errors`,
+    /// The top-level members other than `elements` and `comments` (`errors`,
     /// `childrenReturned`, `comments`, `canvasOrder`, `fetchedTime`, ...).
     pub fields: Map<String, Value>,
     /// `elements`, when it is an object, in the provider's order.
     pub elements: Option<Vec<Entry>>,
+    /// `comments`, when it is an object.
+    pub comments: Option<Comments>,
 }
 
 /// One entry of the `elements` map.
@@ -155,6 +157,8 @@ impl<'de> Visitor<'de> for TopLevelVisitor {
             if key == "elements" {
                 // A repeated `elements` replaces the earlier one, as in a value.
                 answer.elements = map.next_value_seed(ElementsSeed)?;
+            } else if key == "comments" {
+                answer.comments = map.next_value_seed(ObjectOnly(CommentsReader))?;
             } else {
                 answer.fields.insert(key, map.next_value()?);
             }
@@ -317,6 +321,59 @@ impl<'de> MapReader<'de> for ElementReader {
             }
         }
         Ok((Head::from_fields(fields), content))
+    }
+}
+
+/// `comments`: each entry as a [`RawComment`]; a repeated key replaces the
+/// earlier entry in its place, as in a value.
+struct CommentsReader;
+
+impl<'de> MapReader<'de> for CommentsReader {
+    type Out = Comments;
+
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut comments =
+            Comments::with_capacity_and_hasher(map.size_hint().unwrap_or(0), IdHasher::default());
+        while let Some(key) = map.next_key::<String>()? {
+            let comment = map.next_value_seed(ObjectOnly(CommentReader))?;
+            comments.insert(key, comment.unwrap_or_default());
+        }
+        Ok(comments)
+    }
+}
+
+const COMMENT_KEYS: [&str; 6] = ["text", "id", "_id", "threadId", "createdAt", "updatedAt"];
+
+/// The levels around a comment's members: the answer, `comments`, the comment.
+const COMMENT_LEVELS: usize = 3;
+
+struct CommentReader;
+
+impl<'de> MapReader<'de> for CommentReader {
+    type Out = RawComment;
+
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut comment = RawComment {
+            is_object: true,
+            ..RawComment::default()
+        };
+        while let Some(key) = map.next_key_seed(NameIn(&COMMENT_KEYS))? {
+            match key {
+                Some(0) => {
+                    let raw = checked::<A::Error>(map.next_value()?, COMMENT_LEVELS)?;
+                    comment.text = Some(raw.to_owned());
+                }
+                Some(1) => comment.id = Some(map.next_value()?),
+                Some(2) => comment.underscore_id = Some(map.next_value()?),
+                Some(3) => comment.thread_id = Some(map.next_value()?),
+                Some(4) => comment.created_at = Some(map.next_value()?),
+                Some(5) => comment.updated_at = Some(map.next_value()?),
+                _ => {
+                    checked::<A::Error>(map.next_value()?, COMMENT_LEVELS)?;
+                }
+            }
+        }
+        Ok(comment)
     }
 }
 
@@ -498,11 +555,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// An answer as plain values: the top-level fields, and the elements as
-    /// `(key, head, content)`.
+    /// An answer as plain values: the top-level fields, the elements as
+    /// `(key, head, content)`, and the comments.
     type Split = (
         Map<String, Value>,
         Option<Vec<(String, Head, Option<Value>)>>,
+        Option<Comments>,
     );
 
     /// What parsing the body as one value gives, split the way [`Answer`] splits it.
@@ -526,7 +584,11 @@ mod tests {
             ),
             _ => None,
         };
-        Ok((top, elements))
+        let comments = match top.shift_remove("comments") {
+            Some(Value::Object(map)) => Some(crate::provider::fetched::comments_of(&map)),
+            _ => None,
+        };
+        Ok((top, elements, comments))
     }
 
     fn check(body: &str) {
@@ -543,7 +605,7 @@ mod tests {
                     })
                     .collect()
             });
-            (a.fields, elements)
+            (a.fields, elements, a.comments)
         });
         assert_eq!(got, want, "{body}");
     }
@@ -554,6 +616,9 @@ mod tests {
             r#"{"elements": {"a": {"id": "a", "content": {"x": [1, {"y": "\"}"}]}, "elementType": "CARD"}}, "errors": {}}"#,
             r#"{"elements": {"a": {"content": 1, "content": {"b": 2}}, "b": 5, "a": {"v": 2}}}"#,
             r#"{"elements": [1, 2], "comments": {"c": {"text": "t"}}}"#,
+            r#"{"comments": {"c": {"text": {"a": [1]}, "id": 3, "x": {"y": []}, "text": "last"}, "d": 5, "c": [1]}}"#,
+            r#"{"comments": {"c": {"threadId": "t", "createdAt": 1, "updatedAt": "2020-01-01T00:00:00Z", "_id": "u"}}, "comments": 4}"#,
+            r#"{"comments": {"c": {"t\u0065xt": "escaped"}}, "comments": {"d": {}}}"#,
             r#"{"elements": {"a": [1, {"content": 2}]}, "elements": {"b": {"content": null}}}"#,
             r#"{"elements": {"a": {"content": "x"}}, "elements": 3}"#,
             r#"{"fetchedTime": 1.5e3, "elements": {"\u0061": {"i\u0064": -7, "content": {"\u0074": "\ud83d\ude00"}}}}"#,

@@ -17,6 +17,68 @@ use std::fmt;
 /// on short keys.
 pub type IdHasher = ahash::RandomState;
 
+/// The raw comments of `comments` maps, by key, in the provider's order.
+pub type Comments = IndexMap<String, RawComment, IdHasher>;
+
+/// One entry of a `comments` map: the fields read of it, as sent, and its
+/// `text` (rich text, a comment's bulk) as the JSON text the provider sent.
+#[derive(Debug, Clone, Default)]
+pub struct RawComment {
+    /// Whether the entry is an object; anything else is no comment.
+    pub is_object: bool,
+    pub id: Option<Value>,
+    pub underscore_id: Option<Value>,
+    pub thread_id: Option<Value>,
+    pub created_at: Option<Value>,
+    pub updated_at: Option<Value>,
+    pub text: Option<Box<RawValue>>,
+}
+
+impl PartialEq for RawComment {
+    fn eq(&self, other: &RawComment) -> bool {
+        self.is_object == other.is_object
+            && self.id == other.id
+            && self.underscore_id == other.underscore_id
+            && self.thread_id == other.thread_id
+            && self.created_at == other.created_at
+            && self.updated_at == other.updated_at
+            && self.text.as_ref().map(|t| t.get()) == other.text.as_ref().map(|t| t.get())
+    }
+}
+
+impl RawComment {
+    /// The comment of a whole value (tests, fixtures).
+    pub fn of(value: &Value) -> RawComment {
+        let Value::Object(fields) = value else {
+            return RawComment::default();
+        };
+        let get = |k: &str| fields.get(k).cloned();
+        RawComment {
+            is_object: true,
+            id: get("id"),
+            underscore_id: get("_id"),
+            thread_id: get("threadId"),
+            created_at: get("createdAt"),
+            updated_at: get("updatedAt"),
+            text: fields
+                .get("text")
+                .and_then(|t| RawValue::from_string(t.to_string()).ok()),
+        }
+    }
+
+    /// Its `text`, as a value.
+    pub fn text(&self) -> Option<Value> {
+        serde_json::from_str(self.text.as_ref()?.get()).ok()
+    }
+}
+
+/// The comments of a whole `comments` map (tests, fixtures).
+pub fn comments_of(map: &Map<String, Value>) -> Comments {
+    map.iter()
+        .map(|(k, v)| (k.clone(), RawComment::of(v)))
+        .collect()
+}
+
 /// The merged raw answers for one root board and the nested boards fetched below it.
 ///
 /// Of each element, what is read across elements is kept as its [`Head`]
@@ -33,8 +95,8 @@ pub struct Fetched {
     pub elements: IndexMap<String, Head, IdHasher>,
     /// Element id -> the raw `content` of that element in [`Fetched::elements`].
     pub contents: HashMap<String, Box<RawValue>, IdHasher>,
-    /// Comment id -> raw comment, from every response's top-level `comments`.
-    pub comments: Map<String, Value>,
+    /// Comment key -> raw comment, from every response's top-level `comments`.
+    pub comments: Comments,
     /// Parent id -> raw array of child ids, from every response's `canvasOrder`.
     pub canvas_order: Map<String, Value>,
     /// Boards whose own children were returned (the root always; nested boards
@@ -107,7 +169,7 @@ impl Fetched {
         for entry in answer.elements.take().into_iter().flatten() {
             self.merge_entry(entry);
         }
-        if let Some(Value::Object(comments)) = answer.fields.shift_remove("comments") {
+        if let Some(comments) = answer.comments.take() {
             self.comments.extend(comments);
         }
         if let Some(Value::Object(order)) = answer.fields.shift_remove("canvasOrder") {
@@ -275,7 +337,7 @@ mod tests {
         assert_eq!(f.content("b"), Some(json!({"title": "B"})));
         // The later card replaced the earlier one, content and all.
         assert_eq!(f.content("c"), None);
-        assert_eq!(f.comments["c1"]["text"], "y");
+        assert_eq!(f.comments["c1"].text(), Some(json!("y")));
         assert_eq!(f.canvas_order["r"], json!(["b"]));
     }
 

@@ -15,8 +15,9 @@
 //!   or `""`; then the rich text's plain text when non-empty; else a raw `""`.
 //! - `UNKNOWN.elementType` is the raw `elementType` string, `""` when missing.
 
-use super::raw::{boolean, element_id, ident, non_empty, object, raw, raw_array, scalar, string};
+use super::raw::{boolean, ident, non_empty, object, raw, raw_array, scalar, string};
 use crate::document::*;
+use crate::provider::fetched::RawComment;
 use crate::provider::head::Head;
 use crate::provider::rich_text::rich_text;
 use crate::provider::time::normalize_time;
@@ -226,17 +227,19 @@ pub fn thread_id(element: &Head, content: Option<&Value>) -> Option<String> {
 /// One comment of the top-level `comments` map. `userId` and other fields
 /// beyond the table are not copied.
 /// Its rich text is a body: left out when `bodies` is false.
-pub fn comment(key: &str, raw: &Map<String, Value>, bodies: bool) -> Comment {
+pub fn comment(key: &str, raw: &RawComment, bodies: bool) -> Comment {
     Comment {
-        id: element_id(key, raw),
-        thread_id: ident(raw.get("threadId")),
+        id: ident(raw.id.as_ref())
+            .or_else(|| ident(raw.underscore_id.as_ref()))
+            .unwrap_or_else(|| key.to_owned()),
+        thread_id: ident(raw.thread_id.as_ref()),
         rich_text: if bodies {
-            raw.get("text").and_then(rich_text)
+            raw.text().as_ref().and_then(rich_text)
         } else {
             None
         },
-        created_at: raw.get("createdAt").and_then(normalize_time),
-        updated_at: raw.get("updatedAt").and_then(normalize_time),
+        created_at: raw.created_at.as_ref().and_then(normalize_time),
+        updated_at: raw.updated_at.as_ref().and_then(normalize_time),
     }
 }
 
@@ -244,6 +247,24 @@ pub fn comment(key: &str, raw: &Map<String, Value>, bodies: bool) -> Comment {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn comment_id_table() {
+        let cases: &[(Value, &str)] = &[
+            (json!({"id": "a", "_id": "b"}), "a"),
+            (json!({"_id": "b"}), "b"),
+            (json!({}), "key"),
+            (json!({"id": "", "_id": "b"}), "b"),
+            (json!({"id": null, "_id": ""}), "key"),
+            (json!({"id": 42}), "42"),
+            (json!({"id": 4.5}), "key"),
+            (json!({"id": ["x"], "_id": {"y": 1}}), "key"),
+        ];
+        for (raw, want) in cases {
+            let id = comment("key", &RawComment::of(raw), true).id;
+            assert_eq!(id, *want, "{raw}");
+        }
+    }
 
     #[test]
     fn cell_value_table() {

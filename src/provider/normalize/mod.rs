@@ -422,13 +422,15 @@ mod tests {
                 "t5": {"elementType": "COMMENT_THREAD", "location": {"parentId": "r", "section": "e"}, "content": {"threadId": "T"}}
             }),
         );
-        f.comments = serde_json::from_value(json!({
-            "c1": {"threadId": "T", "text": "one", "createdAt": 2},
-            "c2": {"threadId": "T", "text": "two", "createdAt": 1},
-            "c3": {"threadId": "t3", "text": "three"},
-            "c4": {"text": "no thread"}
-        }))
-        .unwrap();
+        f.comments = crate::provider::fetched::comments_of(
+            &serde_json::from_value(json!({
+                "c1": {"threadId": "T", "text": "one", "createdAt": 2},
+                "c2": {"threadId": "T", "text": "two", "createdAt": 1},
+                "c3": {"threadId": "t3", "text": "three"},
+                "c4": {"text": "no thread"}
+            }))
+            .unwrap(),
+        );
         let doc = serde_json::to_value(normalize(&f, "m").unwrap()).unwrap();
         let ids = |i: usize| -> Vec<Value> {
             let list = doc["board"]["children"][i]["comments"].as_array().unwrap();

@@ -138,36 +138,10 @@ pub fn object(value: Option<&Value>) -> Option<&Map<String, Value>> {
     value?.as_object()
 }
 
-/// The id of a comment: `id`, else `_id`, else the map key (the rule
-/// [`crate::provider::head::Head::claimed_id`] applies to elements).
-pub fn element_id(key: &str, raw: &Map<String, Value>) -> String {
-    ident(raw.get("id"))
-        .or_else(|| ident(raw.get("_id")))
-        .unwrap_or_else(|| key.to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn element_id_table() {
-        let cases: &[(Value, &str)] = &[
-            (json!({"id": "a", "_id": "b"}), "a"),
-            (json!({"_id": "b"}), "b"),
-            (json!({}), "key"),
-            (json!({"id": "", "_id": "b"}), "b"),
-            (json!({"id": null, "_id": ""}), "key"),
-            (json!({"id": 42}), "42"),
-            (json!({"id": 4.5}), "key"),
-            (json!({"id": ["x"], "_id": {"y": 1}}), "key"),
-        ];
-        for (raw, want) in cases {
-            let map = raw.as_object().unwrap();
-            assert_eq!(element_id("key", map), *want, "{raw}");
-        }
-    }
 
     #[test]
     fn raw_leaf_table() {

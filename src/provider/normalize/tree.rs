@@ -24,7 +24,7 @@ use super::fields;
 use super::order::{order_children, SortKey};
 use super::MAX_NODE_DEPTH;
 use crate::document::{Comment, Coverage, Node, NodeKind};
-use crate::provider::fetched::IdHasher;
+use crate::provider::fetched::{Comments, IdHasher};
 use crate::provider::head::Head;
 use crate::provider::Fetched;
 use indexmap::IndexMap;
@@ -132,15 +132,12 @@ impl Sink for TreeSink {
 
 /// Comments grouped by `threadId`, each group sorted by `createdAt` then id
 /// (missing times last).
-fn comments_by_thread(
-    comments: &Map<String, Value>,
-    bodies: bool,
-) -> HashMap<String, Vec<Comment>> {
+fn comments_by_thread(comments: &Comments, bodies: bool) -> HashMap<String, Vec<Comment>> {
     let mut groups: HashMap<String, Vec<(Comment, &str)>> = HashMap::new();
-    for (key, value) in comments {
-        let Some(raw) = value.as_object() else {
+    for (key, raw) in comments {
+        if !raw.is_object {
             continue;
-        };
+        }
         let comment = fields::comment(key, raw, bodies);
         if let Some(thread) = comment.thread_id.clone() {
             groups.entry(thread).or_default().push((comment, key));
@@ -280,6 +277,7 @@ pub fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::fetched::comments_of;
     use crate::provider::head::find_element;
     use serde_json::json;
 
@@ -296,7 +294,7 @@ mod tests {
             "k8": {"id": "y"},
             "k9": "not an object"
         });
-        let groups = comments_by_thread(raw.as_object().unwrap(), true);
+        let groups = comments_by_thread(&comments_of(raw.as_object().unwrap()), true);
         let ids = |t: &str| -> Vec<String> { groups[t].iter().map(|c| c.id.clone()).collect() };
         assert_eq!(ids("T"), ["e", "a", "a", "b", "c", "d"]);
         assert_eq!(ids("U"), ["z"]);
