@@ -10,6 +10,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use serde_json::{Map, Value};
+use shared_board_api::internals::provider::fetched::comments_of;
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
 use std::hint::black_box;
@@ -28,7 +29,7 @@ fn pipeline(raw: &[u8]) -> Vec<u8> {
         _ => Map::new(),
     };
     let mut fetched = Fetched::from_elements(ROOT, take("elements"));
-    fetched.comments = take("comments");
+    fetched.comments = comments_of(&take("comments"));
     fetched.canvas_order = take("canvasOrder");
     fetched.loaded_boards = [ROOT.to_owned()].into_iter().collect();
     fetched.fetched_time_ms = body.get("fetchedTime").and_then(Value::as_i64);
