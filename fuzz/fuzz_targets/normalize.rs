@@ -8,6 +8,7 @@
 
 #![no_main]
 
+use shared_board_api::internals::provider::fetched::comments_of;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
 use shared_board_api::internals::provider::normalize::normalize;
@@ -49,7 +50,7 @@ fuzz_target!(|data: &[u8]| {
         .map(|(k, _)| k.clone())
         .collect();
     let mut fetched = Fetched::from_elements(&root_id, elements);
-    fetched.comments = object(&body, "comments");
+    fetched.comments = comments_of(&object(&body, "comments"));
     fetched.canvas_order = object(&body, "canvasOrder");
     fetched.loaded_boards = loaded_boards;
     fetched.fetched_time_ms = body.get("fetchedTime").and_then(Value::as_i64);
