@@ -67,10 +67,9 @@ fn fetched_for(root: &str) -> Fetched {
                 .unwrap_or_default()
         };
         for (id, element) in take("elements") {
-            let keep_old = fetched
-                .elements
-                .get(&id)
-                .is_some_and(|old| old.element_type() == "BOARD" && is_type(&element, "SKELETON"));
+            let keep_old = fetched.elements.get(&id).is_some_and(|old| {
+                old.head.element_type() == "BOARD" && is_type(&element, "SKELETON")
+            });
             if is_type(&element, "BOARD") && id != board {
                 queue.push_back(id.clone());
             }

@@ -199,7 +199,7 @@ async fn nested_faults_only_unload_their_own_board() {
     assert_eq!(loaded, HashSet::from(["s-nested-faults", "t-mid-b"]));
     // Failed boards keep their own element; a SKELETON answer never replaces a BOARD.
     for id in ["fault-500", "fault-slow", "fault-denied", "fault-skeleton"] {
-        assert_eq!(fetched.elements[id].element_type(), "BOARD", "{id}");
+        assert_eq!(fetched.elements[id].head.element_type(), "BOARD", "{id}");
     }
     assert!(fetched.elements.contains_key("t-task-1"));
     assert_eq!(sample.board_batches().len(), 6);

@@ -19,10 +19,10 @@ use crate::provider::fetched::{Comments, IdHasher, RawComment};
 use crate::provider::head::{
     Head, HeadFields, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
 };
+use indexmap::IndexMap;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 use std::fmt;
 
 /// Most nested array/object levels a body may have: what parsing it as one
@@ -69,22 +69,30 @@ pub struct Answer {
     /// The top-level members other than `elements` and `comments` (`errors`,
     /// `childrenReturned`, `comments`, `canvasOrder`, `fetchedTime`, ...).
     pub fields: Map<String, Value>,
-    /// `elements`, when it is an object, in the provider's order.
-    pub elements: Option<Vec<Entry>>,
+    /// `elements`, when it is an object, by map key in the provider's order.
+    pub elements: Option<Elements>,
     /// `comments`, when it is an object.
     pub comments: Option<Comments>,
 }
 
-/// One entry of the `elements` map.
-#[derive(Debug)]
-pub struct Entry {
-    /// The map key.
-    pub key: String,
+/// The entries of an `elements` map, by key.
+pub type Elements = IndexMap<String, Element, IdHasher>;
+
+/// One entry of an `elements` map.
+#[derive(Debug, Clone, Default)]
+pub struct Element {
     /// What is read of the element besides its content (an element that is
     /// not an object is kept too, since it still claims its key).
     pub head: Head,
     /// The element's `content`, as the provider wrote it.
     pub content: Option<Box<RawValue>>,
+}
+
+impl PartialEq for Element {
+    fn eq(&self, other: &Element) -> bool {
+        self.head == other.head
+            && self.content.as_ref().map(|c| c.get()) == other.content.as_ref().map(|c| c.get())
+    }
 }
 
 /// Why an answer could not be read.
@@ -103,7 +111,7 @@ impl Answer {
     /// [`AnswerError`] when the body is not a JSON object.
     pub fn parse(body: &[u8]) -> Result<Answer, AnswerError> {
         match serde_json::from_slice::<TopLevel>(body) {
-            Ok(TopLevel::Object(answer)) => Ok(answer),
+            Ok(TopLevel::Object(answer)) => Ok(*answer),
             Ok(TopLevel::Other) => Err(AnswerError::NotObject),
             Err(_) => Err(AnswerError::NotJson),
         }
@@ -121,18 +129,18 @@ impl Answer {
         self.elements
             .iter()
             .flatten()
-            .map(|e| (e.key.as_str(), &e.head))
+            .map(|(key, e)| (key.as_str(), &e.head))
     }
 
     /// The number of elements.
     pub fn element_count(&self) -> usize {
-        self.elements.as_ref().map_or(0, Vec::len)
+        self.elements.as_ref().map_or(0, IndexMap::len)
     }
 }
 
 /// The body's top level: an answer, or any other JSON value.
 enum TopLevel {
-    Object(Answer),
+    Object(Box<Answer>),
     Other,
 }
 
@@ -163,7 +171,7 @@ impl<'de> Visitor<'de> for TopLevelVisitor {
                 answer.fields.insert(key, map.next_value()?);
             }
         }
-        Ok(TopLevel::Object(answer))
+        Ok(TopLevel::Object(Box::new(answer)))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
@@ -195,7 +203,7 @@ impl<'de> Visitor<'de> for TopLevelVisitor {
 struct ElementsSeed;
 
 impl<'de> DeserializeSeed<'de> for ElementsSeed {
-    type Value = Option<Vec<Entry>>;
+    type Value = Option<Elements>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_any(ElementsVisitor)
@@ -205,29 +213,22 @@ impl<'de> DeserializeSeed<'de> for ElementsSeed {
 struct ElementsVisitor;
 
 impl<'de> Visitor<'de> for ElementsVisitor {
-    type Value = Option<Vec<Entry>>;
+    type Value = Option<Elements>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut entries: Vec<Entry> = Vec::with_capacity(map.size_hint().unwrap_or(0));
-        let mut position: HashMap<String, usize, IdHasher> = HashMap::default();
+        let hint = map.size_hint().unwrap_or(0);
+        let mut elements = Elements::with_capacity_and_hasher(hint, IdHasher::default());
         while let Some(key) = map.next_key::<String>()? {
             let (head, content) = map.next_value_seed(ElementSeed)?;
-            match position.get(&key) {
-                Some(&i) => {
-                    entries[i].head = head;
-                    entries[i].content = content;
-                }
-                None => {
-                    position.insert(key.clone(), entries.len());
-                    entries.push(Entry { key, head, content });
-                }
-            }
+            // A repeated key replaces the earlier element in its place, as
+            // in a value.
+            elements.insert(key, Element { head, content });
         }
-        Ok(Some(entries))
+        Ok(Some(elements))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
@@ -597,11 +598,11 @@ mod tests {
             let elements = a.elements.map(|entries| {
                 entries
                     .into_iter()
-                    .map(|e| {
+                    .map(|(key, e)| {
                         let content = e
                             .content
                             .map(|c| serde_json::from_str::<Value>(c.get()).unwrap());
-                        (e.key, e.head, content)
+                        (key, e.head, content)
                     })
                     .collect()
             });

@@ -1,13 +1,13 @@
 //! What the provider client hands the normalizer: the raw `/api/boards`
 //! answers of one share link, merged.
 
-use crate::provider::answer::{Answer, Entry};
+use crate::provider::answer::{Answer, Element};
 use crate::provider::head::Head;
 use indexmap::IndexMap;
 use serde::de::{Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use std::fmt;
 
@@ -92,9 +92,7 @@ pub struct Fetched {
     /// Element id -> the element's head, merged in answer order: a later
     /// copy replaces an earlier one, except that a `BOARD` is never replaced
     /// by a `SKELETON`.
-    pub elements: IndexMap<String, Head, IdHasher>,
-    /// Element id -> the raw `content` of that element in [`Fetched::elements`].
-    pub contents: HashMap<String, Box<RawValue>, IdHasher>,
+    pub elements: IndexMap<String, Element, IdHasher>,
     /// Comment key -> raw comment, from every response's top-level `comments`.
     pub comments: Comments,
     /// Parent id -> raw array of child ids, from every response's `canvasOrder`.
@@ -110,15 +108,8 @@ pub struct Fetched {
 
 impl PartialEq for Fetched {
     fn eq(&self, other: &Fetched) -> bool {
-        let content = |f: &Fetched| -> std::collections::HashMap<String, String> {
-            f.contents
-                .iter()
-                .map(|(id, raw)| (id.clone(), raw.get().to_owned()))
-                .collect()
-        };
         self.root_id == other.root_id
             && self.elements == other.elements
-            && content(self) == content(other)
             && self.comments == other.comments
             && self.canvas_order == other.canvas_order
             && self.loaded_boards == other.loaded_boards
@@ -165,9 +156,8 @@ impl Fetched {
         // Room for every entry at once: growing by doubling would hold two
         // tables for a moment, the largest transient of a merge.
         self.elements.reserve(answer.element_count());
-        self.contents.reserve(answer.element_count());
-        for entry in answer.elements.take().into_iter().flatten() {
-            self.merge_entry(entry);
+        for (key, element) in answer.elements.take().into_iter().flatten() {
+            self.merge_entry(key, element);
         }
         if let Some(comments) = answer.comments.take() {
             self.comments.extend(comments);
@@ -183,56 +173,68 @@ impl Fetched {
         let content = element
             .get("content")
             .and_then(|c| RawValue::from_string(c.to_string()).ok());
-        self.merge_entry(Entry {
-            key: key.to_owned(),
-            head: Head::read(&element),
-            content,
-        });
+        self.merge_entry(
+            key.to_owned(),
+            Element {
+                head: Head::read(&element),
+                content,
+            },
+        );
     }
 
-    /// Insert one entry under the id it claims, keeping an existing `BOARD`
-    /// over a new `SKELETON`.
-    fn merge_entry(&mut self, entry: Entry) {
-        let id = entry.head.claimed_id(&entry.key);
-        if let Some(existing) = self.elements.get(&id) {
-            if !entry.head.replaces(existing) {
-                return;
+    /// Insert one element under the id it claims, keeping an existing
+    /// `BOARD` over a new `SKELETON`.
+    fn merge_entry(&mut self, key: String, element: Element) {
+        let id = match &element.head.id {
+            Some(id) => id.clone(),
+            None => key,
+        };
+        match self.elements.entry(id) {
+            indexmap::map::Entry::Occupied(mut existing) => {
+                if element.head.replaces(&existing.get().head) {
+                    *existing.get_mut() = element;
+                }
+            }
+            indexmap::map::Entry::Vacant(slot) => {
+                slot.insert(element);
             }
         }
-        match entry.content {
-            Some(content) => self.contents.insert(id.clone(), content),
-            None => self.contents.remove(&id),
-        };
-        self.elements.insert(id, entry.head);
     }
 
     /// The raw `content` of element `id`, as a value.
     pub fn content(&self, id: &str) -> Option<Value> {
-        let raw = self.contents.get(id)?;
-        serde_json::from_str(raw.get()).ok()
-    }
-
-    /// The raw `content` of element `id` without the members that hold its
-    /// body ([`OUTLINE_SKIPPED`]), for an outline: those are skipped over,
-    /// never built. Any other content is read as [`Fetched::content`] reads it.
-    pub fn outline_content(&self, id: &str) -> Option<Value> {
-        let raw = self.contents.get(id)?;
-        let mut de = serde_json::Deserializer::from_str(raw.get());
-        // The text was checked when the answer was read; it parses.
-        let value = de.deserialize_any(OutlineVisitor).ok()?;
-        de.end().ok()?;
-        Some(value)
+        parse_content(self.elements.get(id)?.content.as_deref()?)
     }
 
     /// The bytes of raw `content` text held.
     pub fn content_bytes(&self) -> usize {
-        self.contents.values().map(|c| c.get().len()).sum()
+        self.elements
+            .values()
+            .filter_map(|e| e.content.as_ref())
+            .map(|c| c.get().len())
+            .sum()
     }
 
     /// Number of merged elements.
     pub fn element_count(&self) -> usize {
         self.elements.len()
     }
+}
+
+/// Raw `content` as a value.
+pub fn parse_content(raw: &RawValue) -> Option<Value> {
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// Raw `content` without the members that hold its body
+/// ([`OUTLINE_SKIPPED`]), for an outline: those are skipped over, never
+/// built. Any other content is read as [`parse_content`] reads it.
+pub fn outline_content(raw: &RawValue) -> Option<Value> {
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    // The text was checked when the answer was read; it parses.
+    let value = de.deserialize_any(OutlineVisitor).ok()?;
+    de.end().ok()?;
+    Some(value)
 }
 
 /// The `content` members an outline leaves out: the rich text of cards and
@@ -313,7 +315,7 @@ mod tests {
         f.merge_response(&response(
             json!({"elements": {"k": {"id": "b2", "elementType": "SKELETON"}}}),
         ));
-        assert_eq!(f.elements["b2"].element_type(), "BOARD");
+        assert_eq!(f.elements["b2"].head.element_type(), "BOARD");
     }
 
     #[test]
@@ -360,13 +362,13 @@ mod tests {
         f.merge_response(&response(
             json!({"elements":{"b":{"elementType":"SKELETON"}}}),
         ));
-        assert_eq!(f.elements["b"].element_type(), "BOARD");
+        assert_eq!(f.elements["b"].head.element_type(), "BOARD");
         // ...but a skeleton is replaced by a board.
         f.merge_response(&response(
             json!({"elements":{"s":{"elementType":"SKELETON"}}}),
         ));
         f.merge_response(&response(json!({"elements":{"s":{"elementType":"BOARD"}}})));
-        assert_eq!(f.elements["s"].element_type(), "BOARD");
+        assert_eq!(f.elements["s"].head.element_type(), "BOARD");
     }
 
     #[test]

@@ -19,11 +19,11 @@ pub fn boards_to_fetch(fetched: &Fetched, known: &HashSet<String>) -> Vec<String
         .elements
         .iter()
         .filter(|(id, el)| {
-            el.element_type() == "BOARD"
+            el.head.element_type() == "BOARD"
                 && !known.contains(id.as_str())
                 && !fetched.loaded_boards.contains(id.as_str())
                 && is_board_id(id)
-                && below_loaded_board(fetched, el)
+                && below_loaded_board(fetched, &el.head)
         })
         .map(|(id, _)| id.clone())
         .collect();
@@ -46,7 +46,7 @@ fn below_loaded_board(fetched: &Fetched, element: &Head) -> bool {
             return true;
         }
         match fetched.elements.get(parent) {
-            Some(p) if p.element_type() != "BOARD" => current = p,
+            Some(p) if p.head.element_type() != "BOARD" => current = &p.head,
             _ => return false,
         }
     }

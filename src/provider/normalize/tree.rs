@@ -24,10 +24,12 @@ use super::fields;
 use super::order::{order_children, SortKey};
 use super::MAX_NODE_DEPTH;
 use crate::document::{Comment, Coverage, Node, NodeKind};
-use crate::provider::fetched::{Comments, IdHasher};
+use crate::provider::answer::Element;
+use crate::provider::fetched::{outline_content, parse_content, Comments, IdHasher};
 use crate::provider::head::Head;
 use crate::provider::Fetched;
 use indexmap::IndexMap;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -35,6 +37,8 @@ use std::collections::{HashMap, HashSet};
 pub struct Entry<'a> {
     pub id: &'a str,
     pub head: &'a Head,
+    /// The element's raw `content`.
+    pub content: Option<&'a RawValue>,
 }
 
 /// Elements by id and children by parent id.
@@ -48,11 +52,15 @@ pub struct Index<'a> {
 impl<'a> Index<'a> {
     /// Indexes merged elements (keyed by the id each claims, see
     /// [`Fetched::elements`]); entries that are not objects are no elements.
-    pub fn new(elements: &'a IndexMap<String, Head, IdHasher>) -> Index<'a> {
+    pub fn new(elements: &'a IndexMap<String, Element, IdHasher>) -> Index<'a> {
         let entries: Vec<Entry<'a>> = elements
             .iter()
-            .filter(|(_, head)| head.is_object)
-            .map(|(id, head)| Entry { id, head })
+            .filter(|(_, e)| e.head.is_object)
+            .map(|(id, e)| Entry {
+                id,
+                head: &e.head,
+                content: e.content.as_deref(),
+            })
             .collect();
         let by_id = entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
         let keys = entries
@@ -207,11 +215,13 @@ pub fn walk(
     let make = |i: usize, depth: usize, threads: &mut Threads| {
         let entry = &index.entries[i];
         let loaded = fetched.loaded_boards.contains(entry.id);
-        let content = if bodies {
-            fetched.content(entry.id)
-        } else {
-            fetched.outline_content(entry.id)
-        };
+        let content = entry.content.and_then(|raw| {
+            if bodies {
+                parse_content(raw)
+            } else {
+                outline_content(raw)
+            }
+        });
         let mut kind = fields::kind(entry.head, content.as_ref(), loaded, bodies);
         if let NodeKind::CommentThread(thread) = &mut kind {
             let key = thread.thread_id.as_deref().unwrap_or(entry.id);
