@@ -19,6 +19,7 @@
 #[path = "support/raw_board.rs"]
 mod raw_board;
 
+use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use serde_json::Value;
 use shared_board_api::internals::pipeline::{load, reference, Rendered};
@@ -62,9 +63,10 @@ static GLOBAL: Counting = Counting;
 
 const INCLUDE_10: &str = "version,source.boardId,fetchedAt,board.id,board.title,board.children.id,board.children.type,board.children.title,board.children.richText.plainText,board.children.url";
 
-/// The provider client's half: the answer read and merged.
-fn fetched(raw: &[u8], root: &str) -> Fetched {
-    let answer = Answer::parse(raw).unwrap_or_default();
+/// The provider client's half: the answer read and merged (as the client
+/// does, from the body's `Bytes`, whose slices the answer keeps).
+fn fetched(raw: &Bytes, root: &str) -> Fetched {
+    let answer = Answer::parse_bytes(raw).unwrap_or_default();
     let mut fetched = Fetched::new(root, 0);
     fetched.fetched_time_ms = answer.fields.get("fetchedTime").and_then(Value::as_i64);
     fetched.merge_answer(answer);
@@ -72,12 +74,12 @@ fn fetched(raw: &[u8], root: &str) -> Fetched {
     fetched
 }
 
-fn fast(raw: &[u8], root: &str, selection: &Selection) -> Option<Rendered> {
+fn fast(raw: &Bytes, root: &str, selection: &Selection) -> Option<Rendered> {
     let board = load::build(fetched(raw, root), root, "milanote", selection.coverage()).ok()?;
     board.render("detail", selection).ok()
 }
 
-fn slow(raw: &[u8], root: &str, selection: &Selection) -> Option<Rendered> {
+fn slow(raw: &Bytes, root: &str, selection: &Selection) -> Option<Rendered> {
     let doc = reference::build(&fetched(raw, root), root, "milanote").ok()?;
     reference::rendered("detail", selection, &doc).ok()
 }
@@ -127,6 +129,7 @@ fn bench(c: &mut Criterion) {
         ("include10", Selection::include(INCLUDE_10).expect("valid")),
     ];
     for (name, raw, root) in boards() {
+        let raw = Bytes::from(raw);
         for (view, selection) in &selections {
             let a = fast(&raw, &root, selection).expect("fast path renders");
             let b = slow(&raw, &root, selection).expect("reference renders");

@@ -19,6 +19,7 @@ use crate::provider::fetched::{Comments, IdHasher, RawComment};
 use crate::provider::head::{
     Head, HeadFields, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
 };
+use bytes::Bytes;
 use indexmap::IndexMap;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -79,19 +80,48 @@ pub struct Answer {
 pub type Elements = IndexMap<String, Element, IdHasher>;
 
 /// One entry of an `elements` map.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Element {
     /// What is read of the element besides its content (an element that is
     /// not an object is kept too, since it still claims its key).
     pub head: Head,
     /// The element's `content`, as the provider wrote it.
-    pub content: Option<Box<RawValue>>,
+    pub content: Option<JsonText>,
 }
 
-impl PartialEq for Element {
-    fn eq(&self, other: &Element) -> bool {
-        self.head == other.head
-            && self.content.as_ref().map(|c| c.get()) == other.content.as_ref().map(|c| c.get())
+/// One JSON value as the provider wrote it: a slice of the answer body it
+/// was read from, shared with the body rather than copied out of it, and
+/// checked (syntax and nesting) when the body was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonText(Bytes);
+
+impl JsonText {
+    /// The text of `value` (tests, fixtures).
+    pub fn of(value: &Value) -> JsonText {
+        JsonText(Bytes::from(value.to_string()))
+    }
+
+    /// The text of a value read from `body`: a slice of `body` (it always
+    /// is one; a copy otherwise).
+    fn within(body: &Bytes, raw: &RawValue) -> JsonText {
+        let text = raw.get().as_bytes();
+        let start = (text.as_ptr() as usize).checked_sub(body.as_ptr() as usize);
+        match start {
+            Some(start) if start <= body.len() && text.len() <= body.len() - start => {
+                JsonText(body.slice(start..start + text.len()))
+            }
+            _ => JsonText(Bytes::copy_from_slice(text)),
+        }
+    }
+
+    /// The JSON text.
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The text as a value.
+    pub fn value(&self) -> Option<Value> {
+        serde_json::from_slice(&self.0).ok()
     }
 }
 
@@ -110,7 +140,17 @@ impl Answer {
     /// # Errors
     /// [`AnswerError`] when the body is not a JSON object.
     pub fn parse(body: &[u8]) -> Result<Answer, AnswerError> {
-        match serde_json::from_slice::<TopLevel>(body) {
+        Answer::parse_bytes(&Bytes::copy_from_slice(body))
+    }
+
+    /// Reads an answer body; the raw texts it keeps are slices of `body`.
+    ///
+    /// # Errors
+    /// [`AnswerError`] when the body is not a JSON object.
+    pub fn parse_bytes(body: &Bytes) -> Result<Answer, AnswerError> {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let top = TopLevelSeed { body }.deserialize(&mut de);
+        match top.and_then(|top| de.end().map(|()| top)) {
             Ok(TopLevel::Object(answer)) => Ok(*answer),
             Ok(TopLevel::Other) => Err(AnswerError::NotObject),
             Err(_) => Err(AnswerError::NotJson),
@@ -144,15 +184,20 @@ enum TopLevel {
     Other,
 }
 
-impl<'de> de::Deserialize<'de> for TopLevel {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(TopLevelVisitor)
+/// The body's top level; the kept texts are slices of `body`.
+struct TopLevelSeed<'b> {
+    body: &'b Bytes,
+}
+
+impl<'de> DeserializeSeed<'de> for TopLevelSeed<'_> {
+    type Value = TopLevel;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
-struct TopLevelVisitor;
-
-impl<'de> Visitor<'de> for TopLevelVisitor {
+impl<'de> Visitor<'de> for TopLevelSeed<'_> {
     type Value = TopLevel;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -164,9 +209,10 @@ impl<'de> Visitor<'de> for TopLevelVisitor {
         while let Some(key) = map.next_key::<String>()? {
             if key == "elements" {
                 // A repeated `elements` replaces the earlier one, as in a value.
-                answer.elements = map.next_value_seed(ElementsSeed)?;
+                answer.elements = map.next_value_seed(ElementsSeed { body: self.body })?;
             } else if key == "comments" {
-                answer.comments = map.next_value_seed(ObjectOnly(CommentsReader))?;
+                let reader = CommentsReader { body: self.body };
+                answer.comments = map.next_value_seed(ObjectOnly(reader))?;
             } else {
                 answer.fields.insert(key, map.next_value()?);
             }
@@ -200,19 +246,19 @@ impl<'de> Visitor<'de> for TopLevelVisitor {
 }
 
 /// `elements`: `Some(entries)` for an object, `None` for any other value.
-struct ElementsSeed;
+struct ElementsSeed<'b> {
+    body: &'b Bytes,
+}
 
-impl<'de> DeserializeSeed<'de> for ElementsSeed {
+impl<'de> DeserializeSeed<'de> for ElementsSeed<'_> {
     type Value = Option<Elements>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(ElementsVisitor)
+        deserializer.deserialize_any(self)
     }
 }
 
-struct ElementsVisitor;
-
-impl<'de> Visitor<'de> for ElementsVisitor {
+impl<'de> Visitor<'de> for ElementsSeed<'_> {
     type Value = Option<Elements>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -223,7 +269,7 @@ impl<'de> Visitor<'de> for ElementsVisitor {
         let hint = map.size_hint().unwrap_or(0);
         let mut elements = Elements::with_capacity_and_hasher(hint, IdHasher::default());
         while let Some(key) = map.next_key::<String>()? {
-            let (head, content) = map.next_value_seed(ElementSeed)?;
+            let (head, content) = map.next_value_seed(ElementSeed { body: self.body })?;
             // A repeated key replaces the earlier element in its place, as
             // in a value.
             elements.insert(key, Element { head, content });
@@ -259,13 +305,16 @@ impl<'de> Visitor<'de> for ElementsVisitor {
 }
 
 /// One element: its [`Head`], read member by member, and `content` as text.
-struct ElementSeed;
+struct ElementSeed<'b> {
+    body: &'b Bytes,
+}
 
-impl<'de> DeserializeSeed<'de> for ElementSeed {
-    type Value = (Head, Option<Box<RawValue>>);
+impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
+    type Value = (Head, Option<JsonText>);
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        let element = deserializer.deserialize_any(ObjectOnly(ElementReader))?;
+        let reader = ElementReader { body: self.body };
+        let element = deserializer.deserialize_any(ObjectOnly(reader))?;
         Ok(element.unwrap_or_default())
     }
 }
@@ -289,10 +338,12 @@ const ELEMENT_KEYS: [&str; 11] = [
 /// The levels around an element's members: the answer, `elements`, the element.
 const ELEMENT_LEVELS: usize = 3;
 
-struct ElementReader;
+struct ElementReader<'b> {
+    body: &'b Bytes,
+}
 
-impl<'de> MapReader<'de> for ElementReader {
-    type Out = (Head, Option<Box<RawValue>>);
+impl<'de> MapReader<'de> for ElementReader<'_> {
+    type Out = (Head, Option<JsonText>);
 
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
         let mut fields = HeadFields::default();
@@ -301,7 +352,7 @@ impl<'de> MapReader<'de> for ElementReader {
             match key {
                 Some(0) => {
                     let raw = checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS)?;
-                    content = Some(raw.to_owned());
+                    content = Some(JsonText::within(self.body, raw));
                 }
                 Some(1) => fields.id = Some(map.next_value()?),
                 Some(2) => fields.underscore_id = Some(map.next_value()?),
@@ -327,16 +378,18 @@ impl<'de> MapReader<'de> for ElementReader {
 
 /// `comments`: each entry as a [`RawComment`]; a repeated key replaces the
 /// earlier entry in its place, as in a value.
-struct CommentsReader;
+struct CommentsReader<'b> {
+    body: &'b Bytes,
+}
 
-impl<'de> MapReader<'de> for CommentsReader {
+impl<'de> MapReader<'de> for CommentsReader<'_> {
     type Out = Comments;
 
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
         let mut comments =
             Comments::with_capacity_and_hasher(map.size_hint().unwrap_or(0), IdHasher::default());
         while let Some(key) = map.next_key::<String>()? {
-            let comment = map.next_value_seed(ObjectOnly(CommentReader))?;
+            let comment = map.next_value_seed(ObjectOnly(CommentReader { body: self.body }))?;
             comments.insert(key, comment.unwrap_or_default());
         }
         Ok(comments)
@@ -348,9 +401,11 @@ const COMMENT_KEYS: [&str; 6] = ["text", "id", "_id", "threadId", "createdAt", "
 /// The levels around a comment's members: the answer, `comments`, the comment.
 const COMMENT_LEVELS: usize = 3;
 
-struct CommentReader;
+struct CommentReader<'b> {
+    body: &'b Bytes,
+}
 
-impl<'de> MapReader<'de> for CommentReader {
+impl<'de> MapReader<'de> for CommentReader<'_> {
     type Out = RawComment;
 
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
@@ -362,7 +417,7 @@ impl<'de> MapReader<'de> for CommentReader {
             match key {
                 Some(0) => {
                     let raw = checked::<A::Error>(map.next_value()?, COMMENT_LEVELS)?;
-                    comment.text = Some(raw.to_owned());
+                    comment.text = Some(JsonText::within(self.body, raw));
                 }
                 Some(1) => comment.id = Some(map.next_value()?),
                 Some(2) => comment.underscore_id = Some(map.next_value()?),
@@ -599,9 +654,7 @@ mod tests {
                 entries
                     .into_iter()
                     .map(|(key, e)| {
-                        let content = e
-                            .content
-                            .map(|c| serde_json::from_str::<Value>(c.get()).unwrap());
+                        let content = e.content.map(|c| c.value().unwrap());
                         (key, e.head, content)
                     })
                     .collect()

@@ -1,11 +1,10 @@
 //! What the provider client hands the normalizer: the raw `/api/boards`
 //! answers of one share link, merged.
 
-use crate::provider::answer::{Answer, Element};
+use crate::provider::answer::{Answer, Element, JsonText};
 use crate::provider::head::Head;
 use indexmap::IndexMap;
 use serde::de::{Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 
@@ -22,7 +21,7 @@ pub type Comments = IndexMap<String, RawComment, IdHasher>;
 
 /// One entry of a `comments` map: the fields read of it, as sent, and its
 /// `text` (rich text, a comment's bulk) as the JSON text the provider sent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RawComment {
     /// Whether the entry is an object; anything else is no comment.
     pub is_object: bool,
@@ -31,19 +30,7 @@ pub struct RawComment {
     pub thread_id: Option<Value>,
     pub created_at: Option<Value>,
     pub updated_at: Option<Value>,
-    pub text: Option<Box<RawValue>>,
-}
-
-impl PartialEq for RawComment {
-    fn eq(&self, other: &RawComment) -> bool {
-        self.is_object == other.is_object
-            && self.id == other.id
-            && self.underscore_id == other.underscore_id
-            && self.thread_id == other.thread_id
-            && self.created_at == other.created_at
-            && self.updated_at == other.updated_at
-            && self.text.as_ref().map(|t| t.get()) == other.text.as_ref().map(|t| t.get())
-    }
+    pub text: Option<JsonText>,
 }
 
 impl RawComment {
@@ -60,15 +47,13 @@ impl RawComment {
             thread_id: get("threadId"),
             created_at: get("createdAt"),
             updated_at: get("updatedAt"),
-            text: fields
-                .get("text")
-                .and_then(|t| RawValue::from_string(t.to_string()).ok()),
+            text: fields.get("text").map(JsonText::of),
         }
     }
 
     /// Its `text`, as a value.
     pub fn text(&self) -> Option<Value> {
-        serde_json::from_str(self.text.as_ref()?.get()).ok()
+        self.text.as_ref()?.value()
     }
 }
 
@@ -170,9 +155,7 @@ impl Fetched {
     /// Merge one raw element (its `content` included, as in a provider
     /// answer) found under map key `key`, as [`Fetched::merge_answer`] does.
     pub fn merge_element(&mut self, key: &str, element: Value) {
-        let content = element
-            .get("content")
-            .and_then(|c| RawValue::from_string(c.to_string()).ok());
+        let content = element.get("content").map(JsonText::of);
         self.merge_entry(
             key.to_owned(),
             Element {
@@ -203,7 +186,7 @@ impl Fetched {
 
     /// The raw `content` of element `id`, as a value.
     pub fn content(&self, id: &str) -> Option<Value> {
-        parse_content(self.elements.get(id)?.content.as_deref()?)
+        self.elements.get(id)?.content.as_ref()?.value()
     }
 
     /// The bytes of raw `content` text held.
@@ -211,7 +194,7 @@ impl Fetched {
         self.elements
             .values()
             .filter_map(|e| e.content.as_ref())
-            .map(|c| c.get().len())
+            .map(|c| c.bytes().len())
             .sum()
     }
 
@@ -222,15 +205,15 @@ impl Fetched {
 }
 
 /// Raw `content` as a value.
-pub fn parse_content(raw: &RawValue) -> Option<Value> {
-    serde_json::from_str(raw.get()).ok()
+pub fn parse_content(raw: &JsonText) -> Option<Value> {
+    raw.value()
 }
 
 /// Raw `content` without the members that hold its body
 /// ([`OUTLINE_SKIPPED`]), for an outline: those are skipped over, never
 /// built. Any other content is read as [`parse_content`] reads it.
-pub fn outline_content(raw: &RawValue) -> Option<Value> {
-    let mut de = serde_json::Deserializer::from_str(raw.get());
+pub fn outline_content(raw: &JsonText) -> Option<Value> {
+    let mut de = serde_json::Deserializer::from_slice(raw.bytes());
     // The text was checked when the answer was read; it parses.
     let value = de.deserialize_any(OutlineVisitor).ok()?;
     de.end().ok()?;

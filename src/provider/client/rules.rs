@@ -117,7 +117,7 @@ pub fn parse_token(response: &Response) -> Result<String, FetchError> {
 /// non-2xx statuses and bodies that are not a JSON object.
 pub fn parse_boards(response: &Response) -> Result<Answer, FetchError> {
     status_verdict("boards endpoint", response.status)?;
-    Answer::parse(&response.body).map_err(|e| match e {
+    Answer::parse_bytes(&response.body).map_err(|e| match e {
         AnswerError::NotObject => FetchError::upstream("boards body is not a JSON object"),
         AnswerError::NotJson => FetchError::upstream("boards body is not JSON"),
     })

@@ -24,12 +24,11 @@ use super::fields;
 use super::order::{order_children, SortKey};
 use super::MAX_NODE_DEPTH;
 use crate::document::{Comment, Coverage, Node, NodeKind};
-use crate::provider::answer::Element;
+use crate::provider::answer::{Element, JsonText};
 use crate::provider::fetched::{outline_content, parse_content, Comments, IdHasher};
 use crate::provider::head::Head;
 use crate::provider::Fetched;
 use indexmap::IndexMap;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -38,7 +37,7 @@ pub struct Entry<'a> {
     pub id: &'a str,
     pub head: &'a Head,
     /// The element's raw `content`.
-    pub content: Option<&'a RawValue>,
+    pub content: Option<&'a JsonText>,
 }
 
 /// Elements by id and children by parent id.
@@ -59,7 +58,7 @@ impl<'a> Index<'a> {
             .map(|(id, e)| Entry {
                 id,
                 head: &e.head,
-                content: e.content.as_deref(),
+                content: e.content.as_ref(),
             })
             .collect();
         let by_id = entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
