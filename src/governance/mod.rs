@@ -233,22 +233,24 @@ impl Boards {
                 .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))));
             return (outcome, false);
         };
+        // An outline request looks for an outline first, then for a full
+        // document (either serves it); a full request only for the latter.
         let key = (board_id.to_owned(), permission_id.to_owned());
-        let full = Key::Document(key, Coverage::Full);
-        if let Some(Entry::Document(doc)) = cache.budget.get(&full) {
+        let mut found = Key::Document(key, coverage);
+        if let Some(Entry::Document(doc)) = cache.budget.get(&found) {
             return (Ok(doc), true);
         }
-        let Key::Document(key, _) = full else {
-            return (Err(LoadError::Internal("document key".into())), false);
-        };
-        let outline = Key::Document(key, Coverage::Outline);
         if coverage == Coverage::Outline {
-            if let Some(Entry::Document(doc)) = cache.budget.get(&outline) {
+            let Key::Document(key, _) = found else {
+                return (Err(LoadError::Internal("document key".into())), false);
+            };
+            found = Key::Document(key, Coverage::Full);
+            if let Some(Entry::Document(doc)) = cache.budget.get(&found) {
                 return (Ok(doc), true);
             }
         }
         // Built as a document key just above; taken back without a copy.
-        let Key::Document(key, _) = outline else {
+        let Key::Document(key, _) = found else {
             return (Err(LoadError::Internal("document key".into())), false);
         };
         if let Some(failure) = cache.failures.get(&key) {
@@ -570,11 +572,19 @@ mod tests {
         let (full, cached) = boards.document(board, p, Coverage::Full).await;
         assert!(!cached && full.expect("loads").board.coverage() == Coverage::Full);
         assert_eq!(token_requests(&sample, p), 2);
-        // From then on the full document serves both.
-        for coverage in [Coverage::Outline, Coverage::Full] {
-            let (doc, cached) = boards.document(board, p, coverage).await;
-            assert!(cached && doc.expect("cached").board.coverage() == Coverage::Full);
-        }
+        // From then on both are answered from the cache.
+        let (doc, cached) = boards.document(board, p, Coverage::Full).await;
+        assert!(cached && doc.expect("cached").board.coverage() == Coverage::Full);
+        let (doc, cached) = boards.document(board, p, Coverage::Outline).await;
+        assert!(cached && doc.is_ok());
+        assert_eq!(token_requests(&sample, p), 2);
+        // A full document cached first serves an outline request.
+        let third = "demo-3";
+        let (_, cached) = boards.document(board, third, Coverage::Full).await;
+        assert!(!cached);
+        let (doc, cached) = boards.document(board, third, Coverage::Outline).await;
+        assert!(cached && doc.expect("cached").board.coverage() == Coverage::Full);
+        assert_eq!(token_requests(&sample, third), 1);
         // An outline request while a full load is in flight joins it.
         let other = "demo-2";
         let (first, second) = tokio::join!(
