@@ -1,6 +1,7 @@
 //! Load: fetch a board from the provider, normalize it into BoardDocument v1
 //! and remove the sensitive fields; the work behind a cache miss.
 
+use super::render::PREFIX;
 use super::LoadedBoard;
 use crate::document::Coverage;
 use crate::provider::client::ProviderClient;
@@ -64,8 +65,11 @@ pub fn build(
     };
     let estimate = text + fetched.element_count() * 320 + 1024;
     let mut bytes = Vec::with_capacity(estimate);
+    // Written inside the success envelope, the full view's body.
+    bytes.extend_from_slice(PREFIX);
     write(&fetched, provider_name, coverage, &mut bytes)
         .map_err(|e| FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}")))?;
+    bytes.push(b'}');
     drop(fetched);
-    Ok(LoadedBoard::with_coverage(bytes, coverage))
+    Ok(LoadedBoard::from_envelope(bytes, coverage))
 }

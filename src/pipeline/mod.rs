@@ -26,8 +26,12 @@ use bytes::Bytes;
 /// size in memory is its serialized size and the cache's weight is exact.
 /// What is rendered from it is cached beside it, weighed in the same byte
 /// budget.
+///
+/// The bytes are held inside the success envelope, `{"ok":true,"data":`
+/// document `}`, which is the body of the full view: rendering it shares
+/// the buffer instead of copying the document.
 pub struct LoadedBoard {
-    document: Bytes,
+    envelope: Bytes,
     coverage: Coverage,
 }
 
@@ -41,15 +45,28 @@ impl LoadedBoard {
     /// A loaded board from the compact JSON of a sanitized document that
     /// holds `coverage` of the board.
     pub fn with_coverage(document: Vec<u8>, coverage: Coverage) -> Self {
+        let mut envelope = Vec::with_capacity(render::PREFIX.len() + document.len() + 1);
+        envelope.extend_from_slice(render::PREFIX);
+        envelope.extend_from_slice(&document);
+        envelope.push(b'}');
+        LoadedBoard::from_envelope(envelope, coverage)
+    }
+
+    /// A loaded board from `{"ok":true,"data":` document `}`, as
+    /// [`load::build`] writes it.
+    pub(crate) fn from_envelope(envelope: Vec<u8>, coverage: Coverage) -> Self {
         LoadedBoard {
-            document: render::exact(document),
+            envelope: render::exact(envelope),
             coverage,
         }
     }
 
     /// The sanitized document, compact JSON.
     pub fn document_json(&self) -> &[u8] {
-        &self.document
+        let end = self.envelope.len().saturating_sub(1);
+        self.envelope
+            .get(render::PREFIX.len()..end)
+            .unwrap_or_default()
     }
 
     /// How much of the board the document holds.
@@ -76,12 +93,20 @@ impl LoadedBoard {
         if !self.serves(selection) {
             return Err(RenderError::outline());
         }
-        render::render_bytes(scope, selection, &selection.canonical(), &self.document)
+        if selection.is_full() {
+            return render::render_envelope(scope, &selection.canonical(), &self.envelope);
+        }
+        render::render_bytes(
+            scope,
+            selection,
+            &selection.canonical(),
+            self.document_json(),
+        )
     }
 
     /// The heap bytes this board holds, for the cache's byte budget.
     pub fn weight(&self) -> usize {
-        std::mem::size_of::<Self>() + self.document.len()
+        std::mem::size_of::<Self>() + self.envelope.len()
     }
 }
 
@@ -105,6 +130,24 @@ mod tests {
         assert_eq!(board.render("search", &compact).expect("renders"), first);
         let detail = board.render("detail", &compact).expect("renders");
         assert_ne!(detail.etag, first.etag);
+    }
+
+    #[test]
+    fn the_full_view_shares_the_envelope() {
+        use crate::select::View;
+        let board = board(
+            json!({"version": 1, "fetchedAt": "t", "board": {"id": "b", "children": [{"id": "c"}]}}),
+        );
+        let full = Selection::view(View::Full);
+        let shared = board.render("detail", &full).expect("renders");
+        let copied =
+            render::render_bytes("detail", &full, &full.canonical(), board.document_json())
+                .expect("renders");
+        assert_eq!(shared, copied);
+        assert_eq!(shared.body.as_ptr(), board.envelope.as_ptr());
+        assert!(shared
+            .body
+            .starts_with(br#"{"ok":true,"data":{"version":1,"#));
     }
 
     #[test]

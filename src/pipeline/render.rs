@@ -117,27 +117,54 @@ pub fn render_bytes(
     canonical: &str,
     doc: &[u8],
 ) -> Result<Rendered, RenderError> {
-    const PREFIX: &[u8] = br#"{"ok":true,"data":"#;
     let mut body =
         Vec::with_capacity(PREFIX.len() + 1 + if selection.is_full() { doc.len() } else { 4096 });
     body.extend_from_slice(PREFIX);
     selection.apply_bytes(doc, &mut body)?;
+    let etag = etag_of(scope, canonical, &body[PREFIX.len()..])?;
+    body.push(b'}');
+    Ok(Rendered {
+        body: exact(body),
+        etag,
+    })
+}
+
+/// [`render_bytes`] of the full view, whose body is `envelope` (the
+/// document inside `{"ok":true,"data":...}`): shared, not copied.
+///
+/// # Errors
+/// [`RenderError`] when the document is not compact JSON (it always is).
+pub fn render_envelope(
+    scope: &str,
+    canonical: &str,
+    envelope: &Bytes,
+) -> Result<Rendered, RenderError> {
+    let end = envelope.len().checked_sub(1).ok_or(Malformed)?;
+    let data = envelope.get(PREFIX.len()..end).ok_or(Malformed)?;
+    Ok(Rendered {
+        body: envelope.clone(),
+        etag: etag_of(scope, canonical, data)?,
+    })
+}
+
+/// The start of every success body.
+pub(crate) const PREFIX: &[u8] = br#"{"ok":true,"data":"#;
+
+/// The weak ETag of `data` (compact JSON of an object) for the endpoint
+/// `scope` and the canonical selection: every entry but `fetchedAt`.
+fn etag_of(scope: &str, canonical: &str, data: &[u8]) -> Result<HeaderValue, RenderError> {
     let mut hasher = Xxh3::new();
     hasher.update(scope.as_bytes());
     hasher.update(b"\0");
     hasher.update(canonical.as_bytes());
     hasher.update(b"\0");
-    entries(&body[PREFIX.len()..], |key, entry| {
+    entries(data, |key, entry| {
         if key != "fetchedAt" {
             hasher.update(entry);
             hasher.update(b"\0");
         }
     })?;
-    body.push(b'}');
-    Ok(Rendered {
-        body: exact(body),
-        etag: weak_etag(hasher.digest128()),
-    })
+    Ok(weak_etag(hasher.digest128()))
 }
 
 /// `body` as `Bytes` without spare capacity: the cache weighs a body by its
