@@ -4,10 +4,12 @@
 //! normalizer reads each element's content once, when it writes that
 //! element. So the answer is not parsed into one value tree: of every
 //! element, the fields the client and the tree builder look up across
-//! elements (id, type, location, meta) are read into a typed [`Head`], and
-//! its `content` is kept as the raw JSON text the provider sent, checked but
-//! not built. A cold load then holds the content once, as text, instead of
-//! as a tree that costs several times its size.
+//! elements (id, type, location, meta) are read member by member into a
+//! typed [`Head`], and its `content` is kept as the raw JSON text the
+//! provider sent ([`JsonText`], a slice of the body: shared, not copied),
+//! checked but not built. Comments are read the same way, their `text` kept
+//! as text. A cold load then holds the content once, inside the body it came
+//! in, instead of as a tree that costs several times its size.
 //!
 //! Fields outside [`ELEMENT_FIELDS`] are checked and skipped, never built.
 //!
@@ -274,6 +276,9 @@ impl<'de> Visitor<'de> for ElementsSeed<'_> {
             // in a value.
             elements.insert(key, Element { head, content });
         }
+        // Grown by doubling while read (serde_json gives no count): up to
+        // half of it is empty room, and the merged board may keep it.
+        elements.shrink_to_fit();
         Ok(Some(elements))
     }
 

@@ -140,9 +140,24 @@ impl Fetched {
     pub fn merge_answer(&mut self, mut answer: Answer) {
         // Room for every entry at once: growing by doubling would hold two
         // tables for a moment, the largest transient of a merge.
-        self.elements.reserve(answer.element_count());
-        for (key, element) in answer.elements.take().into_iter().flatten() {
-            self.merge_entry(key, element);
+        let count = answer.element_count();
+        match answer.elements.take() {
+            // The first answer, keyed by id as Milanote keys it: its table
+            // becomes the board's, instead of being copied into a second one.
+            Some(elements)
+                if self.elements.is_empty()
+                    && elements
+                        .iter()
+                        .all(|(key, e)| e.head.id.as_ref().is_none_or(|id| id == key)) =>
+            {
+                self.elements = elements;
+            }
+            elements => {
+                self.elements.reserve(count);
+                for (key, element) in elements.into_iter().flatten() {
+                    self.merge_entry(key, element);
+                }
+            }
         }
         if let Some(comments) = answer.comments.take() {
             self.comments.extend(comments);
