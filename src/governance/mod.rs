@@ -214,8 +214,9 @@ impl Boards {
     /// `coverage` of it, and whether it came from the cache (or from a load
     /// already in flight).
     ///
-    /// A full document serves every selection, so it is used whenever it is
-    /// cached or loading; an outline is loaded only when neither is there.
+    /// An outline request takes a cached outline or full document, or joins
+    /// a full load in flight; a full request takes only a full document. An
+    /// outline is loaded only when no full document is there.
     pub async fn document(
         &self,
         board_id: &str,
