@@ -39,13 +39,88 @@ const MAX_LEVELS: usize = 127;
 /// answer, `elements`, the element).
 pub const MAX_CONTENT_DEPTH: usize = MAX_LEVELS - 3;
 
-/// JSON text read as a [`RawValue`] below `levels` enclosing levels: an
-/// error when it nests deeper than a whole-value parse would allow there.
+/// JSON text read as a [`RawValue`] below `levels` enclosing levels, held to
+/// what a whole-value parse would accept there. Capturing (or skipping)
+/// text checks its syntax and UTF-8 only; a value parse also refuses a
+/// `\u` escape that is a lone surrogate, a number out of range, and
+/// nesting past its limit. So the text is read once more as a value would
+/// be, building nothing ([`Check`]).
 fn checked<E: de::Error>(raw: &RawValue, levels: usize) -> Result<&RawValue, E> {
-    if nesting_depth(raw.get().as_bytes()) > MAX_LEVELS - levels {
-        return Err(E::custom("nested too deeply"));
-    }
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    let check = Check {
+        levels: MAX_LEVELS.saturating_sub(levels),
+    };
+    check
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
+        .map_err(|e| E::custom(e))?;
     Ok(raw)
+}
+
+/// Reads a value as a whole-value parse does (strings decoded, numbers
+/// converted, at most `levels` nested levels) and keeps nothing.
+#[derive(Clone, Copy)]
+struct Check {
+    levels: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Check {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Check {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let inner = self.inner::<A::Error>()?;
+        while map.next_key_seed(inner)?.is_some() {
+            map.next_value_seed(inner)?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let inner = self.inner::<A::Error>()?;
+        while seq.next_element_seed(inner)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+impl Check {
+    /// The check one level down, or an error when no level is left.
+    fn inner<E: de::Error>(self) -> Result<Check, E> {
+        match self.levels.checked_sub(1) {
+            Some(levels) => Ok(Check { levels }),
+            None => Err(E::custom("nested too deeply")),
+        }
+    }
 }
 
 /// The element fields, besides `content`, that the provider client and the
@@ -581,36 +656,6 @@ impl<'de, const N: usize> Visitor<'de> for NameIn<N> {
     }
 }
 
-/// The deepest array/object nesting in valid JSON text, counting the
-/// outermost container as 1 (0 for a scalar).
-fn nesting_depth(json: &[u8]) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in json {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -692,6 +737,17 @@ mod tests {
             r#"{"elements": {"a": {"content": {"b": }}}}"#,
             r#"{"elements": {"a": {"content": {"b": 1}}}} trailing"#,
             r#"{"elements": {"a": {"content": {"b": "\x"}}}}"#,
+            // Text that is kept or skipped is held to a value parse: a lone
+            // surrogate escape, a number out of range.
+            r#"{"elements": {"a": {"content": {"t": "\ud06d\ude42"}}}}"#,
+            r#"{"elements": {"a": {"content": {"t": "\ud83d\ude42 ok"}}}}"#,
+            r#"{"elements": {"a": {"style": ["\udc00"]}}}"#,
+            r#"{"elements": {"a": {"location": {"other": "\ud800x"}}}}"#,
+            r#"{"elements": {"a": {"meta": {"creator": 1e400}}}}"#,
+            r#"{"elements": {"a": {"content": [1e308, -1e400]}}}"#,
+            r#"{"elements": [["\ud800"]]}"#,
+            r#"{"comments": {"c": {"text": "\ude42 lone"}}}"#,
+            r#"{"comments": {"c": {"userId": 2e999}}}"#,
             "",
         ] {
             check(body);
@@ -727,13 +783,6 @@ mod tests {
             Answer::parse(too_deep.as_bytes()).err(),
             Some(AnswerError::NotJson)
         );
-    }
-
-    #[test]
-    fn nesting_depth_skips_strings() {
-        assert_eq!(nesting_depth(br#"1"#), 0);
-        assert_eq!(nesting_depth(br#"[{"a": "[[[{{\"]]"}, [[]]]"#), 3);
-        assert_eq!(nesting_depth(br#""\\" "#), 0);
     }
 
     #[test]
