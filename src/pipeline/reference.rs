@@ -1,7 +1,7 @@
 //! The reference pipeline: the plain, tree-based steps (normalize, convert to
 //! a value, sanitize walk, select on the value, serialize). Not the serving
 //! path; the differential tests, the fuzz target and the benchmarks hold
-//! [`super::load::build`] and [`super::LoadedBoard::rendered`] to the exact
+//! [`super::load::build`] and [`super::LoadedBoard::render`] to the exact
 //! bytes and ETags it produces.
 
 use super::render::{render, RenderError, Rendered};

@@ -11,7 +11,7 @@
 //! as text. A cold load then holds the content once, inside the body it came
 //! in, instead of as a tree that costs several times its size.
 //!
-//! Fields outside [`ELEMENT_FIELDS`] are checked and skipped, never built.
+//! Members outside [`ELEMENT_KEYS`] are checked and skipped, never built.
 //!
 //! What is accepted is exactly what parsing the whole body as one value
 //! accepts (same syntax, same nesting limit), and a repeated key means what
@@ -122,24 +122,6 @@ impl Check {
         }
     }
 }
-
-/// The element fields, besides `content`, that the provider client and the
-/// normalizer read: ids, type, placement, times and the thread id. A reader
-/// of another element field must add it here; the differential tests build
-/// every fixture both through this reader and from whole values and require
-/// the same document.
-pub const ELEMENT_FIELDS: [&str; 10] = [
-    "id",
-    "_id",
-    "elementType",
-    "location",
-    "meta",
-    "threadId",
-    "positionX",
-    "positionY",
-    "positionIndex",
-    "positionScore",
-];
 
 /// One `/api/boards` answer.
 #[derive(Debug, Default)]
@@ -399,9 +381,13 @@ impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
     }
 }
 
-/// The members of an element that are read: `content`, then
-/// [`ELEMENT_FIELDS`] in order.
-const ELEMENT_KEYS: [&str; 11] = [
+/// The members of an element that are read: `content`, then the fields the
+/// provider client and the normalizer read across elements (ids, type,
+/// placement, times, the thread id), in the order the element reader matches
+/// them. A reader of another element field must add it here; the
+/// differential tests build every fixture both through this reader and from
+/// whole values and require the same document.
+pub const ELEMENT_KEYS: [&str; 11] = [
     "content",
     "id",
     "_id",
