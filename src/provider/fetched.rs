@@ -7,7 +7,6 @@ use indexmap::IndexMap;
 use serde::de::{Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
-
 use std::fmt;
 
 /// The hasher of the tables keyed by element id, which a load consults
