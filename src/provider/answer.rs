@@ -150,7 +150,7 @@ pub struct Element {
 
 /// One JSON value as the provider wrote it: a slice of the answer body it
 /// was read from, shared with the body rather than copied out of it, and
-/// checked (syntax and nesting) when the body was read.
+/// checked when the body was read as a whole-value parse would check it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonText(Bytes);
 
