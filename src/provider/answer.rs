@@ -23,7 +23,7 @@ use crate::provider::head::{
 };
 use bytes::Bytes;
 use indexmap::IndexMap;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -208,10 +208,10 @@ impl Answer {
     /// [`AnswerError`] when the body is not a JSON object.
     pub fn parse_bytes(body: &Bytes) -> Result<Answer, AnswerError> {
         let mut de = serde_json::Deserializer::from_slice(body);
-        let top = TopLevelSeed { body }.deserialize(&mut de);
+        let top = ObjectOnly(AnswerReader { body }).deserialize(&mut de);
         match top.and_then(|top| de.end().map(|()| top)) {
-            Ok(TopLevel::Object(answer)) => Ok(*answer),
-            Ok(TopLevel::Other) => Err(AnswerError::NotObject),
+            Ok(Some(answer)) => Ok(answer),
+            Ok(None) => Err(AnswerError::NotObject),
             Err(_) => Err(AnswerError::NotJson),
         }
     }
@@ -237,38 +237,22 @@ impl Answer {
     }
 }
 
-/// The body's top level: an answer, or any other JSON value.
-enum TopLevel {
-    Object(Box<Answer>),
-    Other,
-}
-
-/// The body's top level; the kept texts are slices of `body`.
-struct TopLevelSeed<'b> {
+/// The body's top level, an answer; the kept texts are slices of `body`.
+struct AnswerReader<'b> {
     body: &'b Bytes,
 }
 
-impl<'de> DeserializeSeed<'de> for TopLevelSeed<'_> {
-    type Value = TopLevel;
+impl<'de> MapReader<'de> for AnswerReader<'_> {
+    type Out = Answer;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TopLevelSeed<'_> {
-    type Value = TopLevel;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel, A::Error> {
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Answer, A::Error> {
         let mut answer = Answer::default();
         while let Some(key) = map.next_key::<String>()? {
+            // A repeated `elements` or `comments` replaces the earlier one,
+            // as in a value.
             if key == "elements" {
-                // A repeated `elements` replaces the earlier one, as in a value.
-                answer.elements = map.next_value_seed(ElementsSeed { body: self.body })?;
+                let reader = ElementsReader { body: self.body };
+                answer.elements = map.next_value_seed(ObjectOnly(reader))?;
             } else if key == "comments" {
                 let reader = CommentsReader { body: self.body };
                 answer.comments = map.next_value_seed(ObjectOnly(reader))?;
@@ -276,55 +260,19 @@ impl<'de> Visitor<'de> for TopLevelSeed<'_> {
                 answer.fields.insert(key, map.next_value()?);
             }
         }
-        Ok(TopLevel::Object(Box::new(answer)))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(TopLevel::Other)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<TopLevel, E> {
-        Ok(TopLevel::Other)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<TopLevel, E> {
-        Ok(TopLevel::Other)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<TopLevel, E> {
-        Ok(TopLevel::Other)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<TopLevel, E> {
-        Ok(TopLevel::Other)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<TopLevel, E> {
-        Ok(TopLevel::Other)
-    }
-    fn visit_unit<E>(self) -> Result<TopLevel, E> {
-        Ok(TopLevel::Other)
+        Ok(answer)
     }
 }
 
-/// `elements`: `Some(entries)` for an object, `None` for any other value.
-struct ElementsSeed<'b> {
+/// `elements`, by key.
+struct ElementsReader<'b> {
     body: &'b Bytes,
 }
 
-impl<'de> DeserializeSeed<'de> for ElementsSeed<'_> {
-    type Value = Option<Elements>;
+impl<'de> MapReader<'de> for ElementsReader<'_> {
+    type Out = Elements;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ElementsSeed<'_> {
-    type Value = Option<Elements>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Elements, A::Error> {
         let hint = map.size_hint().unwrap_or(0);
         let mut elements = Elements::with_capacity_and_hasher(hint, IdHasher::default());
         while let Some(key) = map.next_key::<String>()? {
@@ -336,33 +284,7 @@ impl<'de> Visitor<'de> for ElementsSeed<'_> {
         // Grown by doubling while read (serde_json gives no count): up to
         // half of it is empty room, and the merged board may keep it.
         elements.shrink_to_fit();
-        Ok(Some(elements))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while let Some(item) = seq.next_element::<&RawValue>()? {
-            checked::<A::Error>(item, 2)?;
-        }
-        Ok(None)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
+        Ok(elements)
     }
 }
 
@@ -565,14 +487,14 @@ impl<'de> MapReader<'de> for Picked {
 
 /// Reads the members of an object. A repeated member is read again, so
 /// the last one wins, as in a value.
-trait MapReader<'de> {
+pub(crate) trait MapReader<'de> {
     type Out;
     fn read<A: MapAccess<'de>>(self, map: A) -> Result<Self::Out, A::Error>;
 }
 
 /// `Some` of what `R` reads of an object; `None` for any other value (read
 /// through, with the nesting limit of a value).
-struct ObjectOnly<R>(R);
+pub(crate) struct ObjectOnly<R>(pub(crate) R);
 
 impl<'de, R: MapReader<'de>> DeserializeSeed<'de> for ObjectOnly<R> {
     type Value = Option<R::Out>;

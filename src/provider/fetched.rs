@@ -1,13 +1,12 @@
 //! What the provider client hands the normalizer: the raw `/api/boards`
 //! answers of one share link, merged.
 
-use crate::provider::answer::{Answer, Element, JsonText};
+use crate::provider::answer::{Answer, Element, JsonText, MapReader, ObjectOnly};
 use crate::provider::head::Head;
 use indexmap::IndexMap;
-use serde::de::{Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed as _, IgnoredAny, MapAccess};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
-use std::fmt;
 
 /// The hasher of the tables keyed by element id, which a load consults
 /// several times per element: aHash, keyed at random per table like std's
@@ -225,30 +224,27 @@ pub fn parse_content(raw: &JsonText) -> Option<Value> {
 
 /// Raw `content` without the members that hold its body
 /// ([`OUTLINE_SKIPPED`]), for an outline: those are skipped over, never
-/// built. Any other content is read as [`parse_content`] reads it.
+/// built. Content that is not an object is `None`: every field an outline
+/// outputs is read from an object.
 pub fn outline_content(raw: &JsonText) -> Option<Value> {
     let mut de = serde_json::Deserializer::from_slice(raw.bytes());
     // The text was checked when the answer was read; it parses.
-    let value = de.deserialize_any(OutlineVisitor).ok()?;
+    let members = ObjectOnly(OutlineReader).deserialize(&mut de).ok()??;
     de.end().ok()?;
-    Some(value)
+    Some(Value::Object(members))
 }
 
 /// The `content` members an outline leaves out: the rich text of cards and
 /// tasks, a link's caption, a table's cells.
 pub const OUTLINE_SKIPPED: [&str; 3] = ["textContent", "caption", "tableContent"];
 
-/// A content object without [`OUTLINE_SKIPPED`]; any other value as it is.
-struct OutlineVisitor;
+/// A content object's members but [`OUTLINE_SKIPPED`].
+struct OutlineReader;
 
-impl<'de> Visitor<'de> for OutlineVisitor {
-    type Value = Value;
+impl<'de> MapReader<'de> for OutlineReader {
+    type Out = Map<String, Value>;
 
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if OUTLINE_SKIPPED.contains(&key.as_str()) {
@@ -259,29 +255,7 @@ impl<'de> Visitor<'de> for OutlineVisitor {
                 out.insert(key, map.next_value()?);
             }
         }
-        Ok(Value::Object(out))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
-        serde::Deserialize::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+        Ok(out)
     }
 }
 
