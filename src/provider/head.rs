@@ -4,7 +4,7 @@
 //! element an id names.
 
 use crate::document::{Location, Position, Timestamps};
-use crate::provider::normalize::raw::{ident, object, scalar};
+use crate::provider::normalize::raw::{ident, object, own_id, scalar};
 use crate::provider::time::normalize_time;
 use serde_json::{Map, Value};
 
@@ -158,7 +158,7 @@ impl Head {
     pub fn from_fields(fields: HeadFields) -> Head {
         Head {
             is_object: true,
-            id: ident(fields.id.as_ref()).or_else(|| ident(fields.underscore_id.as_ref())),
+            id: own_id(fields.id.as_ref(), fields.underscore_id.as_ref()),
             element_type: match fields.element_type {
                 Some(Value::String(s)) => Some(s),
                 _ => None,

@@ -15,7 +15,7 @@
 //!   or `""`; then the rich text's plain text when non-empty; else a raw `""`.
 //! - `UNKNOWN.elementType` is the raw `elementType` string, `""` when missing.
 
-use super::raw::{boolean, ident, non_empty, object, raw, raw_array, scalar, string};
+use super::raw::{boolean, ident, non_empty, object, own_id, raw, raw_array, scalar, string};
 use crate::document::*;
 use crate::provider::fetched::RawComment;
 use crate::provider::head::Head;
@@ -229,9 +229,7 @@ pub fn thread_id(element: &Head, content: Option<&Value>) -> Option<String> {
 /// Its rich text is a body: left out when `bodies` is false.
 pub fn comment(key: &str, raw: &RawComment, bodies: bool) -> Comment {
     Comment {
-        id: ident(raw.id.as_ref())
-            .or_else(|| ident(raw.underscore_id.as_ref()))
-            .unwrap_or_else(|| key.to_owned()),
+        id: own_id(raw.id.as_ref(), raw.underscore_id.as_ref()).unwrap_or_else(|| key.to_owned()),
         thread_id: ident(raw.thread_id.as_ref()),
         rich_text: if bodies {
             raw.text().as_ref().and_then(rich_text)

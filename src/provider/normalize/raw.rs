@@ -128,6 +128,12 @@ pub fn ident(value: Option<&Value>) -> Option<String> {
     }
 }
 
+/// The id an element or comment gives itself: `id`, else `_id`, when it is
+/// an identifier ([`ident`]); its map key stands in when neither is.
+pub fn own_id(id: Option<&Value>, underscore_id: Option<&Value>) -> Option<String> {
+    ident(id).or_else(|| ident(underscore_id))
+}
+
 /// A boolean.
 pub fn boolean(value: Option<&Value>) -> Option<bool> {
     value?.as_bool()
