@@ -227,6 +227,7 @@ impl BoardApi {
         Ok(respond::success(
             &variant.rendered,
             variant.encoding,
+            document.board.completeness(),
             req.headers,
         ))
     }

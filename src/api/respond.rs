@@ -4,6 +4,7 @@
 
 use super::error::ApiError;
 use super::route::ALLOW;
+use crate::document::Completeness;
 use crate::encoding::Encoding;
 use crate::pipeline::Rendered;
 use bytes::Bytes;
@@ -13,6 +14,11 @@ use http::StatusCode;
 pub const SUCCESS_CACHE_CONTROL: &str = "public, max-age=60, stale-while-revalidate=300";
 pub const ERROR_CACHE_CONTROL: &str = "no-store";
 const JSON: &str = "application/json; charset=utf-8";
+/// The header that says whether every nested board of the answer's board
+/// was loaded: `complete`, or `partial; unloaded=<n>`.
+pub const BOARD_COMPLETENESS: &str = "board-completeness";
+/// The response headers a page on another origin may read.
+const EXPOSE_HEADERS: &str = "ETag, Board-Completeness";
 /// Preflight answers allow this request header when the browser names none.
 const DEFAULT_ALLOW_HEADERS: &str = "If-None-Match";
 
@@ -65,7 +71,7 @@ fn cors(headers: &mut HeaderMap) {
     );
     headers.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("ETag"),
+        HeaderValue::from_static(EXPOSE_HEADERS),
     );
 }
 
@@ -129,13 +135,25 @@ fn if_none_match(request_headers: &HeaderMap, etag: &HeaderValue) -> bool {
         })
 }
 
+/// The `Board-Completeness` value of a board as complete as `completeness`.
+fn completeness_header(completeness: Completeness) -> HeaderValue {
+    if completeness.is_complete() {
+        return HeaderValue::from_static("complete");
+    }
+    // ASCII letters, digits and `; =`: always a valid value.
+    HeaderValue::try_from(completeness.to_string())
+        .unwrap_or_else(|_| HeaderValue::from_static("partial"))
+}
+
 /// `200` with the envelope and the weak ETag, or `304` when the request's
-/// `If-None-Match` matches it. `encoding` is the coding `rendered.body` is
+/// `If-None-Match` matches it; either says how complete the board is
+/// (`Board-Completeness`). `encoding` is the coding `rendered.body` is
 /// already in (`Content-Encoding` on a `200`); Pingora's compression module
 /// leaves a response that has one alone.
 pub fn success(
     rendered: &Rendered,
     encoding: Encoding,
+    completeness: Completeness,
     request_headers: &HeaderMap,
 ) -> ApiResponse {
     let not_modified = if_none_match(request_headers, &rendered.etag);
@@ -145,6 +163,10 @@ pub fn success(
         StatusCode::OK
     });
     response.headers.insert(header::ETAG, rendered.etag.clone());
+    response.headers.insert(
+        HeaderName::from_static(BOARD_COMPLETENESS),
+        completeness_header(completeness),
+    );
     response.set(header::CACHE_CONTROL, SUCCESS_CACHE_CONTROL);
     response.set(header::VARY, "Accept-Encoding");
     if !not_modified {
@@ -173,7 +195,10 @@ mod tests {
         assert_eq!(r.status, 400);
         assert_eq!(header(&r, "cache-control"), Some("no-store"));
         assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
-        assert_eq!(header(&r, "access-control-expose-headers"), Some("ETag"));
+        assert_eq!(
+            header(&r, "access-control-expose-headers"),
+            Some("ETag, Board-Completeness")
+        );
         assert_eq!(header(&r, "content-type"), Some(JSON));
         assert_eq!(header(&r, "etag"), None);
         let body: Value = serde_json::from_slice(&r.body).expect("json");
@@ -247,6 +272,7 @@ mod tests {
             success(
                 &render(e, sel, d).expect("renders"),
                 Encoding::Identity,
+                Completeness::default(),
                 &headers,
             )
         };
@@ -288,19 +314,42 @@ mod tests {
             assert_eq!(r.headers.get("etag"), Some(&etag));
             assert_eq!(header(&r, "cache-control"), Some(SUCCESS_CACHE_CONTROL));
             assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
+            assert_eq!(header(&r, BOARD_COMPLETENESS), Some("complete"));
         }
         let rendered = render("detail", "full", &data).expect("renders");
-        let gz = success(&rendered, Encoding::Gzip, &HeaderMap::new());
+        let gz = success(&rendered, Encoding::Gzip, Completeness::default(), &HeaderMap::new());
         assert_eq!(header(&gz, "content-encoding"), Some("gzip"));
         assert_eq!(gz.headers.get("etag"), Some(&etag));
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, etag.clone());
-        let not_modified = success(&rendered, Encoding::Gzip, &inm);
+        let not_modified = success(&rendered, Encoding::Gzip, Completeness::default(), &inm);
         assert_eq!(not_modified.status, 304);
         assert_eq!(header(&not_modified, "content-encoding"), None);
         let stale = HeaderValue::from_static("W/\"0123\"");
         let r = ok("detail", "full", &data, Some(&stale));
         assert_eq!(r.status, 200);
+        assert_eq!(header(&r, BOARD_COMPLETENESS), Some("complete"));
+    }
+
+    #[test]
+    fn partial_boards_say_how_many_boards_are_missing_on_200_and_304() {
+        let rendered = render("detail", "full", &json!({"version": 1})).expect("renders");
+        let partial = Completeness {
+            unloaded: 3,
+            transient: true,
+        };
+        let ok = success(&rendered, Encoding::Identity, partial, &HeaderMap::new());
+        let mut inm = HeaderMap::new();
+        inm.insert(header::IF_NONE_MATCH, rendered.etag.clone());
+        let not_modified = success(&rendered, Encoding::Identity, partial, &inm);
+        for (r, status) in [(ok, 200), (not_modified, 304)] {
+            assert_eq!(r.status, status);
+            assert_eq!(header(&r, BOARD_COMPLETENESS), Some("partial; unloaded=3"));
+            assert_eq!(
+                header(&r, "access-control-expose-headers"),
+                Some("ETag, Board-Completeness")
+            );
+        }
     }
 
     #[test]
@@ -315,7 +364,7 @@ mod tests {
                     HeaderValue::from_str(v).expect("header"),
                 );
             }
-            success(&rendered, Encoding::Identity, &headers)
+            success(&rendered, Encoding::Identity, Completeness::default(), &headers)
                 .status
                 .as_u16()
         };
@@ -337,8 +386,8 @@ mod tests {
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, rendered.etag.clone());
         let answers = [
-            success(&rendered, Encoding::Identity, &HeaderMap::new()),
-            success(&rendered, Encoding::Identity, &inm),
+            success(&rendered, Encoding::Identity, Completeness::default(), &HeaderMap::new()),
+            success(&rendered, Encoding::Identity, Completeness::default(), &inm),
             preflight(&HeaderMap::new()),
             error(&ApiError::NotFound),
             error(&ApiError::MethodNotAllowed),

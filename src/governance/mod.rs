@@ -436,19 +436,27 @@ impl Inner {
     }
 
     /// Stores a load's outcome where the next request looks first: a
-    /// document in the budget for the full TTL (if it fits at all), a
-    /// provider failure in the failures cache for `error_ttl`. Overload and
-    /// internal errors are not remembered: they say nothing of the board.
+    /// document in the budget for the full TTL (if it fits at all), or for
+    /// `error_ttl` when a nested board is missing for a reason a retry may
+    /// fix (the deadline, a failed request), so the hole is not served for
+    /// long; a provider failure in the failures cache for `error_ttl`.
+    /// Overload and internal errors are not remembered: they say nothing of
+    /// the board.
     fn remember(&self, key: DocKey, coverage: Coverage, outcome: &Loaded) {
         let Some(cache) = &self.cache else { return };
         match outcome {
             Ok(doc) => {
                 let bytes = doc.weight + key.0.len() + key.1.len();
+                let ttl = if doc.board.completeness().transient {
+                    cache.settings.error_ttl
+                } else {
+                    cache.settings.ttl
+                };
                 let kept = cache.budget.put(
                     Key::Document(key, coverage),
                     Entry::Document(doc.clone()),
                     bytes,
-                    cache.settings.ttl,
+                    ttl,
                 );
                 if !kept {
                     log::debug!("board of {bytes} bytes served but not cached");

@@ -18,7 +18,7 @@ pub mod render;
 pub use load::BoardLoader;
 pub use render::{render, RenderError, Rendered};
 
-use crate::document::Coverage;
+use crate::document::{Completeness, Coverage};
 use crate::select::Selection;
 use bytes::Bytes;
 
@@ -30,34 +30,58 @@ use bytes::Bytes;
 /// The bytes are held inside the success envelope, `{"ok":true,"data":`
 /// document `}`, which is the body of the full view: rendering it shares
 /// the buffer instead of copying the document.
+///
+/// It carries its [`Completeness`], computed when the document was written,
+/// so that every answer can report it and the caches can choose how long to
+/// keep it without reading the document again.
 pub struct LoadedBoard {
     envelope: Bytes,
     coverage: Coverage,
+    completeness: Completeness,
 }
 
 impl LoadedBoard {
-    /// A loaded board from the compact JSON of a sanitized full document,
-    /// as [`load::build`] writes it.
+    /// A loaded board from the compact JSON of a sanitized full document
+    /// with every nested board loaded (for tests and hand-built documents;
+    /// see [`LoadedBoard::with_completeness`]).
     pub fn from_json(document: Vec<u8>) -> Self {
         LoadedBoard::with_coverage(document, Coverage::Full)
     }
 
-    /// A loaded board from the compact JSON of a sanitized document that
-    /// holds `coverage` of the board.
+    /// A loaded board from the compact JSON of a sanitized, complete
+    /// document that holds `coverage` of the board.
     pub fn with_coverage(document: Vec<u8>, coverage: Coverage) -> Self {
+        LoadedBoard::with_completeness(document, coverage, Completeness::default())
+    }
+
+    /// A loaded board from the compact JSON of a sanitized document that
+    /// holds `coverage` of the board and is as complete as `completeness`
+    /// says: how a cache level that keeps documents as bytes rebuilds one,
+    /// with the completeness recorded when it was first built. The bytes
+    /// are trusted to be what [`load::build`] wrote.
+    pub fn with_completeness(
+        document: Vec<u8>,
+        coverage: Coverage,
+        completeness: Completeness,
+    ) -> Self {
         let mut envelope = Vec::with_capacity(render::PREFIX.len() + document.len() + 1);
         envelope.extend_from_slice(render::PREFIX);
         envelope.extend_from_slice(&document);
         envelope.push(b'}');
-        LoadedBoard::from_envelope(envelope, coverage)
+        LoadedBoard::from_envelope(envelope, coverage, completeness)
     }
 
     /// A loaded board from `{"ok":true,"data":` document `}`, as
     /// [`load::build`] writes it.
-    pub(crate) fn from_envelope(envelope: Vec<u8>, coverage: Coverage) -> Self {
+    pub(crate) fn from_envelope(
+        envelope: Vec<u8>,
+        coverage: Coverage,
+        completeness: Completeness,
+    ) -> Self {
         LoadedBoard {
             envelope: render::exact(envelope),
             coverage,
+            completeness,
         }
     }
 
@@ -72,6 +96,12 @@ impl LoadedBoard {
     /// How much of the board the document holds.
     pub fn coverage(&self) -> Coverage {
         self.coverage
+    }
+
+    /// How many nested boards were not loaded, and whether a later load
+    /// may fill them.
+    pub fn completeness(&self) -> Completeness {
+        self.completeness
     }
 
     /// Whether `selection` can be rendered from this document.
@@ -155,6 +185,6 @@ mod tests {
         let doc = json!({"board": {"children": (0..500).map(|i| json!({"id": format!("e{i}"), "title": "card ".repeat(i % 7)})).collect::<Vec<_>>()}});
         let real = serde_json::to_vec(&doc).expect("serializes").len();
         let board = board(doc);
-        assert!(board.weight() >= real && board.weight() < real + 64);
+        assert!(board.weight() >= real && board.weight() < real + 96);
     }
 }
