@@ -317,7 +317,12 @@ mod tests {
             assert_eq!(header(&r, BOARD_COMPLETENESS), Some("complete"));
         }
         let rendered = render("detail", "full", &data).expect("renders");
-        let gz = success(&rendered, Encoding::Gzip, Completeness::default(), &HeaderMap::new());
+        let gz = success(
+            &rendered,
+            Encoding::Gzip,
+            Completeness::default(),
+            &HeaderMap::new(),
+        );
         assert_eq!(header(&gz, "content-encoding"), Some("gzip"));
         assert_eq!(gz.headers.get("etag"), Some(&etag));
         let mut inm = HeaderMap::new();
@@ -364,9 +369,14 @@ mod tests {
                     HeaderValue::from_str(v).expect("header"),
                 );
             }
-            success(&rendered, Encoding::Identity, Completeness::default(), &headers)
-                .status
-                .as_u16()
+            success(
+                &rendered,
+                Encoding::Identity,
+                Completeness::default(),
+                &headers,
+            )
+            .status
+            .as_u16()
         };
         let tag = rendered.etag.to_str().expect("ascii");
         let strong = &tag[2..];
@@ -386,7 +396,12 @@ mod tests {
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, rendered.etag.clone());
         let answers = [
-            success(&rendered, Encoding::Identity, Completeness::default(), &HeaderMap::new()),
+            success(
+                &rendered,
+                Encoding::Identity,
+                Completeness::default(),
+                &HeaderMap::new(),
+            ),
             success(&rendered, Encoding::Identity, Completeness::default(), &inm),
             preflight(&HeaderMap::new()),
             error(&ApiError::NotFound),

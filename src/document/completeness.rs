@@ -40,7 +40,11 @@ impl Completeness {
         while let Some(node) = stack.pop() {
             if let NodeKind::Board(board) = &node.kind {
                 if !board.children_loaded {
-                    out.add(board.unloaded_reason.unwrap_or(UnloadedReason::UpstreamError));
+                    out.add(
+                        board
+                            .unloaded_reason
+                            .unwrap_or(UnloadedReason::UpstreamError),
+                    );
                 }
             }
             stack.extend(node.children.iter());
@@ -99,9 +103,15 @@ mod tests {
         assert_eq!(Completeness::default().to_string(), "complete");
         let mut c = Completeness::default();
         c.add(UnloadedReason::BoardLimit);
-        assert_eq!((c.to_string().as_str(), c.transient), ("partial; unloaded=1", false));
+        assert_eq!(
+            (c.to_string().as_str(), c.transient),
+            ("partial; unloaded=1", false)
+        );
         c.add(UnloadedReason::Deadline);
-        assert_eq!((c.to_string().as_str(), c.transient), ("partial; unloaded=2", true));
+        assert_eq!(
+            (c.to_string().as_str(), c.transient),
+            ("partial; unloaded=2", true)
+        );
     }
 
     #[test]
@@ -120,7 +130,8 @@ mod tests {
     #[test]
     fn counted_below_the_root_only() {
         let board = |id: &str, loaded: bool, reason: Option<&str>, children: Value| {
-            let mut b = json!({"id": id, "type": "BOARD", "childrenLoaded": loaded, "children": children});
+            let mut b =
+                json!({"id": id, "type": "BOARD", "childrenLoaded": loaded, "children": children});
             if let Some(r) = reason {
                 b["unloadedReason"] = json!(r);
             }

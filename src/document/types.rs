@@ -272,7 +272,10 @@ pub enum UnloadedReason {
 impl UnloadedReason {
     /// Whether a later load may fill the hole (`DEADLINE`, `UPSTREAM_ERROR`).
     pub fn is_transient(self) -> bool {
-        matches!(self, UnloadedReason::Deadline | UnloadedReason::UpstreamError)
+        matches!(
+            self,
+            UnloadedReason::Deadline | UnloadedReason::UpstreamError
+        )
     }
 }
 

@@ -469,7 +469,10 @@ mod tests {
         use UnloadedReason::*;
         let board = json!({"n": {"elementType": "BOARD"}});
         let cases: Vec<(Value, Result<(), UnloadedReason>)> = vec![
-            (json!({"elements": board, "childrenReturned": {"n": true}}), Ok(())),
+            (
+                json!({"elements": board, "childrenReturned": {"n": true}}),
+                Ok(()),
+            ),
             (
                 json!({"elements": {"n": {"elementType": "SKELETON"}}, "childrenReturned": {"n": true}}),
                 Err(AccessDenied),
@@ -482,7 +485,10 @@ mod tests {
                 json!({"elements": board, "errors": {"n": {"error": {"code": "password_protected"}}}}),
                 Err(AccessDenied),
             ),
-            (json!({"elements": board, "childrenReturned": {}}), Err(AccessDenied)),
+            (
+                json!({"elements": board, "childrenReturned": {}}),
+                Err(AccessDenied),
+            ),
             (
                 json!({"elements": board, "childrenReturned": {"n": "true"}}),
                 Err(AccessDenied),
