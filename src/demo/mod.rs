@@ -47,6 +47,7 @@
 //! | `fault-not-returned` | boards | `childrenReturned: false`, no error | `AccessDenied` |
 //! | `fault-not-board` | boards | the root element is a `CARD` | `Upstream` |
 //! | `s-nested-faults` | boards | a root whose nested boards are `t-mid-b` (fine), `fault-500`, `fault-slow`, `fault-denied`, `fault-skeleton` | the board, only `t-mid-b` loaded below it |
+//! | `s-hole-slow` / `s-hole-denied` / `s-hole-missing` / `s-hole-500` | boards | a root with one card and one nested board: `fault-slow`, `fault-denied`, `s-no-such-board` (no fixture), `fault-500` | the board, the nested one not loaded (`DEADLINE` with a short deadline, `ACCESS_DENIED`, `NOT_FOUND`, `UPSTREAM_ERROR`) |
 //! | `s-deep-0` … `s-deep-99` | boards | synthetic chain, each board holding the next | nesting-depth tests |
 //! | `s-wide` | boards | a root with 5 nested boards `s-wide-1..5`; `s-wide-1` holds `s-wide-1-1` | batching and breadth-first tests |
 //!
