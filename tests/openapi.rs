@@ -325,6 +325,20 @@ fn responses_over_sockets_match_the_spec() {
         jsonschema::draft202012::new(&BOARD_SCHEMA).expect("BoardDocument schema compiles");
     assert!(board_document.is_valid(&full.json()["data"]));
 
+    // A board with a nested board not loaded: its header and its
+    // `unloadedReason` as the spec and the schema say.
+    let holes = format!("url={}", link("s-hole-missing", PERMISSION));
+    for target in [
+        format!("/api/detail?{holes}"),
+        format!("/api/search?{holes}&include=board.children.unloadedReason"),
+    ] {
+        let (status, r) = send(gw, "GET", &target, &[]);
+        assert_eq!(status, 200, "{target}");
+        assert_eq!(r.header("board-completeness"), Some("partial; unloaded=1"));
+    }
+    let (_, partial) = send(gw, "GET", &format!("/api/detail?{holes}"), &[]);
+    assert!(board_document.is_valid(&partial.json()["data"]));
+
     // 304, GET and HEAD (the last target above produced `etag`).
     let last = format!("/api/detail?{l}&exclude=**");
     for method in ["GET", "HEAD"] {
