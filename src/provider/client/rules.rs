@@ -227,12 +227,16 @@ pub fn nested_verdict(body: &Answer, id: &str) -> Result<(), UnloadedReason> {
 /// `error`: the statuses and bodies that would refuse a root, mapped to
 /// the same answer (`403`: `ACCESS_DENIED`, `404`: `NOT_FOUND`); anything
 /// else failed the request (`UPSTREAM_ERROR`), a read or connect timeout
-/// included.
+/// included; a request the fleet's budget held back until the deadline is
+/// `DEADLINE`.
 pub fn request_failed(error: &FetchError) -> UnloadedReason {
     match error {
         FetchError::AccessDenied => UnloadedReason::AccessDenied,
         FetchError::NotFound => UnloadedReason::NotFound,
         FetchError::Upstream(_) | FetchError::Timeout => UnloadedReason::UpstreamError,
+        // Never sent: the fleet's budget toward the provider had no room
+        // before the deadline.
+        FetchError::OverBudget => UnloadedReason::Deadline,
     }
 }
 
@@ -525,6 +529,7 @@ mod tests {
             (FetchError::NotFound, NotFound),
             (FetchError::upstream("HTTP 500"), UpstreamError),
             (FetchError::Timeout, UpstreamError),
+            (FetchError::OverBudget, Deadline),
         ] {
             assert_eq!(request_failed(&error), want, "{error}");
         }
