@@ -316,8 +316,13 @@ impl ProviderClient {
                 if fetched.element_count() + incoming > settings.max_elements {
                     log::info!("provider: max_elements reached, nested boards not merged");
                     mark(fetched, &ids, UnloadedReason::BoardLimit);
-                    for (ids, _) in results {
-                        mark(fetched, &ids, UnloadedReason::BoardLimit);
+                    for (ids, outcome) in results {
+                        let reason = match outcome {
+                            Batch::Answered(_) => UnloadedReason::BoardLimit,
+                            Batch::Failed(reason) => reason,
+                            Batch::Pending => UnloadedReason::Deadline,
+                        };
+                        mark(fetched, &ids, reason);
                     }
                     return;
                 }
