@@ -359,6 +359,16 @@ fn boards_not_loaded_say_why_and_are_counted() {
     };
     assert_eq!(built.completeness(), stable);
     assert_eq!(Completeness::of_value(&value), stable);
+    let typed = normalize(&fetched, "milanote").unwrap();
+    assert_eq!(Completeness::of_document(&typed), stable);
+    fetched
+        .unloaded
+        .insert("e6".into(), UnloadedReason::Deadline);
+    let typed = normalize(&fetched, "milanote").unwrap();
+    assert!(Completeness::of_document(&typed).transient);
+    fetched
+        .unloaded
+        .insert("e6".into(), UnloadedReason::BoardLimit);
     // Loaded after all: the reason recorded earlier is not output.
     fetched.loaded_boards.insert("e6".into());
     let value = doc(&fetched);
