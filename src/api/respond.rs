@@ -17,8 +17,8 @@ const JSON: &str = "application/json; charset=utf-8";
 /// The header that says whether every nested board of the answer's board
 /// was loaded: `complete`, or `partial; unloaded=<n>`.
 pub const BOARD_COMPLETENESS: &str = "board-completeness";
-/// The response headers a page on another origin may read.
-const EXPOSE_HEADERS: &str = "ETag, Board-Completeness";
+/// The response headers scripts on other origins may read.
+pub const EXPOSE_HEADERS: &str = "ETag, Server-Timing, Board-Completeness";
 /// Preflight answers allow this request header when the browser names none.
 const DEFAULT_ALLOW_HEADERS: &str = "If-None-Match";
 
@@ -29,6 +29,20 @@ pub struct ApiResponse {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// What an access log wants to know beside status and size.
+    pub served: Served,
+}
+
+/// Facts about an answered request for an access log, free of secrets:
+/// which level of the store answered and which board was asked for (its
+/// id, never the permission id). Empty for answers that read no board
+/// (errors before the fetch, preflights, the playground).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Served {
+    /// `hit`, `shared`, `miss` or `coalesced`, as in `Server-Timing`.
+    pub cache: Option<&'static str>,
+    /// The board id of the share link.
+    pub board: Option<std::sync::Arc<str>>,
 }
 
 impl ApiResponse {
@@ -47,6 +61,7 @@ impl ApiResponse {
             status,
             headers,
             body: Bytes::new(),
+            served: Served::default(),
         }
     }
 
@@ -197,7 +212,7 @@ mod tests {
         assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
         assert_eq!(
             header(&r, "access-control-expose-headers"),
-            Some("ETag, Board-Completeness")
+            Some(EXPOSE_HEADERS)
         );
         assert_eq!(header(&r, "content-type"), Some(JSON));
         assert_eq!(header(&r, "etag"), None);
@@ -352,7 +367,7 @@ mod tests {
             assert_eq!(header(&r, BOARD_COMPLETENESS), Some("partial; unloaded=3"));
             assert_eq!(
                 header(&r, "access-control-expose-headers"),
-                Some("ETag, Board-Completeness")
+                Some(EXPOSE_HEADERS)
             );
         }
     }

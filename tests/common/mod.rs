@@ -265,7 +265,7 @@ impl Response {
         assert_eq!(self.header("access-control-allow-origin"), Some("*"));
         assert_eq!(
             self.header("access-control-expose-headers"),
-            Some("ETag, Board-Completeness")
+            Some("ETag, Server-Timing, Board-Completeness")
         );
         assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
     }

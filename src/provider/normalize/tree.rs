@@ -215,7 +215,11 @@ pub fn walk(
     let mut completeness = Completeness::default();
     let make = |i: usize, depth: usize, threads: &mut Threads, completeness: &mut Completeness| {
         let entry = &index.entries[i];
-        let unloaded = fetched.unloaded_reason(entry.id);
+        // Only a board has children of its own to load.
+        let unloaded = match entry.head.element_type() {
+            "BOARD" => fetched.unloaded_reason(entry.id),
+            _ => None,
+        };
         let content = entry.content.and_then(|raw| {
             if bodies {
                 parse_content(raw)
