@@ -9,10 +9,11 @@ const BoardCanvas = (function () {
   const SVG_NS = "http://www.w3.org/2000/svg";
   const MAX_DEPTH = 48; // rich text and nesting deeper than this is not drawn
   const PAD = 24; // px around the placed elements
+  // Box widths in px, close to Milanote's defaults; 0: as wide as the content.
   const WIDTH = {
-    CARD: 260, COLUMN: 280, TASK_LIST: 260, IMAGE: 260, LINK: 260, FILE: 220, BOARD: 150,
-    COMMENT_THREAD: 250, DOCUMENT: 210, COLOR_SWATCH: 140, SKETCH: 260, ANNOTATION: 220,
-    SKELETON: 160, UNKNOWN: 200,
+    CARD: 260, COLUMN: 280, TASK_LIST: 260, TASK: 0, TABLE: 0, IMAGE: 260, LINK: 260, FILE: 220,
+    BOARD: 150, COMMENT_THREAD: 250, DOCUMENT: 210, COLOR_SWATCH: 140, SKETCH: 260,
+    ANNOTATION: 220, SKELETON: 160, UNKNOWN: 200,
   };
   // Types the server may still send as UNKNOWN with their raw content.
   const ADAPTABLE = new Set(["DOCUMENT", "COLOR_SWATCH", "SKETCH", "ANNOTATION", "LINE"]);
@@ -46,7 +47,7 @@ const BoardCanvas = (function () {
   function link(href, cls) {
     const url = safeUrl(href);
     if (!url) {
-      const span = el("span", "unsafe-link");
+      const span = el("span", "unsafe-link" + (cls ? " " + cls : ""));
       if (typeof href === "string") span.title = "not a web link, not followed: " + href;
       return span;
     }
@@ -267,13 +268,15 @@ const BoardCanvas = (function () {
 
   function box(node, ctx, depth) {
     const type = str(node.type) || "UNKNOWN";
-    const b = el(type === "BOARD" ? "button" : "div", "el el-" + (WIDTH[type] ? type : "UNKNOWN"));
+    const known = Object.prototype.hasOwnProperty.call(WIDTH, type);
+    const b = el(type === "BOARD" ? "button" : "div", "el el-" + (known ? type : "UNKNOWN"));
     if (typeof node.id === "string") {
       b.dataset.id = node.id;
       ctx.boxes.set(node.id, b);
     }
     b.dataset.type = type;
-    b.style.width = (WIDTH[type] || WIDTH.UNKNOWN) + "px";
+    const width = known ? WIDTH[type] : WIDTH.UNKNOWN;
+    if (width) b.style.width = width + "px";
     const children = Array.isArray(node.children) ? node.children.filter(obj).map(adapt) : [];
     const stack = (into) => {
       for (const child of children) {
@@ -293,7 +296,6 @@ const BoardCanvas = (function () {
         const inner = el("div", "stack");
         stack(inner);
         b.appendChild(inner);
-        b.style.width = "";
         break;
       }
       case "TASK":
@@ -301,7 +303,6 @@ const BoardCanvas = (function () {
         b.appendChild(checkbox(node.completed === true));
         b.appendChild(richText(node.richText));
         if (typeof node.dueDate === "string") b.appendChild(el("div", "muted small", "due " + node.dueDate));
-        b.style.width = "";
         break;
       case "IMAGE": {
         const file = obj(node.file) ? node.file : {};
@@ -345,7 +346,6 @@ const BoardCanvas = (function () {
           table.appendChild(tr);
         }
         b.appendChild(table);
-        b.style.width = "";
         break;
       }
       case "COMMENT_THREAD":
@@ -490,7 +490,7 @@ const BoardCanvas = (function () {
 
   // ---- the view ----
 
-  // parts: { view, crumbs, back, note }: elements of the page to draw into.
+  // parts: { view, crumbs, back, note, zoom }: elements of the page to draw into.
   function create(parts) {
     let stack = [];
     let dirty = false;
@@ -568,7 +568,16 @@ const BoardCanvas = (function () {
       if (!children.length && board.childrenLoaded !== false) notes.push("No elements in this answer (an outline or a pruned view shows what it has).");
       if (skipped) notes.push(skipped + " line" + (skipped === 1 ? "" : "s") + " could not be placed.");
       parts.note.textContent = notes.join(" ");
+      applyZoom();
     }
+
+    // Zoom scales the drawn surface as a whole, after the lines were measured.
+    function applyZoom() {
+      const surface = parts.view.querySelector(".surface");
+      const z = Number(parts.zoom.value);
+      if (surface) surface.style.zoom = z > 0 && z <= 1 ? String(z) : "1";
+    }
+    parts.zoom.addEventListener("change", applyZoom);
 
     parts.back.addEventListener("click", () => {
       if (stack.length > 1) { stack.pop(); draw(); }
