@@ -72,7 +72,7 @@ fn inline_hashes(html: &str, tag: &str) -> Vec<String> {
         let Some(end) = body.find(&close) else {
             break;
         };
-        let digest = ring::digest::digest(&ring::digest::SHA256, body[..end].as_bytes());
+        let digest = ring::digest::digest(&ring::digest::SHA256, &body.as_bytes()[..end]);
         hashes.push(format!(
             "'sha256-{}'",
             base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
