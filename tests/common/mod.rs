@@ -263,7 +263,10 @@ impl Response {
     /// `X-Content-Type-Options: nosniff`.
     pub fn assert_cors(&self) {
         assert_eq!(self.header("access-control-allow-origin"), Some("*"));
-        assert_eq!(self.header("access-control-expose-headers"), Some("ETag"));
+        assert_eq!(
+            self.header("access-control-expose-headers"),
+            Some("ETag, Server-Timing")
+        );
         assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
     }
 }

@@ -10,7 +10,7 @@
 //! policy always matches the page served). No `'unsafe-inline'`: text from
 //! a board that somehow became markup could not run.
 
-use crate::api::respond::ApiResponse;
+use super::respond::ApiResponse;
 use base64::Engine as _;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -19,8 +19,8 @@ use std::sync::LazyLock;
 
 /// `assets/playground.html` and the canvas script it inlines, compiled in:
 /// no file to deploy next to the binary.
-const TEMPLATE: &str = include_str!("../assets/playground.html");
-const CANVAS_JS: &str = include_str!("../assets/canvas.js");
+const TEMPLATE: &str = include_str!("../../assets/playground.html");
+const CANVAS_JS: &str = include_str!("../../assets/canvas.js");
 /// Where the page's first `<script>` takes `assets/canvas.js`.
 const CANVAS_MARK: &str = "// @include canvas.js\n";
 
@@ -102,6 +102,7 @@ pub(crate) fn page(method: &Method) -> Option<ApiResponse> {
         status: StatusCode::OK,
         headers,
         body: Bytes::from_static(PAGE.as_bytes()),
+        served: Default::default(),
     })
 }
 
