@@ -81,6 +81,7 @@ impl BoardApi {
             settings.provider.clone(),
             settings.provider_name.clone(),
             settings.cache.clone(),
+            settings.shared.clone(),
             &settings.limits,
         )
         .map_err(|e| ConfigError::new("board_api.provider", e))?;

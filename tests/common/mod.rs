@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod redis;
+
 use pingora_core::server::configuration::{Opt, ServerConf};
 use pingora_core::server::{Fds, RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
 use shared_board_api::config::Settings;
