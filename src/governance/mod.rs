@@ -52,7 +52,7 @@ pub use pool::{trim_heap, PoolError, WorkPool};
 use crate::cache::{Budget, CacheSettings, Coalescer};
 use crate::document::Coverage;
 use crate::encoding::{self, Encoding};
-use crate::pipeline::{load::build, LoadedBoard, Rendered};
+use crate::pipeline::{load::build, LoadedBoard, Rendered, Representation};
 use crate::provider::client::ProviderClient;
 use crate::provider::error::FetchError;
 use crate::select::Selection;
@@ -131,6 +131,7 @@ enum Key {
         generation: u64,
         scope: &'static str,
         selection: Arc<str>,
+        representation: Representation,
         encoding: Encoding,
     },
 }
@@ -281,8 +282,9 @@ impl Boards {
         (outcome, coalesced)
     }
 
-    /// `doc` rendered for `scope` and `selection` in `encoding`, from the
-    /// cache or rendered (and compressed) on the pool and cached.
+    /// `doc` rendered for `scope` and `selection` as `representation` in
+    /// `encoding`, from the cache or rendered (and compressed) on the pool
+    /// and cached: a Markdown body is kept and compressed once, like JSON.
     ///
     /// # Errors
     /// [`LoadError::Internal`] when rendering or compressing failed.
@@ -291,6 +293,7 @@ impl Boards {
         doc: &Doc,
         scope: &'static str,
         selection: &Selection,
+        representation: Representation,
         encoding: Encoding,
     ) -> Result<Variant, LoadError> {
         let canonical = selection.canonical_shared();
@@ -298,6 +301,7 @@ impl Boards {
             generation: doc.generation,
             scope,
             selection: canonical.clone(),
+            representation,
             encoding,
         };
         let identity = match self.cached_render(&key(Encoding::Identity)) {
@@ -308,7 +312,7 @@ impl Boards {
                 let rendered = self
                     .inner
                     .pool
-                    .run(move || board.render(scope, &selection))
+                    .run(move || board.render_as(representation, scope, &selection))
                     .await
                     .map_err(|e| LoadError::Internal(e.to_string()))?
                     .map_err(|e| LoadError::Internal(e.to_string()))?;

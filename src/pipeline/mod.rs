@@ -5,6 +5,9 @@
 //! - [`render`]: a selection of a loaded board -> the success body and its
 //!   weak ETag, written in one pass over the document's compact JSON.
 //!
+//! - [`markdown`]: the same selection written as GitHub Flavored Markdown,
+//!   for clients that ask for `text/markdown`.
+//!
 //! [`reference`] keeps the simple tree pipeline (a `serde_json::Value` per
 //! step) that the tests compare the fast path with, byte for byte.
 //!
@@ -12,6 +15,7 @@
 //! answers, the cache stores loaded boards and their renders.
 
 pub mod load;
+pub mod markdown;
 pub mod reference;
 pub mod render;
 
@@ -21,6 +25,25 @@ pub use render::{render, RenderError, Rendered};
 use crate::document::Coverage;
 use crate::select::Selection;
 use bytes::Bytes;
+
+/// Which representation of a selection a response carries: the JSON
+/// envelope (the default) or the Markdown text of its `data`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Representation {
+    #[default]
+    Json,
+    Markdown,
+}
+
+impl Representation {
+    /// The `Content-Type` of a `200` in this representation.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Representation::Json => "application/json; charset=utf-8",
+            Representation::Markdown => "text/markdown; charset=utf-8; variant=GFM",
+        }
+    }
+}
 
 /// One loaded board: the sanitized document as compact JSON bytes, so its
 /// size in memory is its serialized size and the cache's weight is exact.
@@ -90,8 +113,30 @@ impl LoadedBoard {
         scope: &'static str,
         selection: &Selection,
     ) -> Result<Rendered, RenderError> {
+        self.render_as(Representation::Json, scope, selection)
+    }
+
+    /// [`LoadedBoard::render`] in `representation`: the JSON envelope, or
+    /// the Markdown of the same selected `data` with its own ETag.
+    ///
+    /// # Errors
+    /// As [`render::render_bytes`] and [`render::render_markdown`].
+    pub fn render_as(
+        &self,
+        representation: Representation,
+        scope: &'static str,
+        selection: &Selection,
+    ) -> Result<Rendered, RenderError> {
         if !self.serves(selection) {
             return Err(RenderError::outline());
+        }
+        if representation == Representation::Markdown {
+            return render::render_markdown(
+                scope,
+                selection,
+                &selection.canonical(),
+                self.document_json(),
+            );
         }
         if selection.is_full() {
             return render::render_envelope(scope, &selection.canonical(), &self.envelope);

@@ -6,6 +6,7 @@
 //! `304` although it was fetched again, while another selection or another
 //! endpoint never shares a tag.
 
+use super::{markdown, Representation};
 use crate::select::stream::{entries, Malformed};
 use crate::select::Selection;
 use bytes::Bytes;
@@ -29,6 +30,8 @@ pub struct RenderError(Reason);
 enum Reason {
     Serialize(serde_json::Error),
     Malformed,
+    /// The selected document could not be read for Markdown.
+    Markdown(serde_json::Error),
     /// A selection that needs bodies asked of an outline.
     Outline,
 }
@@ -50,6 +53,7 @@ impl std::fmt::Display for RenderError {
         match &self.0 {
             Reason::Serialize(e) => write!(f, "board document not serializable: {e}"),
             Reason::Malformed => f.write_str("board document bytes are not compact JSON"),
+            Reason::Markdown(e) => write!(f, "board document not renderable as Markdown: {e}"),
             Reason::Outline => f.write_str("a selection with bodies asked of an outline"),
         }
     }
@@ -121,7 +125,7 @@ pub fn render_bytes(
         Vec::with_capacity(PREFIX.len() + 1 + if selection.is_full() { doc.len() } else { 4096 });
     body.extend_from_slice(PREFIX);
     selection.apply_bytes(doc, &mut body)?;
-    let etag = etag_of(scope, canonical, &body[PREFIX.len()..])?;
+    let etag = etag_of(Representation::Json, scope, canonical, &body[PREFIX.len()..])?;
     body.push(b'}');
     Ok(Rendered {
         body: exact(body),
@@ -143,17 +147,57 @@ pub fn render_envelope(
     let data = envelope.get(PREFIX.len()..end).ok_or(Malformed)?;
     Ok(Rendered {
         body: envelope.clone(),
-        etag: etag_of(scope, canonical, data)?,
+        etag: etag_of(Representation::Json, scope, canonical, data)?,
+    })
+}
+
+/// The Markdown of `selection` applied to `doc` (the compact JSON of a
+/// sanitized document; `selected` when the selection is `full`, which
+/// needs no pass), and its ETag: the JSON one's inputs and the
+/// representation, so the two never share a tag.
+///
+/// # Errors
+/// [`RenderError`] when `doc` is not compact JSON (it always is) or nests
+/// deeper than the JSON reader allows.
+pub fn render_markdown(
+    scope: &str,
+    selection: &Selection,
+    canonical: &str,
+    doc: &[u8],
+) -> Result<Rendered, RenderError> {
+    let mut selected = Vec::new();
+    let data = if selection.is_full() {
+        doc
+    } else {
+        selected.reserve(4096);
+        selection.apply_bytes(doc, &mut selected)?;
+        &selected
+    };
+    let etag = etag_of(Representation::Markdown, scope, canonical, data)?;
+    let text = markdown::render(data).map_err(|e| RenderError(Reason::Markdown(e)))?;
+    Ok(Rendered {
+        body: exact(text.into_bytes()),
+        etag,
     })
 }
 
 /// The start of every success body.
 pub(crate) const PREFIX: &[u8] = br#"{"ok":true,"data":"#;
 
-/// The weak ETag of `data` (compact JSON of an object) for the endpoint
-/// `scope` and the canonical selection: every entry but `fetchedAt`.
-fn etag_of(scope: &str, canonical: &str, data: &[u8]) -> Result<HeaderValue, RenderError> {
+/// The weak ETag of `data` (compact JSON of an object) in `representation`
+/// for the endpoint `scope` and the canonical selection: every entry but
+/// `fetchedAt`. JSON tags hash exactly what they did before Markdown
+/// existed, so caches holding them still revalidate.
+fn etag_of(
+    representation: Representation,
+    scope: &str,
+    canonical: &str,
+    data: &[u8],
+) -> Result<HeaderValue, RenderError> {
     let mut hasher = Xxh3::new();
+    if representation == Representation::Markdown {
+        hasher.update(b"text/markdown\0");
+    }
     hasher.update(scope.as_bytes());
     hasher.update(b"\0");
     hasher.update(canonical.as_bytes());
