@@ -10,7 +10,6 @@ use super::value::V;
 
 const TYPES: &[&str] = &[
     "unstyled",
-    "paragraph",
     "header-one",
     "header-two",
     "header-three",
@@ -105,7 +104,12 @@ fn list(out: &mut Out, items: &[V]) {
             .min(INDENT.len() / 4 - 1);
         numbers.truncate(depth + 1);
         numbers.resize(depth + 1, 0);
-        numbers[depth] += 1;
+        // An ordered run counts from 1 again after another kind of item.
+        if item.str("type") == Some("ordered-list-item") {
+            numbers[depth] += 1;
+        } else {
+            numbers[depth] = 0;
+        }
         let marker = match item.str("type") {
             Some("ordered-list-item") => format!("{}. ", numbers[depth]),
             Some("checkable-list-item") => {

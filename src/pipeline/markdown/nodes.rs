@@ -136,21 +136,25 @@ fn element(out: &mut Out, node: &V, kind: &str, level: usize) {
             }
         }),
         "IMAGE" => line(out, |out| {
-            let name = file_name(node).unwrap_or("image");
+            let name = file_name(node);
             match node.get("image").and_then(|i| i.str("url")) {
                 Some(url) if is_web_url(url) => {
                     out.markup("![");
-                    out.text(name, Flow::OneLine);
+                    out.text(name.unwrap_or("image"), Flow::OneLine);
                     out.markup("](");
                     out.url(url);
                     out.markup(")");
                 }
-                _ => note_inline(out, "Image", Some(name)),
+                _ => note_inline(out, "Image", name),
             }
         }),
         "FILE" => line(out, |out| {
-            let name = node.str("title").or_else(|| file_name(node)).unwrap_or("file");
-            out.link(name, node.get("file").and_then(|f| f.str("url")));
+            let name = node.str("title").or_else(|| file_name(node));
+            let url = node.get("file").and_then(|f| f.str("url"));
+            match (name, url) {
+                (None, None) => note_inline(out, "File", None),
+                (name, url) => out.link(name.unwrap_or("file"), url),
+            }
             if let Some(size) = node.get("file").and_then(|f| f.get("sizeBytes")).and_then(V::as_num) {
                 if let Ok(bytes) = size.to_string().parse::<f64>() {
                     out.text(&format!(" ({})", human_size(bytes)), Flow::OneLine);
@@ -175,7 +179,11 @@ fn element(out: &mut Out, node: &V, kind: &str, level: usize) {
         }),
         "SKETCH" | "ANNOTATION" => note(out, &kind_name(kind), Some("a drawing")),
         "SKELETON" => note(out, "Element of another board", Some("not loaded")),
-        "UNKNOWN" => note(out, "Unknown element", node.str("elementType")),
+        "UNKNOWN" => note(
+            out,
+            "Unknown element",
+            node.str("elementType").filter(|t| !t.trim().is_empty()),
+        ),
         _ => {
             if let Some(title) = node.str("title") {
                 line(out, |out| out.text(title, Flow::OneLine));
@@ -326,7 +334,8 @@ fn kind_name(kind: &str) -> String {
 }
 
 fn file_name<'v>(node: &'v V) -> Option<&'v str> {
-    node.get("file").and_then(|f| f.str("filename"))
+    let name = node.get("file").and_then(|f| f.str("filename"));
+    name.filter(|n| !n.trim().is_empty())
 }
 
 /// A scalar as text (a date passes through as the provider sent it).
