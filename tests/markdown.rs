@@ -107,7 +107,9 @@ fn every_node_type() {
     let r = read(&md);
     assert!(r.html.is_empty(), "{:?}", r.html);
     assert!(r.links.iter().all(|l| is_web(l)), "{:?}", r.links);
-    assert!(r.links.contains(&"https://example.com/a%20b%28c%29".to_string()));
+    assert!(r
+        .links
+        .contains(&"https://example.com/a%20b%28c%29".to_string()));
     assert_eq!(
         r.headings,
         [
@@ -155,28 +157,49 @@ fn hostile_text_stays_text() {
                 {"type": "paragraph", "content": [{"type": "text", "text": text}]},
                 {"type": "heading", "attrs": {"level": 2}, "content": [{"type": "text", "text": text, "marks": [{"type": "link", "attrs": {"href": "javascript:alert(1)"}}]}]}]}})
     };
-    let mut children: Vec<Value> = hostile.iter().enumerate().map(|(i, t)| card(i, t)).collect();
+    let mut children: Vec<Value> = hostile
+        .iter()
+        .enumerate()
+        .map(|(i, t)| card(i, t))
+        .collect();
     let joined = hostile.join("\n");
     children.push(json!({"id": "plain", "type": "CARD", "children": [], "richText": {"plainText": joined, "blocks": []}}));
     children.push(json!({"id": "col", "type": "COLUMN", "title": joined, "children": []}));
     children.push(json!({"id": "task", "type": "TASK", "completed": false, "children": [], "richText": {"plainText": joined, "blocks": []}}));
     children.push(json!({"id": "link", "type": "LINK", "title": "[x](javascript:alert(1))", "url": "javascript:alert(1)", "children": []}));
     children.push(json!({"id": "img", "type": "IMAGE", "children": [], "image": {"url": "data:text/html,<script>"}}));
-    children.push(json!({"id": "table", "type": "TABLE", "children": [], "table": {"rows": [
-        hostile.iter().map(|t| json!({"value": t})).collect::<Vec<_>>(),
-        hostile.iter().map(|t| json!({"value": format!("{t}\n{t}")})).collect::<Vec<_>>(),
-    ]}}));
-    children.push(json!({"id": "thread", "type": "COMMENT_THREAD", "children": [], "comments": [
-        {"id": "x", "richText": {"plainText": joined, "blocks": []}, "createdAt": "<b>"}]}));
+    children.push(
+        json!({"id": "table", "type": "TABLE", "children": [], "table": {"rows": [
+            hostile.iter().map(|t| json!({"value": t})).collect::<Vec<_>>(),
+            hostile.iter().map(|t| json!({"value": format!("{t}\n{t}")})).collect::<Vec<_>>(),
+        ]}}),
+    );
+    children.push(
+        json!({"id": "thread", "type": "COMMENT_THREAD", "children": [], "comments": [
+        {"id": "x", "richText": {"plainText": joined, "blocks": []}, "createdAt": "<b>"}]}),
+    );
     children.push(json!({"id": "sub", "type": "BOARD", "title": joined, "childrenLoaded": false, "unloadedReason": "<script>", "children": []}));
     let doc = json!({"board": {"id": "r", "type": "BOARD", "title": joined, "children": children}});
     let md = render(&doc);
     let r = read(&md);
-    assert!(r.html.is_empty(), "HTML from board text: {:?}\n{md}", r.html);
-    assert!(r.links.is_empty(), "links from board text: {:?}\n{md}", r.links);
+    assert!(
+        r.html.is_empty(),
+        "HTML from board text: {:?}\n{md}",
+        r.html
+    );
+    assert!(
+        r.links.is_empty(),
+        "links from board text: {:?}\n{md}",
+        r.links
+    );
     // Headings: the root, the card headings, the column, the nested board;
     // lists: only the task. Nothing from the text's `#`, `-` or `1.`.
-    assert_eq!(r.headings.len(), 1 + hostile.len() + 2, "{:?}\n{md}", r.headings);
+    assert_eq!(
+        r.headings.len(),
+        1 + hostile.len() + 2,
+        "{:?}\n{md}",
+        r.headings
+    );
     assert_eq!((r.lists, r.items), (1, 1), "{md}");
     assert_eq!(r.tables, [vec![hostile.len(); 2]], "{md}");
     // The text reads back as written.
@@ -193,7 +216,10 @@ fn a_pruned_selection_is_an_outline() {
         {"id": "k", "type": "COLUMN", "title": "K", "children": [{"id": "t", "type": "TASK", "children": []}]}]}});
     assert_eq!(render(&doc), "# T\n\n*Card*\n\n## K\n\n- *Task*\n");
     assert_eq!(render(&json!({})), "");
-    assert_eq!(render(&json!({"board": {"title": 5, "children": "no"}})), "# Untitled board\n");
+    assert_eq!(
+        render(&json!({"board": {"title": 5, "children": "no"}})),
+        "# Untitled board\n"
+    );
 }
 
 /// The demo boards, loaded from the sample upstream as the gateway loads
@@ -226,7 +252,10 @@ async fn the_demo_boards() {
             let md = String::from_utf8(rendered.body.to_vec()).expect("UTF-8");
             golden(&format!("{file}-{}.md", view.as_str()), &md);
             let r = read(&md);
-            assert!(r.html.is_empty() && r.links.iter().all(|l| is_web(l)), "{file}");
+            assert!(
+                r.html.is_empty() && r.links.iter().all(|l| is_web(l)),
+                "{file}"
+            );
             let json = doc.board.render("detail", &selection).expect("renders");
             assert_ne!(json.etag, rendered.etag);
             assert!(md.len() < json.body.len(), "{file}: Markdown not smaller");

@@ -333,7 +333,9 @@ fn responses_over_sockets_match_the_spec() {
     ] {
         let (status, r) = send(gw, "GET", &target, &markdown);
         assert_eq!(status, 200, "{target}");
-        assert!(r.header("content-type").is_some_and(|t| t.starts_with("text/markdown")));
+        assert!(r
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("text/markdown")));
         let tag = r.header("etag").expect("etag").to_string();
         send(gw, "HEAD", &target, &markdown);
         let inm = [("Accept", "text/markdown"), ("If-None-Match", tag.as_str())];

@@ -223,7 +223,10 @@ mod tests {
             (b"text/markdown;q=1.000", M),
             (b"text/markdown;q=0.001", M),
             (b"text/markdown;q=0.001, application/json;q=0", M),
-            (b"text/*;q=0.2, text/markdown;q=0.1, application/json;q=0.15", J),
+            (
+                b"text/*;q=0.2, text/markdown;q=0.1, application/json;q=0.15",
+                J,
+            ),
             (b" , text/markdown ,, ", M),
             (b"text/markdown;", M),
             (b"text/markdown;;q=1;", M),
@@ -233,7 +236,12 @@ mod tests {
             (b"text/plain;q=0.1, text/*;q=0.3, application/*;q=0.2", M),
         ];
         for (header, expected) in cases {
-            assert_eq!(of(&[header]), *expected, "{}", String::from_utf8_lossy(header));
+            assert_eq!(
+                of(&[header]),
+                *expected,
+                "{}",
+                String::from_utf8_lossy(header)
+            );
         }
     }
 

@@ -293,7 +293,12 @@ mod tests {
             assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
         }
         let rendered = render("detail", "full", &data).expect("renders");
-        let gz = success(&rendered, Representation::Json, Encoding::Gzip, &HeaderMap::new());
+        let gz = success(
+            &rendered,
+            Representation::Json,
+            Encoding::Gzip,
+            &HeaderMap::new(),
+        );
         assert_eq!(header(&gz, "content-encoding"), Some("gzip"));
         assert_eq!(gz.headers.get("etag"), Some(&etag));
         let mut inm = HeaderMap::new();
@@ -318,9 +323,14 @@ mod tests {
                     HeaderValue::from_str(v).expect("header"),
                 );
             }
-            success(&rendered, Representation::Json, Encoding::Identity, &headers)
-                .status
-                .as_u16()
+            success(
+                &rendered,
+                Representation::Json,
+                Encoding::Identity,
+                &headers,
+            )
+            .status
+            .as_u16()
         };
         let tag = rendered.etag.to_str().expect("ascii");
         let strong = &tag[2..];
@@ -340,7 +350,12 @@ mod tests {
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, rendered.etag.clone());
         let answers = [
-            success(&rendered, Representation::Json, Encoding::Identity, &HeaderMap::new()),
+            success(
+                &rendered,
+                Representation::Json,
+                Encoding::Identity,
+                &HeaderMap::new(),
+            ),
             success(&rendered, Representation::Json, Encoding::Identity, &inm),
             preflight(&HeaderMap::new()),
             error(&ApiError::NotFound),

@@ -125,7 +125,12 @@ pub fn render_bytes(
         Vec::with_capacity(PREFIX.len() + 1 + if selection.is_full() { doc.len() } else { 4096 });
     body.extend_from_slice(PREFIX);
     selection.apply_bytes(doc, &mut body)?;
-    let etag = etag_of(Representation::Json, scope, canonical, &body[PREFIX.len()..])?;
+    let etag = etag_of(
+        Representation::Json,
+        scope,
+        canonical,
+        &body[PREFIX.len()..],
+    )?;
     body.push(b'}');
     Ok(Rendered {
         body: exact(body),

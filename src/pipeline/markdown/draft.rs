@@ -3,9 +3,11 @@
 //! consecutive items one list), quotes and code blocks; inline styles
 //! (`BOLD`, `ITALIC`, `STRIKETHROUGH`, `CODE`) from their UTF-16 ranges.
 
-use super::out::{Out, Sep};
-use super::rich::{code_block, heading, task_marker, write_pieces, Piece, BOLD, CODE, ITALIC, STRIKE};
 use super::out::Flow;
+use super::out::{Out, Sep};
+use super::rich::{
+    code_block, heading, task_marker, write_pieces, Piece, BOLD, CODE, ITALIC, STRIKE,
+};
 use super::value::V;
 
 const TYPES: &[&str] = &[
@@ -43,7 +45,11 @@ fn is_list(block: &V) -> bool {
 pub fn group(out: &mut Out, blocks: &[V], level: usize) -> usize {
     let first = &blocks[0];
     let run = |pred: &dyn Fn(&V) -> bool| {
-        blocks.iter().take_while(|b| is_draft(b) && pred(b)).count().max(1)
+        blocks
+            .iter()
+            .take_while(|b| is_draft(b) && pred(b))
+            .count()
+            .max(1)
     };
     match first.str("type").unwrap_or_default() {
         _ if is_list(first) => {
@@ -77,7 +83,9 @@ pub fn group(out: &mut Out, blocks: &[V], level: usize) -> usize {
             } else if !parts.is_empty() {
                 out.begin_block();
                 if kind == "blockquote" {
-                    out.within("> ", Sep::Blank, |out| write_pieces(out, &parts, Flow::Breaks));
+                    out.within("> ", Sep::Blank, |out| {
+                        write_pieces(out, &parts, Flow::Breaks)
+                    });
                 } else {
                     write_pieces(out, &parts, Flow::Breaks);
                 }
@@ -118,7 +126,11 @@ fn list(out: &mut Out, items: &[V]) {
             }
             _ => "- ".to_owned(),
         };
-        let width = if marker.starts_with('-') { 2 } else { marker.len() };
+        let width = if marker.starts_with('-') {
+            2
+        } else {
+            marker.len()
+        };
         out.end_line();
         out.markup(&INDENT[..depth * 4]);
         out.marker(&marker);
@@ -138,7 +150,11 @@ pub fn pieces<'v>(block: &'v V, pieces: &mut Vec<Piece<'v>>) {
         .list("inlineStyleRanges")
         .iter()
         .filter_map(|r| {
-            let at = |k| r.get(k).and_then(V::as_num).and_then(|n| n.to_string().parse::<usize>().ok());
+            let at = |k| {
+                r.get(k)
+                    .and_then(V::as_num)
+                    .and_then(|n| n.to_string().parse::<usize>().ok())
+            };
             let mark = match r.str("style")? {
                 "BOLD" => BOLD,
                 "ITALIC" => ITALIC,
@@ -152,7 +168,11 @@ pub fn pieces<'v>(block: &'v V, pieces: &mut Vec<Piece<'v>>) {
         .collect();
     if ranges.is_empty() {
         if !text.is_empty() {
-            pieces.push(Piece::Text { text, marks: 0, href: None });
+            pieces.push(Piece::Text {
+                text,
+                marks: 0,
+                href: None,
+            });
         }
         return;
     }
@@ -180,5 +200,9 @@ fn push<'v>(pieces: &mut Vec<Piece<'v>>, text: &'v str, marks: u8) {
         return;
     }
     let marks = if text.trim().is_empty() { 0 } else { marks };
-    pieces.push(Piece::Text { text, marks, href: None });
+    pieces.push(Piece::Text {
+        text,
+        marks,
+        href: None,
+    });
 }

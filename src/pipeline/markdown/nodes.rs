@@ -155,7 +155,11 @@ fn element(out: &mut Out, node: &V, kind: &str, level: usize) {
                 (None, None) => note_inline(out, "File", None),
                 (name, url) => out.link(name.unwrap_or("file"), url),
             }
-            if let Some(size) = node.get("file").and_then(|f| f.get("sizeBytes")).and_then(V::as_num) {
+            if let Some(size) = node
+                .get("file")
+                .and_then(|f| f.get("sizeBytes"))
+                .and_then(V::as_num)
+            {
                 if let Ok(bytes) = size.to_string().parse::<f64>() {
                     out.text(&format!(" ({})", human_size(bytes)), Flow::OneLine);
                 }
@@ -272,7 +276,10 @@ fn end_name(out: &mut Out, end: Option<&V>, labels: &Labels) {
         }
         return;
     }
-    match (end.get("x").and_then(V::as_num), end.get("y").and_then(V::as_num)) {
+    match (
+        end.get("x").and_then(V::as_num),
+        end.get("y").and_then(V::as_num),
+    ) {
         (Some(x), Some(y)) => out.text(&format!("point ({x}, {y})"), Flow::OneLine),
         _ => out.text("?", Flow::OneLine),
     }

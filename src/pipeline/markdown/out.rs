@@ -261,13 +261,14 @@ impl Out {
             None => self.text(text, Flow::OneLine),
         }
     }
-
 }
 
 /// `http:` or `https:`, any case; nothing else becomes a link target.
 pub fn is_web_url(url: &str) -> bool {
     let url = url.trim_start().as_bytes();
-    let has = |scheme: &[u8]| url.len() > scheme.len() && url[..scheme.len()].eq_ignore_ascii_case(scheme);
+    let has = |scheme: &[u8]| {
+        url.len() > scheme.len() && url[..scheme.len()].eq_ignore_ascii_case(scheme)
+    };
     has(b"http://") || has(b"https://")
 }
 
@@ -306,7 +307,10 @@ mod tests {
             ("    no code", "no code\n"),
             ("<script>x</script>", "\\<script\\>x\\</script\\>\n"),
             ("[x](javascript:alert(1))", "\\[x\\](javascript:alert(1))\n"),
-            ("a *b* _c_ `d` ~e~ f|g h&amp; \\", "a \\*b\\* \\_c\\_ \\`d\\` \\~e\\~ f\\|g h\\&amp; \\\\\n"),
+            (
+                "a *b* _c_ `d` ~e~ f|g h&amp; \\",
+                "a \\*b\\* \\_c\\_ \\`d\\` \\~e\\~ f\\|g h\\&amp; \\\\\n",
+            ),
             ("one\ntwo\n- three", "one\\\ntwo\\\n\\- three\n"),
             ("===", "\\===\n"),
             ("\n\nlate", "late\n"),
@@ -319,7 +323,14 @@ mod tests {
     #[test]
     fn urls() {
         assert!(is_web_url("https://x.test/a") && is_web_url("HTTP://x.test"));
-        for bad in ["javascript:alert(1)", "data:text/html,x", "//x.test", "https:", "ftp://x", ""] {
+        for bad in [
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "//x.test",
+            "https:",
+            "ftp://x",
+            "",
+        ] {
             assert!(!is_web_url(bad), "{bad}");
         }
         let mut out = Out::with_capacity(64);

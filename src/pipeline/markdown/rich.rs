@@ -212,7 +212,11 @@ fn list(out: &mut Out, node: &V, level: usize) {
             }
             _ => "- ".to_owned(),
         };
-        let indent = if kind == "orderedList" { marker.len() } else { 2 };
+        let indent = if kind == "orderedList" {
+            marker.len()
+        } else {
+            2
+        };
         out.marker(&marker);
         out.within(&"         "[..indent.min(9)], Sep::Line, |out| {
             for child in item.list("content") {
@@ -232,7 +236,11 @@ pub fn task_marker(done: bool) -> &'static str {
     }
 }
 
-pub(super) fn code_block<'t>(out: &mut Out, language: Option<&str>, lines: impl Iterator<Item = &'t str> + Clone) {
+pub(super) fn code_block<'t>(
+    out: &mut Out,
+    language: Option<&str>,
+    lines: impl Iterator<Item = &'t str> + Clone,
+) {
     let fence = lines
         .clone()
         .map(|l| super::out::longest_run(l.trim_start(), '`'))
@@ -244,7 +252,10 @@ pub(super) fn code_block<'t>(out: &mut Out, language: Option<&str>, lines: impl 
     out.begin_block();
     out.markup(&fence);
     if let Some(language) = language.filter(|l| {
-        !l.is_empty() && l.len() <= 32 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-_.#".contains(&b))
+        !l.is_empty()
+            && l.len() <= 32
+            && l.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-_.#".contains(&b))
     }) {
         out.markup(language);
     }
@@ -296,7 +307,11 @@ fn tiptap_pieces<'v>(node: &'v V, pieces: &mut Vec<Piece<'v>>) {
         }
         _ => {
             if let Some(text) = node.str("text") {
-                pieces.push(Piece::Text { text, marks: 0, href: None });
+                pieces.push(Piece::Text {
+                    text,
+                    marks: 0,
+                    href: None,
+                });
             }
             for (i, child) in node.list("content").iter().enumerate() {
                 if i > 0 && is_block(child) {
@@ -317,7 +332,10 @@ fn plain_text(node: &V, into: &mut String) {
     if node.str("type") == Some("hardBreak") {
         into.push('\n');
     }
-    let joins = !matches!(node.str("type"), Some("paragraph" | "heading" | "listItem" | "codeBlock"));
+    let joins = !matches!(
+        node.str("type"),
+        Some("paragraph" | "heading" | "listItem" | "codeBlock")
+    );
     for (i, child) in node.list("content").iter().enumerate() {
         if joins && i > 0 && !into.ends_with('\n') {
             into.push('\n');
@@ -332,8 +350,16 @@ fn plain_text(node: &V, into: &mut String) {
 pub(super) fn write_pieces(out: &mut Out, pieces: &[Piece], flow: Flow) {
     let same = |a: Option<&Piece>, b: &Piece| match (a, b) {
         (
-            Some(Piece::Text { marks: m1, href: h1, .. }),
-            Piece::Text { marks: m2, href: h2, .. },
+            Some(Piece::Text {
+                marks: m1,
+                href: h1,
+                ..
+            }),
+            Piece::Text {
+                marks: m2,
+                href: h2,
+                ..
+            },
         ) => m1 == m2 && h1 == h2 && m1 & CODE == 0,
         _ => false,
     };
@@ -367,7 +393,11 @@ pub(super) fn write_pieces(out: &mut Out, pieces: &[Piece], flow: Flow) {
                     out.text(&core[..core.len() - trimmed.len()], flow);
                     core = trimmed;
                 }
-                let tail = if closes { core.len() - core.trim_end().len() } else { 0 };
+                let tail = if closes {
+                    core.len() - core.trim_end().len()
+                } else {
+                    0
+                };
                 let (core, tail) = core.split_at(core.len() - tail);
                 if opens {
                     open(out, marks, href);
@@ -417,4 +447,3 @@ fn close(out: &mut Out, marks: u8, href: Option<&str>) {
         out.markup(")");
     }
 }
-

@@ -212,13 +212,17 @@ mod tests {
 
     #[test]
     fn strings_borrow_and_skipped_members_are_left_out() {
-        let json = br#"{"id":"a","title":"T\u00e9","location":{"x":1},"n":-2,"f":1.5,"b":[true,null]}"#;
+        let json =
+            br#"{"id":"a","title":"T\u00e9","location":{"x":1},"n":-2,"f":1.5,"b":[true,null]}"#;
         let v = V::parse(json).expect("json");
         assert!(matches!(v.get("id"), Some(V::Str(Cow::Borrowed("a")))));
         assert!(matches!(v.get("title"), Some(V::Str(Cow::Owned(t))) if t == "Té"));
         assert_eq!(v.get("location"), None);
         assert_eq!(v.get("n").and_then(V::as_num), Some(Num::I(-2)));
-        assert_eq!(v.get("f").and_then(V::as_num).map(|n| n.to_string()), Some("1.5".into()));
+        assert_eq!(
+            v.get("f").and_then(V::as_num).map(|n| n.to_string()),
+            Some("1.5".into())
+        );
         assert_eq!(v.list("b"), &[V::Bool(true), V::Null]);
         assert!(v.list("id").is_empty() && v.list("none").is_empty());
     }
