@@ -1,4 +1,4 @@
-//! Which weighted cache for the byte budget: our `cache::Budget` (Pingora's
+//! Which weighted cache for the byte budget: our `store::Budget` (Pingora's
 //! TinyUfo with exact byte accounting) beside `moka::sync::Cache` with a
 //! weigher, on the same workload, in one run.
 //!
@@ -13,7 +13,7 @@
 //! single-threaded and with 2 threads.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use shared_board_api::internals::cache::Budget;
+use shared_board_api::internals::store::Budget;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;

@@ -56,7 +56,6 @@
 //! `default-features = false`.
 
 mod api;
-mod cache;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -67,9 +66,9 @@ pub mod host;
 pub mod logging;
 mod metrics;
 mod pipeline;
-mod playground;
 mod provider;
 mod select;
+mod store;
 
 pub use api::BoardApi;
 
@@ -82,15 +81,15 @@ pub mod internals {
     pub mod api {
         pub use crate::api::*;
     }
-    /// The document cache.
-    pub mod cache {
-        pub use crate::cache::*;
+    /// The board store: process cache, coalescing, loads.
+    pub mod store {
+        pub use crate::store::*;
     }
     /// Content codings of cached renders.
     pub mod encoding {
         pub use crate::encoding::*;
     }
-    /// Work pool, cold-load admission, byte budget, upstream cap.
+    /// Work pool, cold-load admission, limits.
     pub mod governance {
         pub use crate::governance::*;
     }

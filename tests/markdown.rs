@@ -10,12 +10,12 @@
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use serde_json::{json, Value};
 use shared_board_api::demo::SampleUpstream;
-use shared_board_api::internals::cache::CacheSettings;
 use shared_board_api::internals::document::Coverage;
-use shared_board_api::internals::governance::{Boards, Limits};
+use shared_board_api::internals::governance::Limits;
 use shared_board_api::internals::pipeline::{markdown, Representation};
 use shared_board_api::internals::provider::client::ProviderSettings;
 use shared_board_api::internals::select::{Selection, View};
+use shared_board_api::internals::store::{Boards, CacheSettings};
 use std::path::{Path, PathBuf};
 
 fn golden_dir() -> PathBuf {

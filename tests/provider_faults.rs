@@ -39,6 +39,7 @@ fn kind(e: &FetchError) -> Want {
         FetchError::NotFound => Want::NotFound,
         FetchError::Upstream(_) => Want::Upstream,
         FetchError::Timeout => panic!("unexpected timeout"),
+        FetchError::OverBudget => panic!("unexpected pacing: no fleet budget is set"),
     }
 }
 

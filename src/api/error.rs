@@ -129,6 +129,10 @@ impl From<&FetchError> for ApiError {
             FetchError::NotFound => ApiError::BoardNotFound,
             FetchError::Upstream(_) => ApiError::UpstreamError,
             FetchError::Timeout => ApiError::UpstreamTimeout,
+            // Our own pacing toward the provider: as busy as a full queue.
+            FetchError::OverBudget => ApiError::Overloaded {
+                retry_after: std::time::Duration::from_secs(1),
+            },
         }
     }
 }

@@ -6,14 +6,15 @@
 pub mod accept;
 pub mod error;
 pub mod params;
+pub(crate) mod playground;
 pub mod respond;
 pub mod route;
 pub mod share_link;
 
 use crate::config::{ApiSettings, ConfigError};
 use crate::encoding;
-use crate::governance::{Boards, LoadError};
 use crate::metrics;
+use crate::store::{Boards, LoadError, Source};
 use error::ApiError;
 use http::{HeaderMap, Method};
 use params::BoardRequest;
@@ -149,7 +150,7 @@ impl BoardApi {
             Route::Endpoint(endpoint) => endpoint,
             _ if !self.owns(req.path) => return None,
             Route::Outside if self.playground && req.path == "/" => {
-                if let Some(page) = crate::playground::page(req.method) {
+                if let Some(page) = playground::page(req.method) {
                     metrics::request("playground", page.status.as_u16());
                     return Some(page);
                 }
@@ -183,7 +184,7 @@ impl BoardApi {
         }
         let request = self.parsed(endpoint, req.query)?;
         let started = Instant::now();
-        let (outcome, cached) = self
+        let (outcome, source) = self
             .boards
             .document(
                 &request.link.board_id,
@@ -191,6 +192,7 @@ impl BoardApi {
                 request.selection.coverage(),
             )
             .await;
+        let cached = source != Source::Miss;
         metrics::cache(cached);
         if !cached {
             metrics::upstream_seconds(started.elapsed().as_secs_f64());

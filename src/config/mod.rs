@@ -9,12 +9,22 @@
 //! standalone binary needs (`board_api.server`, inside [`Settings`]: listeners,
 //! TLS, metrics endpoint, compression, playground).
 
-use crate::cache::CacheSettings;
-use crate::governance::{Limits, WorkPool};
+mod cache;
+mod limits;
+mod provider;
+mod rate_limit;
+mod server;
+
+use crate::governance::Limits;
 use crate::provider::client::ProviderSettings;
+use crate::store::CacheSettings;
+use cache::CacheConf;
+use limits::LimitsConf;
+use provider::ProviderConf;
+use rate_limit::RateLimitConf;
 use serde::Deserialize;
+pub(crate) use server::{ServerConf, ServerSettings};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// A configuration problem, naming the key: what every constructor of this
@@ -79,108 +89,6 @@ pub(crate) struct BoardApiConf {
     pub server: Option<ServerConf>,
 }
 
-/// `board_api.server:`, read by the standalone binary only.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ServerConf {
-    /// Addresses to listen on (required, at least one).
-    pub listen: Vec<String>,
-    #[serde(default)]
-    pub tls: Option<TlsConf>,
-    #[serde(default)]
-    pub metrics: Option<MetricsConf>,
-    /// Response compression level (0 turns it off; default 6).
-    #[serde(default)]
-    pub compression_level: Option<u32>,
-    /// Serve the playground page at `GET /` (default false; on in `--demo`).
-    #[serde(default)]
-    pub playground: Option<bool>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ProviderConf {
-    /// `source.provider` in documents.
-    pub name: String,
-    /// The host accepted in `url=` share links.
-    pub share_host: String,
-    /// Where upstream requests go.
-    pub origin: String,
-    pub user_agent: Option<String>,
-    /// PEM CA bundle for the origin instead of the system roots.
-    pub ca_file: Option<PathBuf>,
-    pub connect_timeout_ms: Option<u64>,
-    pub read_timeout_ms: Option<u64>,
-    pub fetch_deadline_ms: Option<u64>,
-    pub max_response_bytes: Option<usize>,
-    pub max_boards: Option<usize>,
-    pub batch_size: Option<usize>,
-    pub concurrency: Option<usize>,
-    pub max_elements: Option<usize>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CacheConf {
-    /// `false` turns caching and request coalescing off.
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    /// Seconds a document (and what is rendered from it) is served; 0 turns
-    /// caching off.
-    #[serde(alias = "ttl")]
-    pub ttl_seconds: Option<u64>,
-    pub error_ttl_seconds: Option<u64>,
-    /// One byte budget over documents, rendered bodies and their
-    /// compressed variants (default 128 MiB).
-    #[serde(alias = "size")]
-    pub budget_bytes: Option<usize>,
-    /// The heaviest single entry kept (default a quarter of the budget);
-    /// heavier documents are served but not kept.
-    pub max_document_bytes: Option<usize>,
-    /// Failures remembered at most (default 1024).
-    pub max_error_entries: Option<usize>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct LimitsConf {
-    /// Threads for CPU-heavy steps (default half the cores, at least 1).
-    pub work_threads: Option<usize>,
-    /// Jobs waiting for a work thread (default 256).
-    pub work_queue: Option<usize>,
-    /// Cold loads (fetch + build) at once (default `work_threads`).
-    pub max_cold_loads: Option<usize>,
-    /// Cold loads waiting for a slot; past it `503 OVERLOADED` (default 64).
-    pub cold_queue: Option<usize>,
-    /// Requests in flight to the provider at once (default 32).
-    pub max_upstream_requests: Option<usize>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RateLimitConf {
-    /// Requests per second allowed per client address on the two endpoints.
-    pub requests_per_second: u32,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct MetricsConf {
-    /// Where Prometheus scrapes `/metrics` (plain HTTP), e.g. `127.0.0.1:9100`.
-    pub listen: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct TlsConf {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-}
-
 /// What the API runs on: everything an embedding host configures.
 #[derive(Debug, Clone)]
 pub struct ApiSettings {
@@ -195,19 +103,6 @@ pub struct ApiSettings {
     pub(crate) cache: Option<CacheSettings>,
     pub(crate) rate_limit: Option<u32>,
     pub(crate) limits: Limits,
-}
-
-/// What only the standalone binary runs on (`board_api.server`).
-#[derive(Debug, Clone)]
-pub(crate) struct ServerSettings {
-    pub listen: Vec<SocketAddr>,
-    pub tls: Option<TlsConf>,
-    /// The Prometheus exporter's address, when configured.
-    pub metrics_listen: Option<SocketAddr>,
-    /// 0 (off) to 9; the same level for gzip, brotli and zstd.
-    pub compression_level: u32,
-    /// Serve the playground page at `GET /`.
-    pub playground: bool,
 }
 
 /// Both parts, for the standalone binary.
@@ -337,70 +232,6 @@ impl Settings {
     }
 }
 
-impl ServerConf {
-    fn validate(self) -> Result<ServerSettings, ConfigError> {
-        if self.listen.is_empty() {
-            return fail(
-                "board_api.server.listen",
-                "at least one address is required",
-            );
-        }
-        let mut listen = Vec::with_capacity(self.listen.len());
-        for addr in &self.listen {
-            match addr.parse::<SocketAddr>() {
-                Ok(a) => listen.push(a),
-                Err(_) => {
-                    return fail(
-                        "board_api.server.listen",
-                        format!("{addr:?} is not an IP:port address"),
-                    )
-                }
-            }
-        }
-        if let Some(tls) = &self.tls {
-            for (key, path) in [
-                ("board_api.server.tls.cert", &tls.cert),
-                ("board_api.server.tls.key", &tls.key),
-            ] {
-                if !path.is_file() {
-                    return fail(key, format!("{} is not a readable file", path.display()));
-                }
-            }
-        }
-        let metrics_listen = match &self.metrics {
-            None => None,
-            Some(m) => match m.listen.parse::<SocketAddr>() {
-                Ok(a) if !listen.contains(&a) => Some(a),
-                Ok(_) => {
-                    return fail(
-                        "board_api.server.metrics.listen",
-                        "must differ from board_api.server.listen",
-                    )
-                }
-                Err(_) => {
-                    return fail(
-                        "board_api.server.metrics.listen",
-                        format!("{:?} is not an IP:port address", m.listen),
-                    )
-                }
-            },
-        };
-        // Pingora hands one level to every codec; gzip (zlib-ng through
-        // flate2) asserts on levels above 9, so 9 is the ceiling for all.
-        let compression_level = self.compression_level.unwrap_or(6);
-        if compression_level > 9 {
-            return fail("board_api.server.compression_level", "must be 0 (off) to 9");
-        }
-        Ok(ServerSettings {
-            listen,
-            tls: self.tls,
-            metrics_listen,
-            compression_level,
-            playground: self.playground.unwrap_or(false),
-        })
-    }
-}
-
 impl BoardApiConf {
     /// Checks every value of the API's part and applies defaults.
     ///
@@ -408,120 +239,20 @@ impl BoardApiConf {
     /// A [`ConfigError`] naming the first bad key.
     fn validate_api(self) -> Result<ApiSettings, ConfigError> {
         let prefix = validate_prefix(self.prefix.as_deref())?;
-        let p = self.provider;
-        if p.name.trim().is_empty() {
-            return fail("board_api.provider.name", "must not be empty");
-        }
-        let share_host = p.share_host.trim().to_ascii_lowercase();
-        match url::Url::parse(&format!("https://{share_host}/")) {
-            Ok(u) if u.host_str() == Some(share_host.as_str()) && u.port().is_none() => {}
-            _ => {
-                return fail(
-                    "board_api.provider.share_host",
-                    "must be a bare host name such as app.milanote.com",
-                )
-            }
-        }
-        let origin = url::Url::parse(&p.origin).or_else(|e| {
-            fail(
-                "board_api.provider.origin",
-                format!("not a URL ({e}); e.g. https://app.milanote.com"),
-            )
-        })?;
-        let defaults = ProviderSettings::default();
-        let user_agent = p.user_agent.unwrap_or(defaults.user_agent.clone());
-        if let Some(ca) = &p.ca_file {
-            if !ca.is_file() {
-                return fail(
-                    "board_api.provider.ca_file",
-                    format!("{} is not a readable file", ca.display()),
-                );
-            }
-        }
-        let provider = ProviderSettings {
-            origin,
-            user_agent,
-            ca_file: p.ca_file,
-            connect_timeout: millis(
-                "board_api.provider.connect_timeout_ms",
-                p.connect_timeout_ms,
-                defaults.connect_timeout,
-            )?,
-            read_timeout: millis(
-                "board_api.provider.read_timeout_ms",
-                p.read_timeout_ms,
-                defaults.read_timeout,
-            )?,
-            fetch_deadline: millis(
-                "board_api.provider.fetch_deadline_ms",
-                p.fetch_deadline_ms,
-                defaults.fetch_deadline,
-            )?,
-            max_response_bytes: within(
-                "board_api.provider.max_response_bytes",
-                p.max_response_bytes,
-                defaults.max_response_bytes,
-                1024,
-                1 << 30,
-            )?,
-            max_boards: within(
-                "board_api.provider.max_boards",
-                p.max_boards,
-                defaults.max_boards,
-                1,
-                10_000,
-            )?,
-            batch_size: within(
-                "board_api.provider.batch_size",
-                p.batch_size,
-                defaults.batch_size,
-                1,
-                50,
-            )?,
-            concurrency: within(
-                "board_api.provider.concurrency",
-                p.concurrency,
-                defaults.concurrency,
-                1,
-                64,
-            )?,
-            max_elements: within(
-                "board_api.provider.max_elements",
-                p.max_elements,
-                defaults.max_elements,
-                1,
-                10_000_000,
-            )?,
-            // Set from `limits.max_upstream_requests` when the API is built.
-            max_in_flight: defaults.max_in_flight,
+        let provider = self.provider.validate()?;
+        let rate_limit = match &self.rate_limit {
+            Some(r) => Some(r.validate()?),
+            None => None,
         };
-        // The client's own rules (origin shape, user agent, positive limits);
-        // its messages start with the setting's name.
-        provider.validate().or_else(|message| {
-            let setting = message.split(':').next().unwrap_or("");
-            fail(&format!("board_api.provider.{setting}"), message.clone())
-        })?;
-        let cache = match self.cache {
-            Some(c) if !c.enabled || c.ttl_seconds == Some(0) => None,
-            c => Some(cache_settings(c)?),
-        };
-        if let Some(r) = &self.rate_limit {
-            if r.requests_per_second == 0 {
-                return fail(
-                    "board_api.rate_limit.requests_per_second",
-                    "must be at least 1",
-                );
-            }
-        }
         Ok(ApiSettings {
             prefix,
             claim_prefix: self.claim_prefix.unwrap_or(false),
-            provider_name: p.name,
-            share_host,
-            provider,
-            cache,
-            rate_limit: self.rate_limit.map(|r| r.requests_per_second),
-            limits: limits_settings(self.limits)?,
+            provider_name: provider.name,
+            share_host: provider.share_host,
+            provider: provider.settings,
+            cache: CacheConf::validate(self.cache)?,
+            rate_limit,
+            limits: limits::limits_settings(self.limits)?,
         })
     }
 }
@@ -547,104 +278,6 @@ fn validate_prefix(prefix: Option<&str>) -> Result<String, ConfigError> {
         );
     }
     Ok(trimmed.to_string())
-}
-
-/// `board_api.cache`, with defaults; `None` means the section was absent.
-fn cache_settings(conf: Option<CacheConf>) -> Result<CacheSettings, ConfigError> {
-    let d = CacheSettings::default();
-    let Some(c) = conf else {
-        return Ok(d);
-    };
-    let budget_bytes = within(
-        "board_api.cache.budget_bytes",
-        c.budget_bytes,
-        d.budget_bytes,
-        1 << 20,
-        1 << 40,
-    )?;
-    let max_entry_bytes = within(
-        "board_api.cache.max_document_bytes",
-        c.max_document_bytes,
-        budget_bytes / 4,
-        1024,
-        budget_bytes,
-    )?;
-    let secs = |key: &str, value: Option<u64>, default: Duration, max: usize| {
-        within(
-            key,
-            value.map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
-            default.as_secs() as usize,
-            1,
-            max,
-        )
-        .map(|v| Duration::from_secs(v as u64))
-    };
-    Ok(CacheSettings {
-        ttl: secs("board_api.cache.ttl_seconds", c.ttl_seconds, d.ttl, 86_400)?,
-        error_ttl: secs(
-            "board_api.cache.error_ttl_seconds",
-            c.error_ttl_seconds,
-            d.error_ttl,
-            3_600,
-        )?,
-        budget_bytes,
-        max_entry_bytes,
-        max_error_entries: within(
-            "board_api.cache.max_error_entries",
-            c.max_error_entries,
-            d.max_error_entries,
-            1,
-            1_000_000,
-        )?,
-    })
-}
-
-/// `board_api.limits`, with defaults. The bounds keep every value inside
-/// what the pool, the semaphores and the OS accept, so nothing that passes
-/// here can fail or panic later.
-fn limits_settings(conf: Option<LimitsConf>) -> Result<Limits, ConfigError> {
-    let d = Limits::default();
-    let Some(l) = conf else {
-        return Ok(d);
-    };
-    let work_threads = within(
-        "board_api.limits.work_threads",
-        l.work_threads,
-        WorkPool::default_threads(),
-        1,
-        256,
-    )?;
-    Ok(Limits {
-        work_threads,
-        work_queue: within(
-            "board_api.limits.work_queue",
-            l.work_queue,
-            d.work_queue,
-            1,
-            1_000_000,
-        )?,
-        max_cold_loads: within(
-            "board_api.limits.max_cold_loads",
-            l.max_cold_loads,
-            work_threads,
-            1,
-            10_000,
-        )?,
-        cold_queue: within(
-            "board_api.limits.cold_queue",
-            l.cold_queue,
-            d.cold_queue,
-            0,
-            1_000_000,
-        )?,
-        max_upstream_requests: within(
-            "board_api.limits.max_upstream_requests",
-            l.max_upstream_requests,
-            d.max_upstream_requests,
-            1,
-            10_000,
-        )?,
-    })
 }
 
 /// A positive millisecond duration of at most ten minutes.

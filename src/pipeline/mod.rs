@@ -178,6 +178,40 @@ mod tests {
     }
 
     #[test]
+    fn markdown_has_its_own_etag_per_endpoint_and_selection() {
+        use crate::select::View;
+        let board = board(
+            json!({"version": 1, "fetchedAt": "t", "board": {"id": "b", "type": "BOARD", "title": "T", "children": [{"id": "c", "type": "CARD", "richText": {"plainText": "hi", "blocks": []}, "children": []}]}}),
+        );
+        let refetched = self::board(
+            json!({"version": 1, "fetchedAt": "u", "board": {"id": "b", "type": "BOARD", "title": "T", "children": [{"id": "c", "type": "CARD", "richText": {"plainText": "hi", "blocks": []}, "children": []}]}}),
+        );
+        let mut tags = std::collections::HashSet::new();
+        for view in [View::Full, View::Compact] {
+            let selection = Selection::view(view);
+            for scope in ["search", "detail"] {
+                let md = board
+                    .render_as(Representation::Markdown, scope, &selection)
+                    .expect("renders");
+                let json = board.render(scope, &selection).expect("renders");
+                assert!(tags.insert(md.etag.clone()) && tags.insert(json.etag));
+                let again = refetched
+                    .render_as(Representation::Markdown, scope, &selection)
+                    .expect("renders");
+                assert_eq!(again, md, "fetchedAt changes neither body nor tag");
+            }
+        }
+        let full = board
+            .render_as(
+                Representation::Markdown,
+                "detail",
+                &Selection::view(View::Full),
+            )
+            .expect("renders");
+        assert_eq!(&full.body[..], b"# T\n\nhi\n");
+    }
+
+    #[test]
     fn the_full_view_shares_the_envelope() {
         use crate::select::View;
         let board = board(

@@ -25,6 +25,9 @@ pub enum FetchError {
     Upstream(String),
     /// The overall fetch deadline passed before the root board was loaded.
     Timeout,
+    /// The fleet-wide budget of requests toward the provider had no room
+    /// within the deadline; nothing was sent.
+    OverBudget,
 }
 
 impl FetchError {
@@ -49,6 +52,7 @@ impl fmt::Display for FetchError {
             FetchError::NotFound => f.write_str("provider says the board does not exist"),
             FetchError::Upstream(msg) => write!(f, "provider error: {msg}"),
             FetchError::Timeout => f.write_str("provider fetch passed its deadline"),
+            FetchError::OverBudget => f.write_str("the fleet's provider budget is spent"),
         }
     }
 }

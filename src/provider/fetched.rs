@@ -1,66 +1,13 @@
 //! What the provider client hands the normalizer: the raw `/api/boards`
 //! answers of one share link, merged.
 
+pub use crate::provider::answer::{comments_of, Comments, IdHasher, RawComment};
 use crate::provider::answer::{Answer, Element, JsonText, MapReader, ObjectOnly};
 use crate::provider::head::Head;
 use indexmap::IndexMap;
 use serde::de::{DeserializeSeed as _, IgnoredAny, MapAccess};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
-
-/// The hasher of the tables keyed by element id, which a load consults
-/// several times per element: aHash, keyed at random per table like std's
-/// SipHash (ids come from board authors' data), at a fraction of its cost
-/// on short keys.
-pub type IdHasher = ahash::RandomState;
-
-/// The raw comments of `comments` maps, by key, in the provider's order.
-pub type Comments = IndexMap<String, RawComment, IdHasher>;
-
-/// One entry of a `comments` map: the fields read of it, as sent, and its
-/// `text` (rich text, a comment's bulk) as the JSON text the provider sent.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RawComment {
-    /// Whether the entry is an object; anything else is no comment.
-    pub is_object: bool,
-    pub id: Option<Value>,
-    pub underscore_id: Option<Value>,
-    pub thread_id: Option<Value>,
-    pub created_at: Option<Value>,
-    pub updated_at: Option<Value>,
-    pub text: Option<JsonText>,
-}
-
-impl RawComment {
-    /// The comment of a whole value (tests, fixtures).
-    pub fn of(value: &Value) -> RawComment {
-        let Value::Object(fields) = value else {
-            return RawComment::default();
-        };
-        let get = |k: &str| fields.get(k).cloned();
-        RawComment {
-            is_object: true,
-            id: get("id"),
-            underscore_id: get("_id"),
-            thread_id: get("threadId"),
-            created_at: get("createdAt"),
-            updated_at: get("updatedAt"),
-            text: fields.get("text").map(JsonText::of),
-        }
-    }
-
-    /// Its `text`, as a value.
-    pub fn text(&self) -> Option<Value> {
-        self.text.as_ref()?.value()
-    }
-}
-
-/// The comments of a whole `comments` map (tests, fixtures).
-pub fn comments_of(map: &Map<String, Value>) -> Comments {
-    map.iter()
-        .map(|(k, v)| (k.clone(), RawComment::of(v)))
-        .collect()
-}
 
 /// The merged raw answers for one root board and the nested boards fetched below it.
 ///

@@ -4,7 +4,7 @@
 //! element an id names.
 
 use crate::document::{Location, Position, Timestamps};
-use crate::provider::normalize::raw::{ident, object, own_id, scalar};
+use crate::provider::raw::{ident, object, own_id, scalar};
 use crate::provider::time::normalize_time;
 use serde_json::{Map, Value};
 

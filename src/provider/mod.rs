@@ -7,6 +7,7 @@ pub mod error;
 pub mod fetched;
 pub mod head;
 pub mod normalize;
+pub mod raw;
 pub mod rich_text;
 pub mod time;
 

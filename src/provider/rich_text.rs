@@ -20,7 +20,7 @@
 //! [`MAX_RAW_DEPTH`] nested levels.
 
 use crate::document::RichText;
-use crate::provider::normalize::raw::{raw_leaf, MAX_RAW_DEPTH};
+use crate::provider::raw::{raw_leaf, MAX_RAW_DEPTH};
 use serde_json::Value;
 
 /// Reads rich text in any of the accepted shapes (see the module docs).

@@ -11,15 +11,16 @@
 mod body;
 mod ca;
 mod discover;
+mod hooks;
 mod rules;
 mod settings;
 mod transport;
 
+pub use hooks::{Hooked, Job, Offload, OverBudget, Pace};
 pub use rules::MAX_TOKEN_BYTES;
 pub use settings::ProviderSettings;
 pub use transport::RESOLVE_TTL;
 
-use crate::governance::WorkPool;
 use crate::provider::answer::Answer;
 use crate::provider::error::{redact_permission, FetchError};
 use crate::provider::fetched::Fetched;
@@ -46,7 +47,7 @@ struct Inner {
     settings: ProviderSettings,
     transport: Transport,
     /// Where JSON parsing and merging run; inline when absent.
-    pool: Option<WorkPool>,
+    offload: Option<Arc<dyn Offload>>,
 }
 
 impl Inner {
@@ -55,13 +56,9 @@ impl Inner {
         &self,
         job: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, FetchError> {
-        match &self.pool {
-            Some(pool) => pool
-                .run(job)
-                .await
-                .map_err(|e| FetchError::upstream(e.to_string())),
-            None => Ok(job()),
-        }
+        hooks::run_on(self.offload.as_deref(), job)
+            .await
+            .ok_or_else(|| FetchError::upstream("a work pool job did not return"))
     }
 }
 
@@ -85,17 +82,19 @@ impl ProviderClient {
     /// setting, or `FileReadError`/`InvalidCert` when `ca_file` cannot be read or
     /// holds no usable certificate. Never panics.
     pub fn new(settings: ProviderSettings) -> pingora_error::Result<Self> {
-        Self::with_pool(settings, None)
+        Self::with_hooks(settings, None, None)
     }
 
     /// As [`ProviderClient::new`], with gzip decoding, JSON parsing and
-    /// merging run on `pool` instead of the calling async thread.
+    /// merging run on `offload` instead of the calling async thread, and
+    /// every request to the provider first admitted by `pace`.
     ///
     /// # Errors
     /// As [`ProviderClient::new`].
-    pub fn with_pool(
+    pub fn with_hooks(
         settings: ProviderSettings,
-        pool: Option<WorkPool>,
+        offload: Option<Arc<dyn Offload>>,
+        pace: Option<Arc<dyn Pace>>,
     ) -> pingora_error::Result<Self> {
         const INVALID: ErrorType = ErrorType::Custom("InvalidProviderSettings");
         settings
@@ -105,13 +104,13 @@ impl ProviderClient {
             Some(path) => Some(ca::load_ca_file(path)?),
             None => None,
         };
-        let transport = Transport::new(&settings, ca, pool.clone())
+        let transport = Transport::new(&settings, ca, offload.clone(), pace)
             .or_else(|msg| Error::e_explain(INVALID, msg))?;
         Ok(ProviderClient {
             inner: Arc::new(Inner {
                 settings,
                 transport,
-                pool,
+                offload,
             }),
         })
     }
@@ -189,13 +188,17 @@ impl ProviderClient {
         let transport = &self.inner.transport;
         let root = tokio::time::timeout_at(deadline, async {
             let response = transport
-                .get("token", &rules::token_target(board_id, permission_id))
+                .get(
+                    "token",
+                    &rules::token_target(board_id, permission_id),
+                    deadline,
+                )
                 .await?;
             let token = rules::parse_token(&response)?;
             *token_out = Some(token.clone());
             let ids = [board_id.to_owned()];
             let response = transport
-                .get("root board", &rules::boards_target(&ids, &token))
+                .get("root board", &rules::boards_target(&ids, &token), deadline)
                 .await?;
             let body = self
                 .inner
@@ -312,7 +315,11 @@ impl ProviderClient {
                 let token = token.to_owned();
                 in_flight.spawn(async move {
                     let target = rules::boards_target(&ids, &token);
-                    let answer = match inner.transport.get("nested boards", &target).await {
+                    let answer = match inner
+                        .transport
+                        .get("nested boards", &target, deadline)
+                        .await
+                    {
                         Ok(response) => inner
                             .cpu(move || rules::parse_boards(&response))
                             .await

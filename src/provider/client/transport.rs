@@ -4,8 +4,8 @@
 //! gzip decoding. Used by `ProviderClient` for the token and boards requests.
 
 use super::body::decode_body;
+use super::hooks::{self, Offload, Pace};
 use super::settings::ProviderSettings;
-use crate::governance::WorkPool;
 use crate::provider::error::FetchError;
 use bytes::Bytes;
 use pingora_core::connectors::http::Connector;
@@ -56,7 +56,9 @@ pub struct Transport {
     /// The global cap on exchanges in flight to the provider.
     in_flight: Arc<tokio::sync::Semaphore>,
     /// Where gzip bodies are inflated; inline when absent.
-    pool: Option<WorkPool>,
+    offload: Option<Arc<dyn Offload>>,
+    /// The fleet's shared budget toward the provider, when configured.
+    pace: Option<Arc<dyn Pace>>,
 }
 
 impl Transport {
@@ -65,7 +67,8 @@ impl Transport {
     pub fn new(
         settings: &ProviderSettings,
         ca: Option<Arc<CaType>>,
-        pool: Option<WorkPool>,
+        offload: Option<Arc<dyn Offload>>,
+        pace: Option<Arc<dyn Pace>>,
     ) -> Result<Self, String> {
         let url = &settings.origin;
         let tls = match url.scheme() {
@@ -108,7 +111,8 @@ impl Transport {
                     .max_in_flight
                     .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
             )),
-            pool,
+            offload,
+            pace,
         })
     }
 
@@ -194,8 +198,20 @@ impl Transport {
     ///
     /// [`FetchError::Upstream`] when the provider is unreachable, answers a bot
     /// challenge, sends an unsupported encoding or a body over the size limit;
-    /// [`FetchError::Timeout`] on a connect, write or read timeout.
-    pub async fn get(&self, what: &str, target: &str) -> Result<Response, FetchError> {
+    /// [`FetchError::Timeout`] on a connect, write or read timeout;
+    /// [`FetchError::OverBudget`] when the fleet's budget toward the
+    /// provider has no room before `deadline`.
+    pub async fn get(
+        &self,
+        what: &str,
+        target: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<Response, FetchError> {
+        if let Some(pace) = &self.pace {
+            pace.admit(deadline)
+                .await
+                .map_err(|_| FetchError::OverBudget)?;
+        }
         let started = Instant::now();
         // One turn under the global cap per exchange (retry included); the
         // caller's deadline bounds the wait.
@@ -317,13 +333,15 @@ impl Transport {
             }
             body.extend_from_slice(&chunk);
         }
-        let decoded = match (&self.pool, encoding.as_deref()) {
+        let decoded = match (&self.offload, encoding.as_deref()) {
             // Inflating is CPU work: off the async threads when a pool is set.
-            (Some(pool), Some(_)) => {
+            (Some(offload), Some(_)) => {
                 let encoding = encoding.clone();
-                pool.run(move || decode_body(encoding.as_deref(), body, max))
-                    .await
-                    .unwrap_or_else(|e| Err(FetchError::upstream(e.to_string())))
+                hooks::run_on(Some(offload.as_ref()), move || {
+                    decode_body(encoding.as_deref(), body, max)
+                })
+                .await
+                .unwrap_or_else(|| Err(FetchError::upstream("inflating did not return")))
             }
             _ => decode_body(encoding.as_deref(), body, max),
         };
@@ -380,7 +398,7 @@ mod tests {
             origin: url::Url::parse(origin).unwrap(),
             ..ProviderSettings::default()
         };
-        Transport::new(&settings, None, None).unwrap()
+        Transport::new(&settings, None, None, None).unwrap()
     }
 
     #[test]

@@ -15,10 +15,12 @@
 //!   or `""`; then the rich text's plain text when non-empty; else a raw `""`.
 //! - `UNKNOWN.elementType` is the raw `elementType` string, `""` when missing.
 
-use super::raw::{boolean, ident, non_empty, object, own_id, raw, raw_array, scalar, string};
 use crate::document::*;
 use crate::provider::fetched::RawComment;
 use crate::provider::head::Head;
+use crate::provider::raw::{
+    boolean, ident, non_empty, object, own_id, raw, raw_array, scalar, string,
+};
 use crate::provider::rich_text::rich_text;
 use crate::provider::time::normalize_time;
 use serde_json::{Map, Value};

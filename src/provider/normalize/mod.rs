@@ -9,7 +9,6 @@
 
 pub(crate) mod fields;
 mod order;
-pub mod raw;
 mod tree;
 
 use crate::document::{
@@ -22,7 +21,7 @@ use std::fmt;
 /// Most node levels below the root that are output (the root is level 0).
 ///
 /// A node at this level is output with `children: []`; the elements below it
-/// are cut. With [`raw::MAX_RAW_DEPTH`] this keeps every document within 120
+/// are cut. With [`crate::provider::raw::MAX_RAW_DEPTH`] this keeps every document within 120
 /// JSON levels: a node at level `n` is `2 + 2n` levels deep (`board`, then
 /// `children` and the node per level), and the deepest fixed path inside a
 /// node (`table.rows[][].richText.blocks[]`) adds 6 more before raw JSON.

@@ -17,11 +17,13 @@
 //! accepts (same syntax, same nesting limit), and a repeated key means what
 //! it means in a value: the last value wins and keeps the first one's place.
 
-use crate::provider::fetched::{Comments, IdHasher, RawComment};
+mod comments;
+
 use crate::provider::head::{
     Head, HeadFields, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
 };
 use bytes::Bytes;
+pub use comments::{comments_of, Comments, IdHasher, RawComment};
 use indexmap::IndexMap;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -565,141 +567,4 @@ impl<'de, const N: usize> Visitor<'de> for NameIn<N> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    /// An answer as plain values: the top-level fields, the elements as
-    /// `(key, head, content)`, and the comments.
-    type Split = (
-        Map<String, Value>,
-        Option<Vec<(String, Head, Option<Value>)>>,
-        Option<Comments>,
-    );
-
-    /// What parsing the body as one value gives, split the way [`Answer`] splits it.
-    fn as_one_value(body: &[u8]) -> Result<Split, AnswerError> {
-        let mut top = match serde_json::from_slice::<Value>(body) {
-            Ok(Value::Object(map)) => map,
-            Ok(_) => return Err(AnswerError::NotObject),
-            Err(_) => return Err(AnswerError::NotJson),
-        };
-        let elements = match top.shift_remove("elements") {
-            Some(Value::Object(map)) => Some(
-                map.into_iter()
-                    .map(|(key, mut element)| {
-                        let content = element
-                            .as_object_mut()
-                            .and_then(|o| o.shift_remove("content"));
-                        // The head of every field, not only the kept ones.
-                        (key, Head::read(&element), content)
-                    })
-                    .collect(),
-            ),
-            _ => None,
-        };
-        let comments = match top.shift_remove("comments") {
-            Some(Value::Object(map)) => Some(crate::provider::fetched::comments_of(&map)),
-            _ => None,
-        };
-        Ok((top, elements, comments))
-    }
-
-    fn check(body: &str) {
-        let want = as_one_value(body.as_bytes());
-        let got = Answer::parse(body.as_bytes()).map(|a| {
-            let elements = a.elements.map(|entries| {
-                entries
-                    .into_iter()
-                    .map(|(key, e)| {
-                        let content = e.content.map(|c| c.value().unwrap());
-                        (key, e.head, content)
-                    })
-                    .collect()
-            });
-            (a.fields, elements, a.comments)
-        });
-        assert_eq!(got, want, "{body}");
-    }
-
-    #[test]
-    fn reads_what_one_value_reads() {
-        for body in [
-            r#"{"elements": {"a": {"id": "a", "content": {"x": [1, {"y": "\"}"}]}, "elementType": "CARD"}}, "errors": {}}"#,
-            r#"{"elements": {"a": {"content": 1, "content": {"b": 2}}, "b": 5, "a": {"v": 2}}}"#,
-            r#"{"elements": [1, 2], "comments": {"c": {"text": "t"}}}"#,
-            r#"{"comments": {"c": {"text": {"a": [1]}, "id": 3, "x": {"y": []}, "text": "last"}, "d": 5, "c": [1]}}"#,
-            r#"{"comments": {"c": {"threadId": "t", "createdAt": 1, "updatedAt": "2020-01-01T00:00:00Z", "_id": "u"}}, "comments": 4}"#,
-            r#"{"comments": {"c": {"t\u0065xt": "escaped"}}, "comments": {"d": {}}}"#,
-            r#"{"elements": {"a": [1, {"content": 2}]}, "elements": {"b": {"content": null}}}"#,
-            r#"{"elements": {"a": {"content": "x"}}, "elements": 3}"#,
-            r#"{"fetchedTime": 1.5e3, "elements": {"\u0061": {"i\u0064": -7, "content": {"\u0074": "\ud83d\ude00"}}}}"#,
-            r#"  {"elements": {}}  "#,
-            r#"{"elements": {"a": {"location": {"parentId": "p", "position": {"x": 1, "y": [2], "q": {"r": []}}, "positionY": "7", "z": [{}]}, "positionIndex": 3}}}"#,
-            r#"{"elements": {"a": {"location": {"parentId": 1, "parentId": "q", "position": {"x": 1}, "position": 5, "section": null}}}}"#,
-            r#"{"elements": {"a": {"location": [1, {"parentId": "p"}], "meta": {"createdTime": 5, "creator": {"u": 1}, "createdTime": "2020-01-01T00:00:00Z"}}}}"#,
-            r#"{"elements": {"a": {"meta": 7, "location": {"p\u0061rentId": "e", "posit\u0069on": {"\u0078": 2}}, "element\u0054ype": "CARD", "location": {"parentId": "last"}}}}"#,
-            r#"{"elements": {"a": {"meta": {"modifiedTime": 1}, "meta": [], "threadId": 4, "_id": "u", "positionScore": 1.5}}}"#,
-            r#"[1, 2]"#,
-            r#""text""#,
-            r#"{"elements": {"a": {"content": {"b": }}}}"#,
-            r#"{"elements": {"a": {"content": {"b": 1}}}} trailing"#,
-            r#"{"elements": {"a": {"content": {"b": "\x"}}}}"#,
-            // Text that is kept or skipped is held to a value parse: a lone
-            // surrogate escape, a number out of range.
-            r#"{"elements": {"a": {"content": {"t": "\ud06d\ude42"}}}}"#,
-            r#"{"elements": {"a": {"content": {"t": "\ud83d\ude42 ok"}}}}"#,
-            r#"{"elements": {"a": {"style": ["\udc00"]}}}"#,
-            r#"{"elements": {"a": {"location": {"other": "\ud800x"}}}}"#,
-            r#"{"elements": {"a": {"meta": {"creator": 1e400}}}}"#,
-            r#"{"elements": {"a": {"content": [1e308, -1e400]}}}"#,
-            r#"{"elements": [["\ud800"]]}"#,
-            r#"{"comments": {"c": {"text": "\ude42 lone"}}}"#,
-            r#"{"comments": {"c": {"userId": 2e999}}}"#,
-            "",
-        ] {
-            check(body);
-        }
-    }
-
-    #[test]
-    fn the_nesting_limit_is_the_one_of_a_value() {
-        let nest = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
-        let objects =
-            |depth: usize| format!(r#"{}1{}"#, r#"{"k":"#.repeat(depth), "}".repeat(depth));
-        for depth in [
-            MAX_CONTENT_DEPTH - 1,
-            MAX_CONTENT_DEPTH,
-            MAX_CONTENT_DEPTH + 1,
-        ] {
-            for value in [nest(depth), objects(depth)] {
-                check(&format!(
-                    r#"{{"elements": {{"a": {{"content": {value}}}}}}}"#
-                ));
-                check(&format!(r#"{{"elements": {{"a": {{"style": {value}}}}}}}"#));
-                check(&format!(r#"{{"elements": {{"a": {{"meta": {value}}}}}}}"#));
-                check(&format!(r#"{{"elements": [{value}]}}"#));
-                check(&format!(r#"{{"elements": [[{value}]]}}"#));
-                check(&format!(r#"{{"comments": {value}}}"#));
-            }
-        }
-        let too_deep = format!(
-            r#"{{"elements": {{"a": {{"content": {}}}}}}}"#,
-            objects(MAX_CONTENT_DEPTH + 1)
-        );
-        assert_eq!(
-            Answer::parse(too_deep.as_bytes()).err(),
-            Some(AnswerError::NotJson)
-        );
-    }
-
-    #[test]
-    fn from_value_round_trips() {
-        let value = json!({"elements": {"a": {"content": {"b": 1}, "id": "a"}}, "x": 1});
-        let answer = Answer::from_value(value.as_object().unwrap());
-        assert_eq!(answer.element_count(), 1);
-        let (key, head) = answer.element_heads().next().unwrap();
-        assert_eq!((key, head.id.as_deref()), ("a", Some("a")));
-        assert_eq!(answer.fields["x"], 1);
-    }
-}
+mod tests;

@@ -3,13 +3,13 @@
 //! `GET /` and `HEAD /`. Pure: [`BoardApi::respond`](crate::api::BoardApi)
 //! calls [`page`] only in standalone mode; an embedding host never sees it.
 
-use crate::api::respond::ApiResponse;
+use super::respond::ApiResponse;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 
 /// `assets/playground.html`, compiled in: no file to deploy next to the binary.
-pub(crate) const PAGE: &str = include_str!("../assets/playground.html");
+pub(crate) const PAGE: &str = include_str!("../../assets/playground.html");
 
 /// The page's policy: its inline script and style run, it may call any API
 /// origin (the "API base" field), and nothing else loads or frames it.

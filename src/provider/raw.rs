@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 ///
 /// Deeper arrays and objects are dropped (an object loses that key, an array
 /// that item); scalars at the last level are kept. Together with
-/// [`super::MAX_NODE_DEPTH`] this keeps every document at most 120 levels deep,
+/// [`crate::provider::normalize::MAX_NODE_DEPTH`] this keeps every document at most 120 levels deep,
 /// below the 127 that `serde_json::from_slice` accepts, so a client using
 /// serde_json can read any document this service writes.
 pub const MAX_RAW_DEPTH: usize = 48;

@@ -1,0 +1,144 @@
+//! `board_api.provider`: the provider's name, the share-link host and where
+//! and how upstream requests go (timeouts, size and fan-out limits).
+
+use super::{fail, millis, within, ConfigError};
+use crate::provider::client::ProviderSettings;
+use serde::Deserialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProviderConf {
+    /// `source.provider` in documents.
+    pub name: String,
+    /// The host accepted in `url=` share links.
+    pub share_host: String,
+    /// Where upstream requests go.
+    pub origin: String,
+    pub user_agent: Option<String>,
+    /// PEM CA bundle for the origin instead of the system roots.
+    pub ca_file: Option<PathBuf>,
+    pub connect_timeout_ms: Option<u64>,
+    pub read_timeout_ms: Option<u64>,
+    pub fetch_deadline_ms: Option<u64>,
+    pub max_response_bytes: Option<usize>,
+    pub max_boards: Option<usize>,
+    pub batch_size: Option<usize>,
+    pub concurrency: Option<usize>,
+    pub max_elements: Option<usize>,
+}
+
+/// `board_api.provider`, validated: the provider's name, the share-link
+/// host (lower case) and the client's settings.
+pub(crate) struct ValidProvider {
+    pub name: String,
+    pub share_host: String,
+    pub settings: ProviderSettings,
+}
+
+impl ProviderConf {
+    /// Checks every value and applies the client's defaults.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key.
+    pub(crate) fn validate(self) -> Result<ValidProvider, ConfigError> {
+        let p = self;
+        if p.name.trim().is_empty() {
+            return fail("board_api.provider.name", "must not be empty");
+        }
+        let share_host = p.share_host.trim().to_ascii_lowercase();
+        match url::Url::parse(&format!("https://{share_host}/")) {
+            Ok(u) if u.host_str() == Some(share_host.as_str()) && u.port().is_none() => {}
+            _ => {
+                return fail(
+                    "board_api.provider.share_host",
+                    "must be a bare host name such as app.milanote.com",
+                )
+            }
+        }
+        let origin = url::Url::parse(&p.origin).or_else(|e| {
+            fail(
+                "board_api.provider.origin",
+                format!("not a URL ({e}); e.g. https://app.milanote.com"),
+            )
+        })?;
+        let defaults = ProviderSettings::default();
+        let user_agent = p.user_agent.unwrap_or(defaults.user_agent.clone());
+        if let Some(ca) = &p.ca_file {
+            if !ca.is_file() {
+                return fail(
+                    "board_api.provider.ca_file",
+                    format!("{} is not a readable file", ca.display()),
+                );
+            }
+        }
+        let provider = ProviderSettings {
+            origin,
+            user_agent,
+            ca_file: p.ca_file,
+            connect_timeout: millis(
+                "board_api.provider.connect_timeout_ms",
+                p.connect_timeout_ms,
+                defaults.connect_timeout,
+            )?,
+            read_timeout: millis(
+                "board_api.provider.read_timeout_ms",
+                p.read_timeout_ms,
+                defaults.read_timeout,
+            )?,
+            fetch_deadline: millis(
+                "board_api.provider.fetch_deadline_ms",
+                p.fetch_deadline_ms,
+                defaults.fetch_deadline,
+            )?,
+            max_response_bytes: within(
+                "board_api.provider.max_response_bytes",
+                p.max_response_bytes,
+                defaults.max_response_bytes,
+                1024,
+                1 << 30,
+            )?,
+            max_boards: within(
+                "board_api.provider.max_boards",
+                p.max_boards,
+                defaults.max_boards,
+                1,
+                10_000,
+            )?,
+            batch_size: within(
+                "board_api.provider.batch_size",
+                p.batch_size,
+                defaults.batch_size,
+                1,
+                50,
+            )?,
+            concurrency: within(
+                "board_api.provider.concurrency",
+                p.concurrency,
+                defaults.concurrency,
+                1,
+                64,
+            )?,
+            max_elements: within(
+                "board_api.provider.max_elements",
+                p.max_elements,
+                defaults.max_elements,
+                1,
+                10_000_000,
+            )?,
+            // Set from `limits.max_upstream_requests` when the API is built.
+            max_in_flight: defaults.max_in_flight,
+        };
+        // The client's own rules (origin shape, user agent, positive limits);
+        // its messages start with the setting's name.
+        provider.validate().or_else(|message| {
+            let setting = message.split(':').next().unwrap_or("");
+            fail(&format!("board_api.provider.{setting}"), message.clone())
+        })?;
+        Ok(ValidProvider {
+            name: p.name,
+            share_host,
+            settings: provider,
+        })
+    }
+}

@@ -1,0 +1,405 @@
+//! The board store: where a board is looked for, loaded and kept, and where
+//! what is rendered from it is cached. It knows nothing of HTTP.
+//!
+//! A request for a board goes down the levels until one answers:
+//!
+//! 1. **The process cache** ([`budget`]): sanitized documents, rendered
+//!    bodies and their compressed variants in one byte budget (TinyUfo, each
+//!    entry weighed by its size in memory; an entry heavier than
+//!    `max_entry_bytes` is answered but not kept). Provider failures are
+//!    remembered apart, in a small count-bounded cache, so bad links cannot
+//!    push good boards out.
+//! 2. **Coalescing** ([`coalesce`]): concurrent requests for one board
+//!    that missed the process cache share one lookup below. The lookup runs
+//!    in its own task: a caller dropped by a host's timeout neither cancels
+//!    it nor leaves the key locked.
+//! 3. **The load** ([`load`]): behind the admission gate (at most
+//!    `max_cold_loads` at once, a bounded queue, `503` past it), a fetch
+//!    from the provider and the build on the work pool.
+//!
+//! Documents are kept by coverage: an outline request takes a cached
+//! outline or full document, or joins a full load in flight; a full request
+//! takes only a full document.
+
+mod budget;
+mod coalesce;
+mod load;
+
+pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
+pub use coalesce::{Coalescer, Joined};
+
+use crate::document::Coverage;
+use crate::encoding::{self, Encoding};
+use crate::governance::{Limits, WorkPool};
+use crate::pipeline::{LoadedBoard, Rendered, Representation};
+use crate::provider::client::ProviderSettings;
+use crate::provider::error::FetchError;
+use crate::select::Selection;
+use load::Loader;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why a board or a render could not be produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// The provider's answer (remembered for `error_ttl`).
+    Fetch(FetchError),
+    /// The cold-load queue is full.
+    Overloaded,
+    /// A bug (a job panicked, a body did not serialize); the text is for
+    /// the log.
+    Internal(String),
+}
+
+/// Which level answered a request for a board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The process cache.
+    Hit,
+    /// A load already in flight for the same board, joined.
+    Coalesced,
+    /// Loaded from the provider for this request.
+    Miss,
+}
+
+impl Source {
+    /// The name `Server-Timing` and the access log use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Hit => "hit",
+            Source::Coalesced => "coalesced",
+            Source::Miss => "miss",
+        }
+    }
+}
+
+/// Where a load's time went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadTiming {
+    /// Waiting for the provider (token, root board, nested boards).
+    pub upstream: Duration,
+    /// Normalizing and sanitizing on the work pool.
+    pub build: Duration,
+}
+
+/// A loaded board and the generation that tells its renders from those of
+/// an earlier load of the same link.
+#[derive(Clone)]
+pub struct Doc {
+    pub board: Arc<LoadedBoard>,
+    /// How the load that produced it went (zero when it was not loaded
+    /// from the provider by this node).
+    pub timing: LoadTiming,
+    generation: u64,
+}
+
+/// Generations are only compared for equality: one counter for the process.
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
+
+impl Doc {
+    fn new(board: LoadedBoard, timing: LoadTiming) -> Self {
+        Doc {
+            board: Arc::new(board),
+            timing,
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+/// A rendered body in one content coding (its ETag is the identity
+/// body's: a weak validator names the content, not the coding).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    pub rendered: Rendered,
+    pub encoding: Encoding,
+}
+
+type DocKey = (String, String);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Document(DocKey, Coverage),
+    Render {
+        generation: u64,
+        scope: &'static str,
+        selection: Arc<str>,
+        representation: Representation,
+        encoding: Encoding,
+    },
+}
+
+#[derive(Clone)]
+enum Entry {
+    Document(Doc),
+    Render(Variant),
+}
+
+type Loaded = Result<Doc, LoadError>;
+
+/// The process cache and the coalescing in front of the levels below.
+struct Cached {
+    settings: CacheSettings,
+    budget: Budget<Key, Entry>,
+    failures: Budget<DocKey, FetchError>,
+    loads: Coalescer<(DocKey, Coverage), Loaded>,
+}
+
+struct Inner {
+    loader: Loader,
+    cache: Option<Cached>,
+}
+
+/// The read side of the API: documents and renders, cached, coalesced,
+/// admitted and computed on the pool. Cheap to clone.
+#[derive(Clone)]
+pub struct Boards {
+    inner: Arc<Inner>,
+}
+
+/// Bytes a render entry costs beside its body: key, ETag, bookkeeping.
+const RENDER_OVERHEAD: usize = 256;
+
+impl Boards {
+    /// `cache: None` turns caching and coalescing off (every request loads).
+    ///
+    /// # Errors
+    /// The pool's threads could not be started, or the provider client
+    /// could not be built (e.g. an unreadable `ca_file`).
+    pub fn new(
+        provider: ProviderSettings,
+        provider_name: String,
+        cache: Option<CacheSettings>,
+        limits: &Limits,
+    ) -> Result<Self, String> {
+        let loader = Loader::new(provider, provider_name, limits, None)?;
+        let cache = cache.map(|settings| Cached {
+            budget: Budget::new(settings.budget_bytes, settings.max_entry_bytes).reporting(),
+            failures: Budget::counted(settings.max_error_entries),
+            loads: Coalescer::default(),
+            settings,
+        });
+        Ok(Boards {
+            inner: Arc::new(Inner { loader, cache }),
+        })
+    }
+
+    /// The sanitized board for (board id, permission id), holding at least
+    /// `coverage` of it, and the level that answered.
+    pub async fn document(
+        &self,
+        board_id: &str,
+        permission_id: &str,
+        coverage: Coverage,
+    ) -> (Loaded, Source) {
+        let Some(cache) = &self.inner.cache else {
+            let inner = Arc::clone(&self.inner);
+            let (b, p) = (board_id.to_owned(), permission_id.to_owned());
+            // Still in a task of its own: a dropped caller does not cut a
+            // load off halfway (the provider's answer would be wasted).
+            let task = tokio::spawn(async move {
+                let deadline = inner.loader.deadline();
+                inner.loader.load(&b, &p, coverage, deadline).await
+            });
+            let outcome = task
+                .await
+                .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))));
+            return (outcome, Source::Miss);
+        };
+        let key = (board_id.to_owned(), permission_id.to_owned());
+        if let Some(doc) = cache.document(&key, coverage) {
+            return (Ok(doc), Source::Hit);
+        }
+        if let Some(failure) = cache.failures.get(&key) {
+            return (Err(LoadError::Fetch(failure)), Source::Hit);
+        }
+        let full_loading = (coverage == Coverage::Outline)
+            .then(|| cache.loads.joining(&(key.clone(), Coverage::Full)))
+            .flatten();
+        let joined = match full_loading {
+            Some(joined) => joined,
+            None => {
+                let inner = Arc::clone(&self.inner);
+                cache
+                    .loads
+                    .join((key.clone(), coverage), move || async move {
+                        inner.below_process(key, coverage).await
+                    })
+            }
+        };
+        let source = if joined.joined {
+            Source::Coalesced
+        } else {
+            Source::Miss
+        };
+        let outcome = joined
+            .value()
+            .await
+            .unwrap_or_else(|| Err(LoadError::Internal("load task panicked".into())));
+        (outcome, source)
+    }
+
+    /// `doc` rendered for `scope` and `selection` as `representation` in
+    /// `encoding`, from the cache or rendered (and compressed) on the pool
+    /// and cached: a Markdown body is kept and compressed once, like JSON.
+    ///
+    /// # Errors
+    /// [`LoadError::Internal`] when rendering or compressing failed.
+    pub async fn variant(
+        &self,
+        doc: &Doc,
+        scope: &'static str,
+        selection: &Selection,
+        representation: Representation,
+        encoding: Encoding,
+    ) -> Result<Variant, LoadError> {
+        let canonical = selection.canonical_shared();
+        let key = |encoding| Key::Render {
+            generation: doc.generation,
+            scope,
+            selection: canonical.clone(),
+            representation,
+            encoding,
+        };
+        let identity = match self.cached_render(&key(Encoding::Identity)) {
+            Some(v) => v,
+            None => {
+                let board = Arc::clone(&doc.board);
+                let selection = selection.clone();
+                let rendered = self
+                    .pool()
+                    .run(move || board.render_as(representation, scope, &selection))
+                    .await
+                    .map_err(|e| LoadError::Internal(e.to_string()))?
+                    .map_err(|e| LoadError::Internal(e.to_string()))?;
+                let variant = Variant {
+                    rendered,
+                    encoding: Encoding::Identity,
+                };
+                self.keep_render(key(Encoding::Identity), &variant, canonical.len());
+                variant
+            }
+        };
+        if encoding == Encoding::Identity
+            || identity.rendered.body.len() < encoding::MIN_COMPRESS_BYTES
+        {
+            return Ok(identity);
+        }
+        if let Some(v) = self.cached_render(&key(encoding)) {
+            return Ok(v);
+        }
+        let body = identity.rendered.body.clone();
+        let compressed = self
+            .pool()
+            .run(move || encoding::compress(encoding, &body))
+            .await
+            .map_err(|e| LoadError::Internal(e.to_string()))?
+            .map_err(LoadError::Internal)?;
+        let variant = Variant {
+            rendered: Rendered {
+                body: compressed,
+                etag: identity.rendered.etag,
+            },
+            encoding,
+        };
+        self.keep_render(key(encoding), &variant, canonical.len());
+        Ok(variant)
+    }
+
+    fn cached_render(&self, key: &Key) -> Option<Variant> {
+        match self.inner.cache.as_ref()?.budget.get(key)? {
+            Entry::Render(v) => Some(v),
+            Entry::Document(_) => None,
+        }
+    }
+
+    fn keep_render(&self, key: Key, variant: &Variant, key_bytes: usize) {
+        if let Some(cache) = &self.inner.cache {
+            let bytes = variant.rendered.body.len() + key_bytes + RENDER_OVERHEAD;
+            cache.budget.put(
+                key,
+                Entry::Render(variant.clone()),
+                bytes,
+                cache.settings.ttl,
+            );
+        }
+    }
+
+    /// Bytes the cache budget accounts now (0 when caching is off).
+    pub fn cache_bytes(&self) -> usize {
+        self.inner.cache.as_ref().map_or(0, |c| c.budget.bytes())
+    }
+
+    /// Loads that hold a slot, and loads waiting for one.
+    pub fn cold_loads(&self) -> (usize, usize) {
+        let admission = self.inner.loader.admission();
+        (admission.running(), admission.queued())
+    }
+
+    /// The work pool, for callers with CPU work of their own.
+    pub fn pool(&self) -> &WorkPool {
+        self.inner.loader.pool()
+    }
+}
+
+impl Cached {
+    /// A cached document holding at least `coverage`: an outline request
+    /// looks for an outline first, then for a full document (either serves
+    /// it); a full request only for the latter.
+    fn document(&self, key: &DocKey, coverage: Coverage) -> Option<Doc> {
+        let mut wanted = Key::Document(key.clone(), coverage);
+        if let Some(Entry::Document(doc)) = self.budget.get(&wanted) {
+            return Some(doc);
+        }
+        if coverage == Coverage::Outline {
+            wanted = Key::Document(key.clone(), Coverage::Full);
+            if let Some(Entry::Document(doc)) = self.budget.get(&wanted) {
+                return Some(doc);
+            }
+        }
+        None
+    }
+
+    /// Stores an outcome where the next request looks first: a document in
+    /// the budget for `ttl` (if it fits at all), a provider failure in the
+    /// failures cache for `error_ttl`. Overload and internal errors are not
+    /// remembered: they say nothing of the board.
+    fn remember(&self, key: DocKey, coverage: Coverage, outcome: &Loaded, ttl: Duration) {
+        match outcome {
+            Ok(doc) => {
+                let bytes = doc.board.weight() + key.0.len() + key.1.len();
+                let kept = self.budget.put(
+                    Key::Document(key, coverage),
+                    Entry::Document(doc.clone()),
+                    bytes,
+                    ttl,
+                );
+                if !kept {
+                    log::debug!("board of {bytes} bytes served but not cached");
+                }
+            }
+            Err(LoadError::Fetch(FetchError::OverBudget)) => {}
+            Err(LoadError::Fetch(e)) => {
+                self.failures
+                    .put(key, e.clone(), 1, self.settings.error_ttl);
+            }
+            Err(LoadError::Overloaded | LoadError::Internal(_)) => {}
+        }
+    }
+}
+
+impl Inner {
+    /// What the levels below the process cache answer for a board that
+    /// missed it, remembered in the process cache on the way back up.
+    async fn below_process(&self, key: DocKey, coverage: Coverage) -> Loaded {
+        let deadline = self.loader.deadline();
+        let outcome = self.loader.load(&key.0, &key.1, coverage, deadline).await;
+        if let Some(cache) = &self.cache {
+            cache.remember(key, coverage, &outcome, cache.settings.ttl);
+        }
+        outcome
+    }
+}
+
+#[cfg(all(test, feature = "demo"))]
+mod tests;
