@@ -172,7 +172,9 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<V<'de>, A::Error> {
-        let mut members = Vec::new();
+        // Most objects of a board (text nodes, marks, cells) hold a few
+        // members: room for four saves the first regrowths.
+        let mut members = Vec::with_capacity(4);
         while let Some(Key(key)) = map.next_key()? {
             if SKIPPED.contains(&&*key) {
                 map.next_value::<IgnoredAny>()?;
