@@ -222,6 +222,30 @@ fn a_pruned_selection_is_an_outline() {
     );
 }
 
+#[test]
+fn long_and_deep_lists_render() {
+    let items: Vec<Value> = (0..12_000)
+        .map(|i| json!({"key": "k", "type": "ordered-list-item", "text": "x", "depth": i % 12}))
+        .collect();
+    let nested = (0..15).fold(json!({"type": "paragraph", "content": [{"type": "text", "text": "deep"}]}), |inner, i| {
+        let list = if i % 2 == 0 { "orderedList" } else { "bulletList" };
+        json!({"type": list, "attrs": {"start": u64::MAX}, "content": [{"type": "listItem", "content": [inner]}]})
+    });
+    let doc = json!({"board": {"title": "L", "children": [
+        {"type": "CARD", "richText": {"blocks": items}},
+        {"type": "CARD", "richText": {"blocks": [nested]}}]}});
+    let md = render(&doc);
+    let r = read(&md);
+    // Every item is read back as an item: none became code or text.
+    assert_eq!(
+        r.items,
+        12_000 + 15,
+        "{}",
+        &md[md.len().saturating_sub(400)..]
+    );
+    assert!(r.html.is_empty() && r.text.contains("deep"));
+}
+
 /// The demo boards, loaded from the sample upstream as the gateway loads
 /// them, rendered as the gateway renders them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -96,11 +96,15 @@ pub fn group(out: &mut Out, blocks: &[V], level: usize) -> usize {
     }
 }
 
-/// Consecutive list items as one tight list, nested by `depth` (four
-/// spaces a level, at most one level deeper than the item before).
+/// Consecutive list items as one tight list, nested by `depth` (under the
+/// content of the item one level up, at most one level deeper than the item before).
 fn list(out: &mut Out, items: &[V]) {
-    const INDENT: &str = "                                ";
+    /// Deeper `depth`s are written at this one.
+    const MAX_DEPTH: usize = 7;
     let mut numbers: Vec<u64> = Vec::new();
+    // Where the items of each depth start: the content column of the item
+    // before them one level up, so a wide number still nests what follows.
+    let mut columns: Vec<usize> = vec![0];
     out.begin_block();
     for item in items {
         let depth = item
@@ -109,7 +113,7 @@ fn list(out: &mut Out, items: &[V]) {
             .and_then(|n| n.to_string().parse::<usize>().ok())
             .unwrap_or(0)
             .min(numbers.len())
-            .min(INDENT.len() / 4 - 1);
+            .min(MAX_DEPTH);
         numbers.truncate(depth + 1);
         numbers.resize(depth + 1, 0);
         // An ordered run counts from 1 again after another kind of item.
@@ -131,12 +135,15 @@ fn list(out: &mut Out, items: &[V]) {
         } else {
             marker.len()
         };
+        let start = columns.get(depth).copied().unwrap_or(0);
+        columns.truncate(depth + 1);
+        columns.push(start + width);
         out.end_line();
-        out.markup(&INDENT[..depth * 4]);
+        out.markup(&" ".repeat(start));
         out.marker(&marker);
         let mut parts = Vec::new();
         pieces(item, &mut parts);
-        out.within(&INDENT[..depth * 4 + width], Sep::Line, |out| {
+        out.within(&" ".repeat(start + width), Sep::Line, |out| {
             write_pieces(out, &parts, Flow::Breaks);
         });
     }

@@ -203,7 +203,10 @@ fn list(out: &mut Out, node: &V, level: usize) {
         .min(999_999_000);
     out.begin_block();
     for (i, item) in node.list("content").iter().enumerate() {
-        out.end_line();
+        // The first item stays on the line of an enclosing item's marker.
+        if i > 0 {
+            out.end_line();
+        }
         let marker = match kind {
             "orderedList" => format!("{}. ", start + i as u64),
             "taskList" => {
@@ -218,7 +221,7 @@ fn list(out: &mut Out, node: &V, level: usize) {
             2
         };
         out.marker(&marker);
-        out.within(&"         "[..indent.min(9)], Sep::Line, |out| {
+        out.within(&" ".repeat(indent), Sep::Line, |out| {
             for child in item.list("content") {
                 tiptap_block(out, child, level);
             }
