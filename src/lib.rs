@@ -70,7 +70,9 @@ mod provider;
 mod select;
 mod store;
 
+pub use api::respond::Served;
 pub use api::BoardApi;
+pub use host::Answered;
 
 /// Not a public interface: the crate's internal modules, re-exported for its
 /// own benches, fuzz targets and tests. Anything here can change in any

@@ -197,6 +197,69 @@ fn itoa(status: u16) -> &'static str {
     }
 }
 
+/// `board_api_fleet_total{result}`: fleet tier lookups by result (`hit`,
+/// `miss`, `error`, `skipped` while the breaker is open, `rejected` for a
+/// stored value that failed its checks).
+static FLEET: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "board_api_fleet_total",
+        "Fleet tier calls by result (hit, miss, error, skipped, rejected)",
+        &["result"]
+    )
+    .ok()
+});
+
+/// `board_api_fleet_lock_waits_total`: loads that waited for another node's.
+static FLEET_WAITS: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
+    register_int_counter!(
+        "board_api_fleet_lock_waits_total",
+        "Board loads that waited for another node holding the fleet lock"
+    )
+    .ok()
+});
+
+/// `board_api_fleet_breaker_open`: 1 while the breaker skips the tier.
+static FLEET_BREAKER: LazyLock<Option<IntGauge>> = LazyLock::new(|| {
+    register_int_gauge!(
+        "board_api_fleet_breaker_open",
+        "1 while the fleet tier is skipped after repeated errors, else 0"
+    )
+    .ok()
+});
+
+/// `board_api_fleet_stored_bytes_total`: compressed bytes written to the tier.
+static FLEET_STORED: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
+    register_int_counter!(
+        "board_api_fleet_stored_bytes_total",
+        "Bytes of compressed documents written to the fleet tier"
+    )
+    .ok()
+});
+
+pub fn fleet(result: &str) {
+    if let Some(c) = &*FLEET {
+        c.with_label_values(&[result]).inc();
+    }
+}
+
+pub fn fleet_lock_wait() {
+    if let Some(c) = &*FLEET_WAITS {
+        c.inc();
+    }
+}
+
+pub fn fleet_breaker(open: bool) {
+    if let Some(g) = &*FLEET_BREAKER {
+        g.set(i64::from(open));
+    }
+}
+
+pub fn fleet_stored(bytes: usize) {
+    if let Some(c) = &*FLEET_STORED {
+        c.inc_by(bytes as u64);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -261,6 +261,7 @@ async fn the_demo_boards() {
         provider,
         "milanote".into(),
         Some(CacheSettings::default()),
+        None,
         &Limits::default(),
     )
     .expect("boards");

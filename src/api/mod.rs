@@ -10,16 +10,18 @@ pub(crate) mod playground;
 pub mod respond;
 pub mod route;
 pub mod share_link;
+pub mod timing;
 
 use crate::config::{ApiSettings, ConfigError};
 use crate::encoding;
 use crate::metrics;
+use crate::provider::error::FetchError;
 use crate::store::{Boards, LoadError, Source};
 use error::ApiError;
 use http::{HeaderMap, Method};
 use params::BoardRequest;
 use pingora_limits::rate::Rate;
-use respond::ApiResponse;
+use respond::{ApiResponse, Served};
 use route::{Endpoint, MethodAction, Route};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -80,6 +82,7 @@ impl BoardApi {
             settings.provider.clone(),
             settings.provider_name.clone(),
             settings.cache.clone(),
+            settings.shared.clone(),
             &settings.limits,
         )
         .map_err(|e| ConfigError::new("board_api.provider", e))?;
@@ -179,11 +182,11 @@ impl BoardApi {
         endpoint: Endpoint,
         req: &RequestParts<'_>,
     ) -> Result<ApiResponse, ApiError> {
+        let started = Instant::now();
         if let (Some(limiter), Some(ip)) = (&self.limiter, req.client_ip) {
             limiter.check(ip)?;
         }
         let request = self.parsed(endpoint, req.query)?;
-        let started = Instant::now();
         let (outcome, source) = self
             .boards
             .document(
@@ -200,15 +203,13 @@ impl BoardApi {
         let board_id = &request.link.board_id;
         // Provider texts are redacted by the client; the link is never logged.
         let document = outcome.map_err(|e| {
-            log::warn!(
-                "board {board_id} failed after {:?}: {e:?}",
-                started.elapsed()
-            );
+            log_failure(board_id, started.elapsed(), &e);
             api_error(e)
         })?;
         log::debug!(
-            "board {board_id} ready in {:?} (cached: {cached})",
-            started.elapsed()
+            "board {board_id} ready in {:?} ({})",
+            started.elapsed(),
+            source.name()
         );
         let encoding = if self.compress {
             encoding::negotiate(
@@ -234,16 +235,41 @@ impl BoardApi {
                 log::error!("board {board_id}: {e:?}");
                 api_error(e)
             })?;
-        Ok(respond::success(
+        let mut response = respond::success(
             &variant.rendered,
             representation,
             variant.encoding,
             req.headers,
-        ))
+        );
+        let load = (source == Source::Miss).then_some(document.timing);
+        response.headers.insert(
+            timing::SERVER_TIMING,
+            timing::server_timing(source.name(), load, started.elapsed()),
+        );
+        response.served = Served {
+            cache: Some(source.name()),
+            board: Some(Arc::from(board_id.as_str())),
+        };
+        Ok(response)
     }
 }
 
-/// How long a client refused with `503 OVERLOADED` should wait.
+/// A failed load in the log, at the level of whose it is: the client's
+/// (a denied or missing board: DEBUG), the provider's (5xx, timeouts,
+/// malformed answers: WARN), ours (a bug: ERROR). Overload is ours by
+/// design, not a fault: WARN, since an operator sizes the limits.
+fn log_failure(board_id: &str, after: Duration, e: &LoadError) {
+    match e {
+        LoadError::Fetch(FetchError::AccessDenied | FetchError::NotFound) => {
+            log::debug!("board {board_id} refused by the provider after {after:?}: {e:?}")
+        }
+        LoadError::Fetch(_) | LoadError::Overloaded => {
+            log::warn!("board {board_id} failed after {after:?}: {e:?}")
+        }
+        LoadError::Internal(_) => log::error!("board {board_id} failed after {after:?}: {e:?}"),
+    }
+}
+
 impl BoardApi {
     /// The request a query asks for, parsed once per distinct query.
     ///
@@ -310,6 +336,7 @@ impl ParseMemo {
     }
 }
 
+/// How long a client refused with `503 OVERLOADED` should wait.
 const OVERLOADED_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 fn api_error(e: LoadError) -> ApiError {

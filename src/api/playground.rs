@@ -37,6 +37,7 @@ pub(crate) fn page(method: &Method) -> Option<ApiResponse> {
         status: StatusCode::OK,
         headers,
         body: Bytes::from_static(PAGE.as_bytes()),
+        served: Default::default(),
     })
 }
 

@@ -13,6 +13,8 @@ use http::StatusCode;
 pub const SUCCESS_CACHE_CONTROL: &str = "public, max-age=60, stale-while-revalidate=300";
 pub const ERROR_CACHE_CONTROL: &str = "no-store";
 const JSON: &str = "application/json; charset=utf-8";
+/// The response headers scripts on other origins may read.
+pub const EXPOSE_HEADERS: &str = "ETag, Server-Timing";
 /// Preflight answers allow this request header when the browser names none.
 const DEFAULT_ALLOW_HEADERS: &str = "If-None-Match";
 
@@ -23,6 +25,20 @@ pub struct ApiResponse {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// What an access log wants to know beside status and size.
+    pub served: Served,
+}
+
+/// Facts about an answered request for an access log, free of secrets:
+/// which level of the store answered and which board was asked for (its
+/// id, never the permission id). Empty for answers that read no board
+/// (errors before the fetch, preflights, the playground).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Served {
+    /// `hit`, `shared`, `miss` or `coalesced`, as in `Server-Timing`.
+    pub cache: Option<&'static str>,
+    /// The board id of the share link.
+    pub board: Option<std::sync::Arc<str>>,
 }
 
 impl ApiResponse {
@@ -41,6 +57,7 @@ impl ApiResponse {
             status,
             headers,
             body: Bytes::new(),
+            served: Served::default(),
         }
     }
 
@@ -65,7 +82,7 @@ fn cors(headers: &mut HeaderMap) {
     );
     headers.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("ETag"),
+        HeaderValue::from_static(EXPOSE_HEADERS),
     );
 }
 
@@ -175,7 +192,10 @@ mod tests {
         assert_eq!(r.status, 400);
         assert_eq!(header(&r, "cache-control"), Some("no-store"));
         assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
-        assert_eq!(header(&r, "access-control-expose-headers"), Some("ETag"));
+        assert_eq!(
+            header(&r, "access-control-expose-headers"),
+            Some(EXPOSE_HEADERS)
+        );
         assert_eq!(header(&r, "content-type"), Some(JSON));
         assert_eq!(header(&r, "etag"), None);
         let body: Value = serde_json::from_slice(&r.body).expect("json");

@@ -1,5 +1,6 @@
 //! `board_api.cache`: the process cache's lifetimes and byte budget.
 
+use super::shared::SharedConf;
 use super::{within, ConfigError};
 use crate::store::CacheSettings;
 use serde::Deserialize;
@@ -25,6 +26,9 @@ pub(crate) struct CacheConf {
     pub max_document_bytes: Option<usize>,
     /// Failures remembered at most (default 1024).
     pub max_error_entries: Option<usize>,
+    /// The fleet tier (Redis/Valkey) below the process cache; off when absent.
+    #[serde(default)]
+    pub shared: Option<SharedConf>,
 }
 
 fn yes() -> bool {

@@ -14,10 +14,11 @@ mod limits;
 mod provider;
 mod rate_limit;
 mod server;
+mod shared;
 
 use crate::governance::Limits;
 use crate::provider::client::ProviderSettings;
-use crate::store::CacheSettings;
+use crate::store::{CacheSettings, SharedSettings};
 use cache::CacheConf;
 use limits::LimitsConf;
 use provider::ProviderConf;
@@ -101,6 +102,8 @@ pub struct ApiSettings {
     pub(crate) provider: ProviderSettings,
     /// `None`: caching off.
     pub(crate) cache: Option<CacheSettings>,
+    /// The fleet tier, when `cache.shared` is set.
+    pub(crate) shared: Option<SharedSettings>,
     pub(crate) rate_limit: Option<u32>,
     pub(crate) limits: Limits,
 }
@@ -237,9 +240,25 @@ impl BoardApiConf {
     ///
     /// # Errors
     /// A [`ConfigError`] naming the first bad key.
-    fn validate_api(self) -> Result<ApiSettings, ConfigError> {
+    fn validate_api(mut self) -> Result<ApiSettings, ConfigError> {
         let prefix = validate_prefix(self.prefix.as_deref())?;
         let provider = self.provider.validate()?;
+        let fleet_rps = provider.fleet_requests_per_second;
+        let shared_conf = self.cache.as_mut().and_then(|c| c.shared.take());
+        let cache = CacheConf::validate(self.cache)?;
+        let shared = match shared_conf {
+            None if fleet_rps.is_some() => {
+                return fail(
+                    "board_api.provider.fleet_requests_per_second",
+                    "needs the fleet tier (board_api.cache.shared)",
+                )
+            }
+            None => None,
+            Some(_) if cache.is_none() => {
+                return fail("board_api.cache.shared", "needs the cache on")
+            }
+            Some(conf) => Some(conf.validate(provider.settings.fetch_deadline, fleet_rps)?),
+        };
         let rate_limit = match &self.rate_limit {
             Some(r) => Some(r.validate()?),
             None => None,
@@ -250,7 +269,8 @@ impl BoardApiConf {
             provider_name: provider.name,
             share_host: provider.share_host,
             provider: provider.settings,
-            cache: CacheConf::validate(self.cache)?,
+            cache,
+            shared,
             rate_limit,
             limits: limits::limits_settings(self.limits)?,
         })

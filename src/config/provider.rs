@@ -26,6 +26,9 @@ pub(crate) struct ProviderConf {
     pub batch_size: Option<usize>,
     pub concurrency: Option<usize>,
     pub max_elements: Option<usize>,
+    /// A budget of requests per second toward the provider shared by the
+    /// whole fleet (needs `cache.shared`).
+    pub fleet_requests_per_second: Option<u32>,
 }
 
 /// `board_api.provider`, validated: the provider's name, the share-link
@@ -34,6 +37,7 @@ pub(crate) struct ValidProvider {
     pub name: String,
     pub share_host: String,
     pub settings: ProviderSettings,
+    pub fleet_requests_per_second: Option<u32>,
 }
 
 impl ProviderConf {
@@ -135,10 +139,20 @@ impl ProviderConf {
             let setting = message.split(':').next().unwrap_or("");
             fail(&format!("board_api.provider.{setting}"), message.clone())
         })?;
+        let fleet_requests_per_second = match p.fleet_requests_per_second {
+            Some(n) if !(1..=1_000_000).contains(&n) => {
+                return fail(
+                    "board_api.provider.fleet_requests_per_second",
+                    "must be between 1 and 1000000",
+                )
+            }
+            n => n,
+        };
         Ok(ValidProvider {
             name: p.name,
             share_host,
             settings: provider,
+            fleet_requests_per_second,
         })
     }
 }

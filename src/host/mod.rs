@@ -2,7 +2,8 @@
 //!
 //! - The seam (private module, methods on [`BoardApi`](crate::BoardApi)):
 //!   [`BoardApi::handle`](crate::BoardApi::handle) from a host's
-//!   `request_filter`, and
+//!   `request_filter` (or [`BoardApi::serve`](crate::BoardApi::serve), which
+//!   also reports what a host's access log wants: [`Answered`]), and
 //!   [`BoardApi::request_summary`](crate::BoardApi::request_summary) from its
 //!   `request_summary`.
 //! - [`service`]: the standalone `ProxyHttp` service and its listeners, what
@@ -10,3 +11,5 @@
 
 mod seam;
 pub mod service;
+
+pub use seam::Answered;

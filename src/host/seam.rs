@@ -1,7 +1,7 @@
 //! The embedding seam: one call from a host gateway's `request_filter`, and
 //! a redacted request summary for the host's `request_summary`.
 
-use crate::api::respond::ApiResponse;
+use crate::api::respond::{ApiResponse, Served};
 use crate::api::{BoardApi, RequestParts};
 use http::header;
 use pingora_error::Result;
@@ -28,6 +28,17 @@ impl BoardApi {
     /// and the request still counts as answered. The `Result` is the shape
     /// of Pingora's `request_filter`, so the call composes with `?`.
     pub async fn handle(&self, session: &mut Session) -> Result<bool> {
+        Ok(self.serve(session).await?.is_some())
+    }
+
+    /// As [`BoardApi::handle`], and what a host's access log wants to know
+    /// of an answered request: `Some` with the status, the body bytes sent,
+    /// which level of the store answered and the board id (never the
+    /// permission id); `None` for paths that belong to the host.
+    ///
+    /// # Errors
+    /// None, as [`BoardApi::handle`].
+    pub async fn serve(&self, session: &mut Session) -> Result<Option<Answered>> {
         let req = session.req_header();
         let head = req.method == http::Method::HEAD;
         let parts = RequestParts {
@@ -40,17 +51,27 @@ impl BoardApi {
                 .and_then(|a| a.as_inet())
                 .map(|a| a.ip()),
         };
-        let Some(response) = self.respond(parts).await else {
-            return Ok(false);
+        let Some(mut response) = self.respond(parts).await else {
+            return Ok(None);
+        };
+        let mut answered = Answered {
+            status: response.status.as_u16(),
+            bytes: if head || !response.has_body() {
+                0
+            } else {
+                response.body.len()
+            },
+            served: std::mem::take(&mut response.served),
         };
         if let Err(e) = write(session, response, head).await {
+            answered.bytes = 0;
             log::debug!(
                 "{}: client gone while answering: {}",
                 self.request_summary(session).unwrap_or_default(),
                 e.etype().as_str()
             );
         }
-        Ok(true)
+        Ok(Some(answered))
     }
 
     /// A summary of the request for the host's log lines, for paths this
@@ -74,6 +95,17 @@ impl BoardApi {
         };
         Some(format!("{} {path}{query}", req.method))
     }
+}
+
+/// A request [`BoardApi::serve`] answered, for an access log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    pub status: u16,
+    /// Body bytes as written (compressed when a coding was negotiated; 0
+    /// for HEAD, `304` and a client that went away).
+    pub bytes: usize,
+    /// The store level that answered and the board id, when a board was read.
+    pub served: Served,
 }
 
 /// Writes an [`ApiResponse`] through Pingora's downstream modules

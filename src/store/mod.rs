@@ -13,7 +13,11 @@
 //!    that missed the process cache share one lookup below. The lookup runs
 //!    in its own task: a caller dropped by a host's timeout neither cancels
 //!    it nor leaves the key locked.
-//! 3. **The load** ([`load`]): behind the admission gate (at most
+//! 3. **The fleet tier** ([`shared`], when `cache.shared` is set): the
+//!    documents every node of a fleet shares through Redis or Valkey, and
+//!    the fleet-wide lock that makes one node load a board while the
+//!    others wait for it.
+//! 4. **The load** ([`load`]): behind the admission gate (at most
 //!    `max_cold_loads` at once, a bounded queue, `503` past it), a fetch
 //!    from the provider and the build on the work pool.
 //!
@@ -24,9 +28,11 @@
 mod budget;
 mod coalesce;
 mod load;
+pub mod shared;
 
 pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
 pub use coalesce::{Coalescer, Joined};
+pub use shared::{Endpoint, SharedSettings};
 
 use crate::document::Coverage;
 use crate::encoding::{self, Encoding};
@@ -57,6 +63,8 @@ pub enum LoadError {
 pub enum Source {
     /// The process cache.
     Hit,
+    /// The fleet tier: another node (or this one, earlier) loaded it.
+    Shared,
     /// A load already in flight for the same board, joined.
     Coalesced,
     /// Loaded from the provider for this request.
@@ -68,6 +76,7 @@ impl Source {
     pub fn name(self) -> &'static str {
         match self {
             Source::Hit => "hit",
+            Source::Shared => "shared",
             Source::Coalesced => "coalesced",
             Source::Miss => "miss",
         }
@@ -91,6 +100,8 @@ pub struct Doc {
     /// How the load that produced it went (zero when it was not loaded
     /// from the provider by this node).
     pub timing: LoadTiming,
+    /// Read from the fleet tier rather than loaded by this node.
+    pub from_tier: bool,
     generation: u64,
 }
 
@@ -102,7 +113,17 @@ impl Doc {
         Doc {
             board: Arc::new(board),
             timing,
+            from_tier: false,
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// A document read from the fleet tier.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    fn from_tier(board: LoadedBoard, timing: LoadTiming) -> Self {
+        Doc {
+            from_tier: true,
+            ..Doc::new(board, timing)
         }
     }
 }
@@ -148,6 +169,8 @@ struct Cached {
 struct Inner {
     loader: Loader,
     cache: Option<Cached>,
+    #[cfg(feature = "fleet")]
+    shared: Option<Arc<shared::SharedTier>>,
 }
 
 /// The read side of the API: documents and renders, cached, coalesced,
@@ -161,18 +184,43 @@ pub struct Boards {
 const RENDER_OVERHEAD: usize = 256;
 
 impl Boards {
-    /// `cache: None` turns caching and coalescing off (every request loads).
+    /// `cache: None` turns caching and coalescing off (every request
+    /// loads); `shared` adds the fleet tier below the process cache (it
+    /// needs the cache on, and the `fleet` feature).
     ///
     /// # Errors
-    /// The pool's threads could not be started, or the provider client
-    /// could not be built (e.g. an unreadable `ca_file`).
+    /// The pool's threads could not be started, the provider client could
+    /// not be built (e.g. an unreadable `ca_file`), or the fleet tier was
+    /// asked for without the process cache or the `fleet` feature.
     pub fn new(
         provider: ProviderSettings,
         provider_name: String,
         cache: Option<CacheSettings>,
+        shared: Option<SharedSettings>,
         limits: &Limits,
     ) -> Result<Self, String> {
-        let loader = Loader::new(provider, provider_name, limits, None)?;
+        #[cfg(feature = "fleet")]
+        let (shared, pace) = match (shared, &cache) {
+            (None, _) => (None, None),
+            (Some(_), None) => return Err("cache.shared needs the cache on".into()),
+            (Some(settings), Some(cache)) => {
+                let paced = settings.fleet_requests_per_second.is_some();
+                let tier = Arc::new(shared::SharedTier::new(
+                    settings,
+                    cache.max_entry_bytes,
+                    cache.error_ttl,
+                )?);
+                let pace =
+                    paced.then(|| Arc::clone(&tier) as Arc<dyn crate::provider::client::Pace>);
+                (Some(tier), pace)
+            }
+        };
+        #[cfg(not(feature = "fleet"))]
+        let pace = match shared {
+            Some(_) => return Err("cache.shared needs the `fleet` feature of this build".into()),
+            None => None,
+        };
+        let loader = Loader::new(provider, provider_name, limits, pace)?;
         let cache = cache.map(|settings| Cached {
             budget: Budget::new(settings.budget_bytes, settings.max_entry_bytes).reporting(),
             failures: Budget::counted(settings.max_error_entries),
@@ -180,7 +228,12 @@ impl Boards {
             settings,
         });
         Ok(Boards {
-            inner: Arc::new(Inner { loader, cache }),
+            inner: Arc::new(Inner {
+                loader,
+                cache,
+                #[cfg(feature = "fleet")]
+                shared,
+            }),
         })
     }
 
@@ -227,15 +280,16 @@ impl Boards {
                     })
             }
         };
-        let source = if joined.joined {
-            Source::Coalesced
-        } else {
-            Source::Miss
-        };
+        let joined_load = joined.joined;
         let outcome = joined
             .value()
             .await
             .unwrap_or_else(|| Err(LoadError::Internal("load task panicked".into())));
+        let source = match &outcome {
+            _ if joined_load => Source::Coalesced,
+            Ok(doc) if doc.from_tier => Source::Shared,
+            _ => Source::Miss,
+        };
         (outcome, source)
     }
 
@@ -393,10 +447,26 @@ impl Inner {
     /// missed it, remembered in the process cache on the way back up.
     async fn below_process(&self, key: DocKey, coverage: Coverage) -> Loaded {
         let deadline = self.loader.deadline();
+        let Some(cache) = &self.cache else {
+            return self.loader.load(&key.0, &key.1, coverage, deadline).await;
+        };
+        let ttl = cache.settings.ttl;
+        #[cfg(feature = "fleet")]
+        let (outcome, ttl) = match &self.shared {
+            Some(tier) => {
+                let error_ttl = cache.settings.error_ttl;
+                let (b, p) = (&key.0, &key.1);
+                shared::level::through(tier, &self.loader, b, p, coverage, deadline, ttl, error_ttl)
+                    .await
+            }
+            None => (
+                self.loader.load(&key.0, &key.1, coverage, deadline).await,
+                ttl,
+            ),
+        };
+        #[cfg(not(feature = "fleet"))]
         let outcome = self.loader.load(&key.0, &key.1, coverage, deadline).await;
-        if let Some(cache) = &self.cache {
-            cache.remember(key, coverage, &outcome, cache.settings.ttl);
-        }
+        cache.remember(key, coverage, &outcome, ttl);
         outcome
     }
 }

@@ -36,8 +36,14 @@ async fn a_cancelled_fetch_does_not_wedge_its_key() {
         error_ttl: Duration::from_secs(1),
         ..CacheSettings::default()
     };
-    let boards =
-        Boards::new(provider, "milanote".into(), Some(cache), &Limits::default()).expect("boards");
+    let boards = Boards::new(
+        provider,
+        "milanote".into(),
+        Some(cache),
+        None,
+        &Limits::default(),
+    )
+    .expect("boards");
     let (board, p) = ("1W3ZZU1Qvua02H", "fault-slow");
     // A host that wraps our handler in its own timeout drops the request.
     let dropped =
@@ -93,6 +99,7 @@ async fn an_outline_is_loaded_only_when_no_full_document_is_there() {
         provider,
         "milanote".into(),
         Some(CacheSettings::default()),
+        None,
         &Limits::default(),
     )
     .expect("boards");

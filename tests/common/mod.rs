@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod redis;
+
 use pingora_core::server::configuration::{Opt, ServerConf};
 use pingora_core::server::{Fds, RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
 use shared_board_api::config::Settings;
@@ -263,7 +265,10 @@ impl Response {
     /// `X-Content-Type-Options: nosniff`.
     pub fn assert_cors(&self) {
         assert_eq!(self.header("access-control-allow-origin"), Some("*"));
-        assert_eq!(self.header("access-control-expose-headers"), Some("ETag"));
+        assert_eq!(
+            self.header("access-control-expose-headers"),
+            Some("ETag, Server-Timing")
+        );
         assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
     }
 }

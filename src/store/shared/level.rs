@@ -1,0 +1,131 @@
+//! The fleet tier as a level of the store: what a node does on a process
+//! cache miss when the tier is configured. Look; on a miss take the lock
+//! and load (or wait for the node that holds it); store what was loaded.
+
+use super::format::{self, Header};
+use super::tier::{Lock, Looked, SharedTier};
+use crate::document::Coverage;
+use crate::governance::WorkPool;
+use crate::pipeline::LoadedBoard;
+use crate::provider::error::FetchError;
+use crate::store::load::Loader;
+use crate::store::{Doc, LoadError, LoadTiming};
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Values up to this size are checked and inflated on the calling thread;
+/// larger ones on the work pool.
+const INLINE_DECODE_BYTES: usize = 64 * 1024;
+
+/// A load's outcome and how long the process cache may keep it.
+pub(crate) type Kept = (Result<Doc, LoadError>, Duration);
+
+/// The board through the tier: a stored document (kept by the process for
+/// the time it has left in the tier), a shared failure, or a load by this
+/// node under the fleet's lock (or, when the tier does not answer, a load
+/// as if there were no tier).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn through(
+    tier: &Arc<SharedTier>,
+    loader: &Loader,
+    board_id: &str,
+    permission_id: &str,
+    coverage: Coverage,
+    deadline: Instant,
+    ttl: Duration,
+    error_ttl: Duration,
+) -> Kept {
+    let keys = tier.keys(board_id, permission_id);
+    let mut looked = tier.lookup(&keys, coverage).await;
+    loop {
+        looked = match looked {
+            Looked::Doc { value, key, left } => match decode(loader.pool(), value, tier).await {
+                Ok(doc) => return (Ok(doc), left),
+                Err(why) => {
+                    tier.reject(&key, &why).await;
+                    Looked::Miss { locked: false }
+                }
+            },
+            Looked::Failure(e) => return (Err(LoadError::Fetch(e)), error_ttl),
+            Looked::Unavailable => {
+                let outcome = loader
+                    .load(board_id, permission_id, coverage, deadline)
+                    .await;
+                return (outcome, ttl);
+            }
+            Looked::Miss { .. } => match tier.lock(&keys, coverage).await {
+                Lock::Taken(token) => {
+                    let outcome = loader
+                        .load(board_id, permission_id, coverage, deadline)
+                        .await;
+                    // Stored and unlocked off the request's path: the
+                    // answer does not wait for the write.
+                    let tier = Arc::clone(tier);
+                    let pool = loader.pool().clone();
+                    let stored = outcome.clone();
+                    tokio::spawn(async move {
+                        match &stored {
+                            Ok(doc) => store(&tier, &pool, &keys, doc, ttl).await,
+                            Err(LoadError::Fetch(e)) => tier.store_failure(&keys, e).await,
+                            Err(_) => {}
+                        }
+                        tier.unlock(&keys, coverage, &token).await;
+                    });
+                    return (outcome, ttl);
+                }
+                Lock::Held => match tier.wait(&keys, coverage, deadline).await {
+                    Some(Looked::Unavailable) => Looked::Unavailable,
+                    Some(other) => other,
+                    None => return (Err(LoadError::Fetch(FetchError::Timeout)), error_ttl),
+                },
+                Lock::Unavailable => Looked::Unavailable,
+            },
+        };
+    }
+}
+
+/// A stored value, checked and inflated, as a document of this node.
+async fn decode(pool: &WorkPool, value: Bytes, tier: &SharedTier) -> Result<Doc, format::Invalid> {
+    let max = tier.max_document_bytes();
+    let decoded = if value.len() <= INLINE_DECODE_BYTES {
+        format::decode(&value, max)
+    } else {
+        pool.run(move || format::decode(&value, max))
+            .await
+            .map_err(|_| format::Invalid("decoding did not finish"))?
+    };
+    let (header, json) = decoded?;
+    let board = LoadedBoard::with_coverage(json, header.coverage);
+    Ok(Doc::from_tier(board, LoadTiming::default()))
+}
+
+/// Encodes a loaded document on the pool and stores it for `ttl`; one too
+/// large for `max_document_bytes` is not stored.
+async fn store(
+    tier: &SharedTier,
+    pool: &WorkPool,
+    keys: &super::keys::BoardKeys,
+    doc: &Doc,
+    ttl: Duration,
+) {
+    let board = Arc::clone(&doc.board);
+    if board.document_json().len() > tier.max_document_bytes() {
+        return;
+    }
+    let header = Header {
+        coverage: board.coverage(),
+        unloaded: 0,
+        transient: false,
+        expires_at_ms: SharedTier::expiry(ttl),
+    };
+    let transient = header.transient;
+    let coverage = header.coverage;
+    let encoded = pool
+        .run(move || format::encode(&header, board.document_json()))
+        .await;
+    if let Ok(Ok(value)) = encoded {
+        tier.store(keys, coverage, value, ttl, transient).await;
+    }
+}

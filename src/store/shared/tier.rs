@@ -1,0 +1,410 @@
+//! The fleet tier's calls to Redis or Valkey (through `fred`): every call
+//! bounded by the timeout and guarded by the breaker, an error or timeout
+//! reported as "the tier did not answer", never as a failure of the request.
+
+use super::breaker::{Breaker, Opened, Permit, COOLDOWN};
+use super::format;
+use super::keys::{self, BoardKeys};
+use super::{Endpoint, SharedSettings};
+use crate::document::Coverage;
+use crate::metrics;
+use crate::provider::client::{Hooked, OverBudget, Pace};
+use crate::provider::error::FetchError;
+use bytes::Bytes;
+use fred::prelude::{
+    Builder, ClientLike, Config, Expiration, KeysInterface, LuaInterface, ReconnectPolicy,
+    SetOptions,
+};
+use std::future::Future;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+
+/// Releases a lock only if it still holds the caller's token.
+const UNLOCK: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+     return redis.call('DEL', KEYS[1]) else return 0 end";
+
+/// GCRA over the server's clock: `ARGV[1]` is the interval between
+/// requests and `ARGV[2]` the burst tolerance, in microseconds. Returns 0
+/// when a request may go now (and counts it), else the microseconds to wait.
+const BUDGET: &str = "local t = redis.call('TIME') \
+     local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) \
+     local interval = tonumber(ARGV[1]) \
+     local tat = tonumber(redis.call('GET', KEYS[1])) \
+     if not tat or tat < now then tat = now end \
+     local wait = tat - tonumber(ARGV[2]) - now \
+     if wait > 0 then return math.ceil(wait) end \
+     local new = tat + interval \
+     redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - now) / 1000) + 1000) \
+     return 0";
+
+/// Waits between polls for another node's document start here and double
+/// up to [`MAX_POLL`].
+const FIRST_POLL: Duration = Duration::from_millis(5);
+const MAX_POLL: Duration = Duration::from_millis(100);
+
+/// What a lookup found.
+pub(crate) enum Looked {
+    /// A stored document whose header checked out, with the time it has
+    /// left; its body is checked when it is decoded.
+    Doc {
+        value: Bytes,
+        key: String,
+        left: Duration,
+    },
+    /// The provider's refusal, shared by another node.
+    Failure(FetchError),
+    /// Nothing stored; whether a load holds the lock.
+    Miss { locked: bool },
+    /// The tier did not answer (error, timeout, breaker open).
+    Unavailable,
+}
+
+/// The outcome of trying to take a board's lock.
+pub(crate) enum Lock {
+    /// This node loads; release with the token.
+    Taken(String),
+    /// Another node is loading.
+    Held,
+    /// The tier did not answer.
+    Unavailable,
+}
+
+/// A connection (pool) to the tier, shared by every request of the node.
+pub(crate) struct SharedTier {
+    client: fred::clients::Client,
+    connected: OnceCell<()>,
+    settings: SharedSettings,
+    breaker: Breaker,
+    /// Documents over this are neither stored nor read back.
+    max_document_bytes: usize,
+    /// How long a shared `403`/`404` lives.
+    error_ttl: Duration,
+}
+
+impl SharedTier {
+    /// Builds the client; it connects on first use, in the caller's
+    /// runtime, and reconnects by itself (with backoff) whenever the
+    /// server goes away.
+    ///
+    /// # Errors
+    /// A URL the client cannot use.
+    pub(crate) fn new(
+        settings: SharedSettings,
+        max_document_bytes: usize,
+        error_ttl: Duration,
+    ) -> Result<Self, String> {
+        let mut config = client_config(&settings.endpoint)?;
+        if let Some(password) = &settings.password {
+            config.password = Some(password.clone());
+        }
+        let timeout = settings.timeout;
+        let client = Builder::from_config(config)
+            .with_performance_config(|p| p.default_command_timeout = timeout)
+            .with_connection_config(|c| {
+                c.connection_timeout = timeout.max(Duration::from_millis(500));
+                // Commands queued while disconnected are bounded too.
+                c.max_command_buffer_len = 10_000;
+                c.max_command_attempts = 1;
+            })
+            .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
+            .build()
+            .map_err(|e| format!("fleet tier client: {e}"))?;
+        Ok(SharedTier {
+            client,
+            connected: OnceCell::new(),
+            settings,
+            breaker: Breaker::new(COOLDOWN),
+            max_document_bytes,
+            error_ttl,
+        })
+    }
+
+    pub(crate) fn keys(&self, board_id: &str, permission_id: &str) -> BoardKeys {
+        BoardKeys::new(&self.settings.key_prefix, board_id, permission_id)
+    }
+
+    pub(crate) fn max_document_bytes(&self) -> usize {
+        self.max_document_bytes
+    }
+
+    /// One call, bounded by the timeout and guarded by the breaker; `None`
+    /// when the tier did not answer.
+    async fn call<T, E: std::fmt::Display>(
+        &self,
+        call: impl Future<Output = Result<T, E>>,
+    ) -> Option<T> {
+        if self.breaker.permit() == Permit::Skip {
+            metrics::fleet("skipped");
+            return None;
+        }
+        self.connected
+            .get_or_init(|| async {
+                // The connection task reconnects by itself from now on.
+                drop(self.client.connect());
+            })
+            .await;
+        let error = match tokio::time::timeout(self.settings.timeout, call).await {
+            Ok(Ok(value)) => {
+                if self.breaker.is_open() {
+                    log::info!("fleet tier answers again; using it");
+                    metrics::fleet_breaker(false);
+                }
+                self.breaker.succeeded();
+                return Some(value);
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {:?}", self.settings.timeout),
+        };
+        metrics::fleet("error");
+        if self.breaker.failed() == Opened::Now {
+            log::warn!(
+                "fleet tier failing ({error}); skipping it for {COOLDOWN:?} at a time until it answers"
+            );
+            metrics::fleet_breaker(true);
+        } else {
+            log::debug!("fleet tier call failed: {error}");
+        }
+        None
+    }
+
+    /// The board's document of at least `coverage`, its shared failure, or
+    /// whether someone is loading it: one `MGET` on the board's slot.
+    pub(crate) async fn lookup(&self, keys: &BoardKeys, coverage: Coverage) -> Looked {
+        let mut names = vec![keys.doc(coverage)];
+        if coverage == Coverage::Outline {
+            names.push(keys.doc(Coverage::Full));
+        }
+        names.push(keys.failure());
+        names.push(keys.lock(coverage));
+        let Some(values) = self
+            .call(self.client.mget::<Vec<Option<Bytes>>, _>(names.clone()))
+            .await
+        else {
+            return Looked::Unavailable;
+        };
+        let docs = names.len() - 2;
+        let now = now_ms();
+        for (name, value) in names.iter().zip(&values).take(docs) {
+            let Some(value) = value else { continue };
+            match format::header(value) {
+                Ok(h) if h.expires_at_ms > now => {
+                    metrics::fleet("hit");
+                    return Looked::Doc {
+                        value: value.clone(),
+                        key: name.clone(),
+                        left: Duration::from_millis((h.expires_at_ms - now) as u64),
+                    };
+                }
+                // Expired by our clock while the server still has it.
+                Ok(_) => {}
+                Err(e) => self.reject(name, &e).await,
+            }
+        }
+        if let Some(Some(failure)) = values.get(docs) {
+            match failure.as_ref() {
+                b"403" => return Looked::Failure(FetchError::AccessDenied),
+                b"404" => return Looked::Failure(FetchError::NotFound),
+                _ => {
+                    self.reject(&keys.failure(), &format::Invalid("failure"))
+                        .await
+                }
+            }
+        }
+        metrics::fleet("miss");
+        Looked::Miss {
+            locked: values.get(docs + 1).is_some_and(Option::is_some),
+        }
+    }
+
+    /// Deletes a value that must not be served.
+    pub(crate) async fn reject(&self, key: &str, why: &format::Invalid) {
+        metrics::fleet("rejected");
+        log::warn!("fleet tier: {why}; deleted");
+        let _ = self.call(self.client.del::<i64, _>(key)).await;
+    }
+
+    /// Takes the board's lock for a load of `coverage`.
+    pub(crate) async fn lock(&self, keys: &BoardKeys, coverage: Coverage) -> Lock {
+        let token = token();
+        let ms = self.settings.lock.as_millis() as i64;
+        match self
+            .call(self.client.set::<Option<String>, _, _>(
+                keys.lock(coverage),
+                token.as_str(),
+                Some(Expiration::PX(ms)),
+                Some(SetOptions::NX),
+                false,
+            ))
+            .await
+        {
+            Some(Some(_)) => Lock::Taken(token),
+            Some(None) => Lock::Held,
+            None => Lock::Unavailable,
+        }
+    }
+
+    /// Releases the lock if it is still `token`'s.
+    pub(crate) async fn unlock(&self, keys: &BoardKeys, coverage: Coverage, token: &str) {
+        let _ = self
+            .call(self.client.eval::<i64, _, _, _>(
+                UNLOCK,
+                keys.lock(coverage),
+                vec![token.to_owned()],
+            ))
+            .await;
+    }
+
+    /// Stores an encoded document for `ttl`. A transient one (a board that
+    /// a retry may fill) never replaces a document already there.
+    pub(crate) async fn store(
+        &self,
+        keys: &BoardKeys,
+        coverage: Coverage,
+        value: Vec<u8>,
+        ttl: Duration,
+        transient: bool,
+    ) {
+        let bytes = value.len();
+        let stored = self
+            .call(self.client.set::<Option<String>, _, _>(
+                keys.doc(coverage),
+                Bytes::from(value),
+                Some(Expiration::PX(ttl.as_millis().max(1) as i64)),
+                transient.then_some(SetOptions::NX),
+                false,
+            ))
+            .await;
+        if let Some(Some(_)) = stored {
+            metrics::fleet_stored(bytes);
+        }
+    }
+
+    /// Shares the provider's `403` or `404` for `error_ttl`; other failures
+    /// are this node's own and are not shared.
+    pub(crate) async fn store_failure(&self, keys: &BoardKeys, e: &FetchError) {
+        let code = match e {
+            FetchError::AccessDenied => "403",
+            FetchError::NotFound => "404",
+            _ => return,
+        };
+        let ms = self.error_ttl.as_millis().max(1) as i64;
+        let _ = self
+            .call(self.client.set::<Option<String>, _, _>(
+                keys.failure(),
+                code,
+                Some(Expiration::PX(ms)),
+                None,
+                false,
+            ))
+            .await;
+    }
+
+    /// Waits for another node's load of the board: polls with backoff until
+    /// a document or failure is there, the lock is gone, the tier stops
+    /// answering, or `deadline`.
+    pub(crate) async fn wait(
+        &self,
+        keys: &BoardKeys,
+        coverage: Coverage,
+        deadline: Instant,
+    ) -> Option<Looked> {
+        metrics::fleet_lock_wait();
+        let mut pause = FIRST_POLL;
+        loop {
+            let wake = Instant::now() + pause;
+            if wake >= deadline {
+                return None;
+            }
+            tokio::time::sleep_until(wake).await;
+            match self.lookup(keys, coverage).await {
+                Looked::Miss { locked: true } => pause = (pause * 2).min(MAX_POLL),
+                other => return Some(other),
+            }
+        }
+    }
+
+    /// How long a value written now for `ttl` lives, as its header says.
+    pub(crate) fn expiry(ttl: Duration) -> i64 {
+        now_ms() + ttl.as_millis() as i64
+    }
+}
+
+/// The fleet's shared budget toward the provider: one script call per
+/// request. A tier that does not answer paces nothing.
+impl Pace for SharedTier {
+    fn admit(&self, deadline: Instant) -> Hooked<'_, Result<(), OverBudget>> {
+        Box::pin(async move {
+            let Some(rate) = self.settings.fleet_requests_per_second else {
+                return Ok(());
+            };
+            let interval = 1_000_000 / u64::from(rate.max(1));
+            // A second's worth of requests may go at once.
+            let burst = interval * u64::from(rate.max(1) - 1);
+            let key = keys::budget(&self.settings.key_prefix);
+            loop {
+                let args = vec![interval.to_string(), burst.to_string()];
+                let Some(wait) = self
+                    .call(self.client.eval::<i64, _, _, _>(BUDGET, key.as_str(), args))
+                    .await
+                else {
+                    return Ok(());
+                };
+                if wait <= 0 {
+                    return Ok(());
+                }
+                let wake = Instant::now() + Duration::from_micros(wait as u64);
+                if wake >= deadline {
+                    return Err(OverBudget);
+                }
+                tokio::time::sleep_until(wake).await;
+            }
+        })
+    }
+}
+
+/// The client's configuration for `endpoint`; a cluster's nodes become one
+/// `redis-cluster://` URL (credentials and scheme from the first).
+fn client_config(endpoint: &Endpoint) -> Result<Config, String> {
+    let config = match endpoint {
+        Endpoint::Server(url) => Config::from_url_centralized(url),
+        Endpoint::Cluster(urls) => {
+            let mut first = url::Url::parse(urls.first().ok_or("no cluster node")?)
+                .map_err(|e| e.to_string())?;
+            let scheme = format!("{}-cluster", first.scheme());
+            first
+                .set_scheme(&scheme)
+                .map_err(|()| "cluster URL scheme".to_string())?;
+            for other in &urls[1..] {
+                let u = url::Url::parse(other).map_err(|e| e.to_string())?;
+                let node = format!(
+                    "{}:{}",
+                    u.host_str().unwrap_or_default(),
+                    u.port().unwrap_or(6379)
+                );
+                first.query_pairs_mut().append_pair("node", &node);
+            }
+            Config::from_url_clustered(first.as_str())
+        }
+    };
+    config.map_err(|e| format!("not a Redis URL the client accepts: {}", e.details()))
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A lock token no other node draws.
+fn token() -> String {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 16];
+    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
+        // No system randomness: the time and an address still differ per
+        // node and call.
+        let seed = now_ms() as u128 ^ (&bytes as *const _ as usize as u128);
+        bytes = seed.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

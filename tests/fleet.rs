@@ -1,0 +1,404 @@
+//! The fleet tier against real Redis servers (started here, see
+//! `common/redis.rs`) and real gateways in front of the sample upstream:
+//! several nodes, one load; a dead lock holder; Redis killed and back; a
+//! slow tier; corrupted values; a shared `403`; no secret in any key; a
+//! cluster; the fleet's upstream budget.
+//!
+//! The tests of this file run one at a time (they count every request the
+//! shared sample upstream sees, and each starts servers of its own).
+
+mod common;
+
+use common::redis::{Cluster, Proxy, Redis};
+use common::*;
+use shared_board_api::internals::document::Coverage;
+use shared_board_api::internals::store::shared::keys::BoardKeys;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `board_api` lines for a tier at `url`, plus `extra` lines under `shared`.
+fn tier(url: &str, extra: &str) -> String {
+    format!("  cache:\n    error_ttl_seconds: 30\n    shared:\n      url: {url}\n{extra}")
+}
+
+fn detail(addr: std::net::SocketAddr, p: &str) -> Response {
+    request(
+        addr,
+        "GET",
+        &format!("/api/detail?url={}", link(BOARD, p)),
+        &[],
+    )
+}
+
+/// Requests the sample upstream has seen so far.
+fn upstream_requests() -> usize {
+    sample().requests().len()
+}
+
+fn token_requests(p: &str) -> usize {
+    let prefix = format!("/api/permissions/token/{p}?");
+    sample()
+        .requests()
+        .iter()
+        .filter(|t| t.starts_with(&prefix))
+        .count()
+}
+
+fn cache_level(r: &Response) -> String {
+    let timing = r.header("server-timing").unwrap_or_default();
+    timing
+        .strip_prefix("cache;desc=")
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn fetched_at(r: &Response) -> String {
+    r.json()["data"]["fetchedAt"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn metric(name: &str) -> f64 {
+    let text = prometheus::TextEncoder::new()
+        .encode_to_string(&prometheus::gather())
+        .unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn a_fleet_loads_a_board_once_and_a_new_node_starts_warm() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let tier = tier(&proxy.url(), "");
+
+    // What one node costs the provider for this board: the baseline.
+    let single = start_gateway("", "");
+    let before = upstream_requests();
+    for _ in 0..20 {
+        assert_eq!(detail(single.addr, "fleet-one").status, 200);
+    }
+    let one_node = upstream_requests() - before;
+    assert!(
+        one_node >= 2,
+        "a load is a token and a boards request at least"
+    );
+
+    // Four nodes, 200 concurrent requests spread round-robin.
+    let nodes: Vec<Gateway> = (0..4).map(|_| start_gateway("", &tier)).collect();
+    let addrs: Vec<_> = nodes.iter().map(|n| n.addr).collect();
+    let before = upstream_requests();
+    let answers: Vec<Response> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..200)
+            .map(|i| {
+                let addr = addrs[i % addrs.len()];
+                s.spawn(move || detail(addr, "fleet-burst"))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("request"))
+            .collect()
+    });
+    assert_eq!(
+        upstream_requests() - before,
+        one_node,
+        "the burst costs one node's load"
+    );
+    assert_eq!(token_requests("fleet-burst"), 1);
+    let etag = answers[0].header("etag").unwrap_or_default().to_owned();
+    for r in &answers {
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("etag"), Some(etag.as_str()), "one ETag fleet-wide");
+        assert_eq!(
+            fetched_at(r),
+            fetched_at(&answers[0]),
+            "one fetchedAt fleet-wide"
+        );
+    }
+    let misses = answers.iter().filter(|r| cache_level(r) == "miss").count();
+    assert_eq!(misses, 1, "one node loaded, the rest shared, joined or hit");
+    assert!(answers.iter().any(|r| cache_level(r) == "shared"));
+
+    // A node that starts now (a deploy, a crash) adds no upstream request.
+    let restarted = start_gateway("", &tier);
+    let before = upstream_requests();
+    let r = detail(restarted.addr, "fleet-burst");
+    assert_eq!((r.status, cache_level(&r)), (200, "shared".to_owned()));
+    assert_eq!(r.header("etag"), Some(etag.as_str()));
+    assert_eq!(fetched_at(&r), fetched_at(&answers[0]));
+    assert_eq!(upstream_requests(), before);
+    // An ETag from one node revalidates on another.
+    let r = request(
+        addrs[3],
+        "GET",
+        &format!("/api/detail?url={}", link(BOARD, "fleet-burst")),
+        &[("If-None-Match", &etag)],
+    );
+    assert_eq!(r.status, 304);
+
+    // No key names a permission id or a board id.
+    let keys = redis.keys();
+    assert!(!keys.is_empty());
+    for key in &keys {
+        assert!(key.starts_with("sbapi:{"), "{key}");
+        for secret in ["fleet-burst", "fleet-one", BOARD] {
+            assert!(!key.contains(secret), "{key} names {secret}");
+        }
+    }
+    let dump = redis.cli(&[
+        "--no-raw",
+        "mget",
+        &BoardKeys::new("sbapi:", BOARD, "fleet-burst").doc(Coverage::Full),
+    ]);
+    assert!(
+        !dump.contains("fleet-burst"),
+        "the stored value holds no permission id"
+    );
+}
+
+#[test]
+fn when_the_lock_holder_dies_another_node_loads_after_it_expires() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let node = start_gateway("", &tier(&proxy.url(), ""));
+    // A node took the lock and died before storing anything.
+    let lock = BoardKeys::new("sbapi:", BOARD, "fleet-dead").lock(Coverage::Full);
+    assert_eq!(redis.cli(&["set", &lock, "dead-node", "PX", "1500"]), "OK");
+    let started = Instant::now();
+    let r = detail(node.addr, "fleet-dead");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert!(
+        started.elapsed() >= Duration::from_millis(1000),
+        "it waited for the lock to expire: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(token_requests("fleet-dead"), 1);
+    // And it stored the document for the rest of the fleet.
+    let doc = BoardKeys::new("sbapi:", BOARD, "fleet-dead").doc(Coverage::Full);
+    let stored = wait_for(|| redis.cli(&["getrange", &doc, "0", "3"]) == "SBAD");
+    assert!(stored, "the document was stored");
+}
+
+/// Polls `check` (bounded, 20 s) until it holds.
+fn wait_for(mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn redis_killed_then_back_every_request_answers_and_the_tier_is_used_again() {
+    let _one = serial();
+    let mut redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let node = start_gateway("", &tier(&proxy.url(), ""));
+    assert_eq!(detail(node.addr, "fleet-kill-0").status, 200);
+    redis.kill();
+    for i in 1..=12 {
+        let r = detail(node.addr, &format!("fleet-kill-{i}"));
+        assert_eq!(r.status, 200, "request {i} with the tier down");
+        assert_eq!(cache_level(&r), "miss");
+    }
+    redis.restart();
+    assert!(redis.keys().is_empty());
+    // Once the breaker's cooldown has passed, a probe finds the tier again
+    // and new documents are stored in it.
+    let mut i = 100;
+    let back = wait_for(|| {
+        i += 1;
+        detail(node.addr, &format!("fleet-kill-{i}")).status == 200 && !redis.keys().is_empty()
+    });
+    assert!(back, "the tier was used again after Redis came back");
+}
+
+#[test]
+fn a_slow_tier_bounds_every_request_and_opens_the_breaker() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let node = start_gateway("", &tier(&proxy.url(), "      timeout_ms: 50\n"));
+    assert_eq!(detail(node.addr, "fleet-slow-0").status, 200);
+    proxy.set_delay(Duration::from_millis(1500));
+    let skipped_before = metric("board_api_fleet_total{result=\"skipped\"}");
+    for i in 1..=12 {
+        let started = Instant::now();
+        let r = detail(node.addr, &format!("fleet-slow-{i}"));
+        assert_eq!(r.status, 200);
+        // Each call waits at most the 50 ms timeout, never the 1.5 s delay.
+        assert!(
+            started.elapsed() < Duration::from_millis(1400),
+            "request {i} took {:?}",
+            started.elapsed()
+        );
+    }
+    assert!(metric("board_api_fleet_total{result=\"skipped\"}") > skipped_before);
+    assert_eq!(metric("board_api_fleet_breaker_open"), 1.0);
+}
+
+#[test]
+fn corrupted_or_foreign_values_are_never_served() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let node = start_gateway("", &tier(&proxy.url(), ""));
+    let cases = [
+        ("fleet-garbage", "not a document at all"),
+        // Another format version (byte 4), then enough bytes for a header.
+        (
+            "fleet-version",
+            "SBAD\u{2}\u{1}\u{1}\u{1}0123456789abcdefghijklmnopq",
+        ),
+        ("fleet-truncated", "SBAD\u{1}\u{1}\u{1}"),
+    ];
+    for (p, value) in cases {
+        let doc = BoardKeys::new("sbapi:", BOARD, p).doc(Coverage::Full);
+        assert_eq!(redis.cli(&["set", &doc, value, "PX", "60000"]), "OK");
+        let r = detail(node.addr, p);
+        assert_eq!(r.status, 200, "{p}");
+        assert_eq!(
+            cache_level(&r),
+            "miss",
+            "{p}: loaded, not served from the bad value"
+        );
+        assert_eq!(r.json()["data"]["board"]["id"], BOARD);
+        let replaced = wait_for(|| {
+            redis.cli(&["getrange", &doc, "0", "3"]) == "SBAD"
+                && redis.cli(&["strlen", &doc]).parse::<usize>().unwrap_or(0) > 40
+        });
+        assert!(replaced, "{p}: the bad value was replaced by a good one");
+    }
+    // A well-formed value whose body was tampered with: refused on decode.
+    let good = BoardKeys::new("sbapi:", BOARD, "fleet-garbage").doc(Coverage::Full);
+    let tampered = BoardKeys::new("sbapi:", BOARD, "fleet-tampered").doc(Coverage::Full);
+    assert_eq!(redis.cli(&["copy", &good, &tampered]), "1");
+    let len: usize = redis.cli(&["strlen", &tampered]).parse().expect("length");
+    redis.cli(&["setrange", &tampered, &(len - 2).to_string(), "zz"]);
+    let r = detail(node.addr, "fleet-tampered");
+    assert_eq!((r.status, cache_level(&r)), (200, "miss".to_owned()));
+    assert!(metric("board_api_fleet_total{result=\"rejected\"}") >= 4.0);
+}
+
+#[test]
+fn a_revoked_link_is_refused_once_for_the_whole_fleet() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let tier = tier(&proxy.url(), "");
+    let a = start_gateway("", &tier);
+    let b = start_gateway("", &tier);
+    detail(a.addr, "fault-403").assert_error(403, "BOARD_ACCESS_DENIED", None);
+    let failure = BoardKeys::new("sbapi:", BOARD, "fault-403").failure();
+    assert!(wait_for(|| redis.cli(&["get", &failure]) == "403"));
+    detail(b.addr, "fault-403").assert_error(403, "BOARD_ACCESS_DENIED", None);
+    assert_eq!(
+        token_requests("fault-403"),
+        1,
+        "one upstream check for the fleet"
+    );
+    let ttl: i64 = redis.cli(&["pttl", &failure]).parse().expect("pttl");
+    assert!(ttl > 0 && ttl <= 30_000, "kept for the error TTL: {ttl}");
+    // A 5xx is this node's own and is not shared.
+    detail(a.addr, "fault-500").assert_error(502, "UPSTREAM_ERROR", None);
+    let other = BoardKeys::new("sbapi:", BOARD, "fault-500").failure();
+    assert_eq!(redis.cli(&["exists", &other]), "0");
+}
+
+#[test]
+fn a_cluster_spreads_documents_over_its_slots_and_reads_them_back() {
+    let _one = serial();
+    let cluster = Cluster::start();
+    let nodes: Vec<String> = cluster
+        .ports
+        .iter()
+        .map(|p| format!("redis://127.0.0.1:{p}"))
+        .collect();
+    let tier = format!(
+        "  cache:\n    shared:\n      cluster: [{}]\n",
+        nodes.join(", ")
+    );
+    let a = start_gateway("", &tier);
+    let ps: Vec<String> = (0..12).map(|i| format!("fleet-cluster-{i}")).collect();
+    for p in &ps {
+        assert_eq!(detail(a.addr, p).status, 200);
+    }
+    let holding = |port: u16| {
+        cluster
+            .keys_on(port)
+            .iter()
+            .filter(|k| k.ends_with(":doc:full"))
+            .count()
+    };
+    assert!(wait_for(|| cluster
+        .ports
+        .iter()
+        .map(|p| holding(*p))
+        .sum::<usize>()
+        == ps.len()));
+    let used = cluster.ports.iter().filter(|p| holding(**p) > 0).count();
+    assert!(used >= 2, "12 boards on {used} of 3 masters");
+    let b = start_gateway("", &tier);
+    let before = upstream_requests();
+    for p in &ps {
+        let r = detail(b.addr, p);
+        assert_eq!(
+            (r.status, cache_level(&r)),
+            (200, "shared".to_owned()),
+            "{p}"
+        );
+    }
+    assert_eq!(upstream_requests(), before);
+}
+
+#[test]
+fn two_nodes_keep_together_under_the_fleet_budget() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let rate = 4.0;
+    let tier = tier(&proxy.url(), "");
+    let budget = "    fleet_requests_per_second: 4\n";
+    let a = start_gateway(budget, &tier);
+    let b = start_gateway(budget, &tier);
+    let before = upstream_requests();
+    let started = Instant::now();
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..12)
+            .map(|i| {
+                let addr = if i % 2 == 0 { a.addr } else { b.addr };
+                s.spawn(move || detail(addr, &format!("fleet-budget-{i}")).status)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("request"))
+            .collect()
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    let sent = (upstream_requests() - before) as f64;
+    // GCRA with a burst of one second's worth: at most rate * (t + 1).
+    assert!(
+        sent <= rate * (elapsed + 1.0) + 1.0,
+        "{sent} requests in {elapsed:.1} s over a budget of {rate}/s"
+    );
+    assert!(sent >= 2.0 * 3.0, "loads went through: {sent}");
+    for status in statuses {
+        assert!(status == 200 || status == 503, "{status}");
+    }
+}
