@@ -13,6 +13,10 @@
 //!   `boardIds` and `fetchedTime`. A token this server did not issue gets
 //!   `errors[id] = ACCESS_DENIED` and `childrenReturned[id] = false`; an unknown
 //!   board gets `BOARD_NOT_FOUND`. Always HTTP 200, like Milanote.
+//! - `GET /images/{name}/{size}.png` → a small bundled PNG (`tram28`,
+//!   `francesinha`; any of Milanote's sizes), so the demo boards' images load
+//!   offline. Fixtures write this server's origin as `http://sample-upstream.invalid`;
+//!   every boards answer carries the real one instead.
 //!
 //! # Fault scenarios
 //!
@@ -55,6 +59,7 @@
 
 mod boards;
 mod fixtures;
+mod images;
 mod scenarios;
 mod wire;
 
@@ -97,6 +102,8 @@ impl RecordedRequest {
 
 #[derive(Debug, Default)]
 struct State {
+    /// `http://127.0.0.1:PORT`, for the bundled images' URLs.
+    origin: String,
     log: Mutex<Vec<RecordedRequest>>,
     connections: std::sync::atomic::AtomicUsize,
     tokens: TokenRegistry,
@@ -126,7 +133,10 @@ impl SampleUpstream {
     pub async fn start(addr: SocketAddr) -> std::io::Result<SampleUpstream> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let state = Arc::new(State::default());
+        let state = Arc::new(State {
+            origin: format!("http://{addr}"),
+            ..State::default()
+        });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
         log::info!("sample Milanote upstream listening on http://{addr}");
         Ok(SampleUpstream {
@@ -274,7 +284,7 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<State>) {
                 target: head.target.clone(),
                 headers: head.headers.clone(),
             });
-        let reply = scenarios::route(&state.tokens, &head);
+        let reply = scenarios::route(&state.tokens, &state.origin, &head);
         let keep_alive = head.keep_alive();
         match send(&mut stream, &head, reply, keep_alive).await {
             Ok(true) if keep_alive => continue,
