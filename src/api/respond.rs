@@ -5,7 +5,7 @@
 use super::error::ApiError;
 use super::route::ALLOW;
 use crate::encoding::Encoding;
-use crate::pipeline::Rendered;
+use crate::pipeline::{Rendered, Representation};
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::StatusCode;
@@ -146,12 +146,14 @@ fn if_none_match(request_headers: &HeaderMap, etag: &HeaderValue) -> bool {
         })
 }
 
-/// `200` with the envelope and the weak ETag, or `304` when the request's
-/// `If-None-Match` matches it. `encoding` is the coding `rendered.body` is
+/// `200` with the body in `representation` and its weak ETag, or `304`
+/// when the request's `If-None-Match` matches it. Both carry
+/// `Vary: Accept, Accept-Encoding`: the body depends on both. `encoding` is the coding `rendered.body` is
 /// already in (`Content-Encoding` on a `200`); Pingora's compression module
 /// leaves a response that has one alone.
 pub fn success(
     rendered: &Rendered,
+    representation: Representation,
     encoding: Encoding,
     request_headers: &HeaderMap,
 ) -> ApiResponse {
@@ -163,9 +165,9 @@ pub fn success(
     });
     response.headers.insert(header::ETAG, rendered.etag.clone());
     response.set(header::CACHE_CONTROL, SUCCESS_CACHE_CONTROL);
-    response.set(header::VARY, "Accept-Encoding");
+    response.set(header::VARY, "Accept, Accept-Encoding");
     if !not_modified {
-        response.set(header::CONTENT_TYPE, JSON);
+        response.set(header::CONTENT_TYPE, representation.content_type());
         if let Some(token) = encoding.token() {
             response.set(header::CONTENT_ENCODING, token);
         }
@@ -266,6 +268,7 @@ mod tests {
             }
             success(
                 &render(e, sel, d).expect("renders"),
+                Representation::Json,
                 Encoding::Identity,
                 &headers,
             )
@@ -310,12 +313,17 @@ mod tests {
             assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
         }
         let rendered = render("detail", "full", &data).expect("renders");
-        let gz = success(&rendered, Encoding::Gzip, &HeaderMap::new());
+        let gz = success(
+            &rendered,
+            Representation::Json,
+            Encoding::Gzip,
+            &HeaderMap::new(),
+        );
         assert_eq!(header(&gz, "content-encoding"), Some("gzip"));
         assert_eq!(gz.headers.get("etag"), Some(&etag));
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, etag.clone());
-        let not_modified = success(&rendered, Encoding::Gzip, &inm);
+        let not_modified = success(&rendered, Representation::Json, Encoding::Gzip, &inm);
         assert_eq!(not_modified.status, 304);
         assert_eq!(header(&not_modified, "content-encoding"), None);
         let stale = HeaderValue::from_static("W/\"0123\"");
@@ -335,9 +343,14 @@ mod tests {
                     HeaderValue::from_str(v).expect("header"),
                 );
             }
-            success(&rendered, Encoding::Identity, &headers)
-                .status
-                .as_u16()
+            success(
+                &rendered,
+                Representation::Json,
+                Encoding::Identity,
+                &headers,
+            )
+            .status
+            .as_u16()
         };
         let tag = rendered.etag.to_str().expect("ascii");
         let strong = &tag[2..];
@@ -357,8 +370,13 @@ mod tests {
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, rendered.etag.clone());
         let answers = [
-            success(&rendered, Encoding::Identity, &HeaderMap::new()),
-            success(&rendered, Encoding::Identity, &inm),
+            success(
+                &rendered,
+                Representation::Json,
+                Encoding::Identity,
+                &HeaderMap::new(),
+            ),
+            success(&rendered, Representation::Json, Encoding::Identity, &inm),
             preflight(&HeaderMap::new()),
             error(&ApiError::NotFound),
             error(&ApiError::MethodNotAllowed),
