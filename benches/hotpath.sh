@@ -14,6 +14,8 @@
 # so neither compresses (checked below), but both run the module's filters.
 # Two bodies: the small board's /api/search (compact, small body) and its
 # /api/detail (full, ~20 KB). wrk -t2 -c32 interleaved ours/bare/ours/bare...
+# Then the same /api/detail as Markdown (Accept: text/markdown), cached,
+# interleaved with its cached JSON: what the second representation costs.
 source "$(dirname "$0")/lib_upstream.sh"
 watchdog 175
 ROUNDS=${1:-3}
@@ -77,7 +79,7 @@ echo "our headers for a cached 200 (search):"; headers_of "${OURS_URL[search]}" 
 enc() { curl -s -o /dev/null -D - "$@" | tr -d '\r' | awk -F': ' 'tolower($1)=="content-encoding"{print $2}'; }
 echo "compression (ours, level $LEVEL by default): no Accept-Encoding -> '$(enc "${OURS_URL[detail]}")'; Accept-Encoding: gzip -> '$(enc -H 'Accept-Encoding: gzip' "${OURS_URL[detail]}")'; bare with gzip -> '$(enc -H 'Accept-Encoding: gzip' "${BARE_URL[detail]}")'"
 
-rps() { wrk -t2 -c32 -d"${SECS}s" "$1" | awk '/Requests\/sec/{print $2} /Non-2xx|Socket errors/{print "  wrk: " $0 > "/dev/stderr"}'; }
+rps() { wrk -t2 -c32 -d"${SECS}s" "$@" | awk '/Requests\/sec/{print $2} /Non-2xx|Socket errors/{print "  wrk: " $0 > "/dev/stderr"}'; }
 for kind in search detail; do
   : > "$TMP/$kind.ours"; : > "$TMP/$kind.bare.rps"; : > "$TMP/$kind.before.rps"
   for r in $(seq "$ROUNDS"); do
@@ -85,6 +87,18 @@ for kind in search detail; do
     rps "${OURS_URL[$kind]}" >> "$TMP/$kind.ours"
     rps "${BARE_URL[$kind]}" >> "$TMP/$kind.bare.rps"
   done
+done
+
+MD_URL=${OURS_URL[detail]}
+MD_HEADER='Accept: text/markdown'
+for _ in 1 2 3; do curl -s -o /dev/null -H "$MD_HEADER" "$MD_URL"; done
+MD_TYPE=$(curl -s -o /dev/null -D - -H "$MD_HEADER" "$MD_URL" | tr -d '\r' | awk -F': ' 'tolower($1)=="content-type"{print $2}')
+case "$MD_TYPE" in text/markdown*) ;; *) echo "Accept: text/markdown answered '$MD_TYPE'" >&2; exit 1 ;; esac
+MD_SIZE=$(curl -s -H "$MD_HEADER" "$MD_URL" | wc -c)
+: > "$TMP/md.ours"; : > "$TMP/md.json"
+for r in $(seq "$ROUNDS"); do
+  rps -H "$MD_HEADER" "$MD_URL" >> "$TMP/md.ours"
+  rps "$MD_URL" >> "$TMP/md.json"
 done
 
 echo
@@ -106,5 +120,11 @@ for kind in search detail; do
       "$(paste -sd' ' "$TMP/$kind.before.rps")" "$f" "$(ratio_median "$TMP/$kind.before.rps" "$TMP/$kind.bare.rps")"
   fi
 done
+echo
+echo "| cached 200, /api/detail small board | body bytes | req/s (runs) | median | Markdown/JSON, median of per-round ratios |"
+echo "|---|---:|---|---:|---:|"
+printf '| JSON | %s | %s | %.0f | |\n' "${SIZE[detail]}" "$(paste -sd' ' "$TMP/md.json")" "$(median < "$TMP/md.json")"
+printf '| Markdown (%s) | %s | %s | %.0f | %.2f |\n' "$MD_HEADER" "$MD_SIZE" "$(paste -sd' ' "$TMP/md.ours")" \
+  "$(median < "$TMP/md.ours")" "$(ratio_median "$TMP/md.ours" "$TMP/md.json")"
 echo
 log_problems hot

@@ -3,6 +3,7 @@
 //! then the pipeline and the response policies). No Pingora types here: the
 //! `host` module is the adapter.
 
+pub mod accept;
 pub mod error;
 pub mod params;
 pub(crate) mod playground;
@@ -219,9 +220,16 @@ impl BoardApi {
         } else {
             encoding::Encoding::Identity
         };
+        let representation = accept::negotiate(req.headers);
         let variant = self
             .boards
-            .variant(&document, endpoint.name(), &request.selection, encoding)
+            .variant(
+                &document,
+                endpoint.name(),
+                &request.selection,
+                representation,
+                encoding,
+            )
             .await
             .map_err(|e| {
                 log::error!("board {board_id}: {e:?}");
@@ -229,6 +237,7 @@ impl BoardApi {
             })?;
         let mut response = respond::success(
             &variant.rendered,
+            representation,
             variant.encoding,
             document.board.completeness(),
             req.headers,

@@ -6,7 +6,7 @@ use super::error::ApiError;
 use super::route::ALLOW;
 use crate::document::Completeness;
 use crate::encoding::Encoding;
-use crate::pipeline::Rendered;
+use crate::pipeline::{Rendered, Representation};
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::StatusCode;
@@ -160,13 +160,15 @@ fn completeness_header(completeness: Completeness) -> HeaderValue {
         .unwrap_or_else(|_| HeaderValue::from_static("partial"))
 }
 
-/// `200` with the envelope and the weak ETag, or `304` when the request's
-/// `If-None-Match` matches it; either says how complete the board is
-/// (`Board-Completeness`). `encoding` is the coding `rendered.body` is
+/// `200` with the body in `representation` and its weak ETag, or `304`
+/// when the request's `If-None-Match` matches it. Both carry
+/// `Vary: Accept, Accept-Encoding`: the body depends on both; and both say
+/// how complete the board is (`Board-Completeness`). `encoding` is the coding `rendered.body` is
 /// already in (`Content-Encoding` on a `200`); Pingora's compression module
 /// leaves a response that has one alone.
 pub fn success(
     rendered: &Rendered,
+    representation: Representation,
     encoding: Encoding,
     completeness: Completeness,
     request_headers: &HeaderMap,
@@ -183,9 +185,9 @@ pub fn success(
         completeness_header(completeness),
     );
     response.set(header::CACHE_CONTROL, SUCCESS_CACHE_CONTROL);
-    response.set(header::VARY, "Accept-Encoding");
+    response.set(header::VARY, "Accept, Accept-Encoding");
     if !not_modified {
-        response.set(header::CONTENT_TYPE, JSON);
+        response.set(header::CONTENT_TYPE, representation.content_type());
         if let Some(token) = encoding.token() {
             response.set(header::CONTENT_ENCODING, token);
         }
@@ -286,6 +288,7 @@ mod tests {
             }
             success(
                 &render(e, sel, d).expect("renders"),
+                Representation::Json,
                 Encoding::Identity,
                 Completeness::default(),
                 &headers,
@@ -334,6 +337,7 @@ mod tests {
         let rendered = render("detail", "full", &data).expect("renders");
         let gz = success(
             &rendered,
+            Representation::Json,
             Encoding::Gzip,
             Completeness::default(),
             &HeaderMap::new(),
@@ -342,7 +346,13 @@ mod tests {
         assert_eq!(gz.headers.get("etag"), Some(&etag));
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, etag.clone());
-        let not_modified = success(&rendered, Encoding::Gzip, Completeness::default(), &inm);
+        let not_modified = success(
+            &rendered,
+            Representation::Json,
+            Encoding::Gzip,
+            Completeness::default(),
+            &inm,
+        );
         assert_eq!(not_modified.status, 304);
         assert_eq!(header(&not_modified, "content-encoding"), None);
         let stale = HeaderValue::from_static("W/\"0123\"");
@@ -358,10 +368,22 @@ mod tests {
             unloaded: 3,
             transient: true,
         };
-        let ok = success(&rendered, Encoding::Identity, partial, &HeaderMap::new());
+        let ok = success(
+            &rendered,
+            Representation::Json,
+            Encoding::Identity,
+            partial,
+            &HeaderMap::new(),
+        );
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, rendered.etag.clone());
-        let not_modified = success(&rendered, Encoding::Identity, partial, &inm);
+        let not_modified = success(
+            &rendered,
+            Representation::Json,
+            Encoding::Identity,
+            partial,
+            &inm,
+        );
         for (r, status) in [(ok, 200), (not_modified, 304)] {
             assert_eq!(r.status, status);
             assert_eq!(header(&r, BOARD_COMPLETENESS), Some("partial; unloaded=3"));
@@ -386,6 +408,7 @@ mod tests {
             }
             success(
                 &rendered,
+                Representation::Json,
                 Encoding::Identity,
                 Completeness::default(),
                 &headers,
@@ -413,11 +436,18 @@ mod tests {
         let answers = [
             success(
                 &rendered,
+                Representation::Json,
                 Encoding::Identity,
                 Completeness::default(),
                 &HeaderMap::new(),
             ),
-            success(&rendered, Encoding::Identity, Completeness::default(), &inm),
+            success(
+                &rendered,
+                Representation::Json,
+                Encoding::Identity,
+                Completeness::default(),
+                &inm,
+            ),
             preflight(&HeaderMap::new()),
             error(&ApiError::NotFound),
             error(&ApiError::MethodNotAllowed),

@@ -5,6 +5,9 @@
 //! - [`render`]: a selection of a loaded board -> the success body and its
 //!   weak ETag, written in one pass over the document's compact JSON.
 //!
+//! - [`markdown`]: the same selection written as GitHub Flavored Markdown,
+//!   for clients that ask for `text/markdown`.
+//!
 //! [`reference`] keeps the simple tree pipeline (a `serde_json::Value` per
 //! step) that the tests compare the fast path with, byte for byte.
 //!
@@ -12,6 +15,7 @@
 //! answers, the cache stores loaded boards and their renders.
 
 pub mod load;
+pub mod markdown;
 pub mod reference;
 pub mod render;
 
@@ -21,6 +25,25 @@ pub use render::{render, RenderError, Rendered};
 use crate::document::{Completeness, Coverage};
 use crate::select::Selection;
 use bytes::Bytes;
+
+/// Which representation of a selection a response carries: the JSON
+/// envelope (the default) or the Markdown text of its `data`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Representation {
+    #[default]
+    Json,
+    Markdown,
+}
+
+impl Representation {
+    /// The `Content-Type` of a `200` in this representation.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Representation::Json => "application/json; charset=utf-8",
+            Representation::Markdown => "text/markdown; charset=utf-8; variant=GFM",
+        }
+    }
+}
 
 /// One loaded board: the sanitized document as compact JSON bytes, so its
 /// size in memory is its serialized size and the cache's weight is exact.
@@ -120,8 +143,30 @@ impl LoadedBoard {
         scope: &'static str,
         selection: &Selection,
     ) -> Result<Rendered, RenderError> {
+        self.render_as(Representation::Json, scope, selection)
+    }
+
+    /// [`LoadedBoard::render`] in `representation`: the JSON envelope, or
+    /// the Markdown of the same selected `data` with its own ETag.
+    ///
+    /// # Errors
+    /// As [`render::render_bytes`] and [`render::render_markdown`].
+    pub fn render_as(
+        &self,
+        representation: Representation,
+        scope: &'static str,
+        selection: &Selection,
+    ) -> Result<Rendered, RenderError> {
         if !self.serves(selection) {
             return Err(RenderError::outline());
+        }
+        if representation == Representation::Markdown {
+            return render::render_markdown(
+                scope,
+                selection,
+                &selection.canonical(),
+                self.document_json(),
+            );
         }
         if selection.is_full() {
             return render::render_envelope(scope, &selection.canonical(), &self.envelope);
@@ -160,6 +205,40 @@ mod tests {
         assert_eq!(board.render("search", &compact).expect("renders"), first);
         let detail = board.render("detail", &compact).expect("renders");
         assert_ne!(detail.etag, first.etag);
+    }
+
+    #[test]
+    fn markdown_has_its_own_etag_per_endpoint_and_selection() {
+        use crate::select::View;
+        let board = board(
+            json!({"version": 1, "fetchedAt": "t", "board": {"id": "b", "type": "BOARD", "title": "T", "children": [{"id": "c", "type": "CARD", "richText": {"plainText": "hi", "blocks": []}, "children": []}]}}),
+        );
+        let refetched = self::board(
+            json!({"version": 1, "fetchedAt": "u", "board": {"id": "b", "type": "BOARD", "title": "T", "children": [{"id": "c", "type": "CARD", "richText": {"plainText": "hi", "blocks": []}, "children": []}]}}),
+        );
+        let mut tags = std::collections::HashSet::new();
+        for view in [View::Full, View::Compact] {
+            let selection = Selection::view(view);
+            for scope in ["search", "detail"] {
+                let md = board
+                    .render_as(Representation::Markdown, scope, &selection)
+                    .expect("renders");
+                let json = board.render(scope, &selection).expect("renders");
+                assert!(tags.insert(md.etag.clone()) && tags.insert(json.etag));
+                let again = refetched
+                    .render_as(Representation::Markdown, scope, &selection)
+                    .expect("renders");
+                assert_eq!(again, md, "fetchedAt changes neither body nor tag");
+            }
+        }
+        let full = board
+            .render_as(
+                Representation::Markdown,
+                "detail",
+                &Selection::view(View::Full),
+            )
+            .expect("renders");
+        assert_eq!(&full.body[..], b"# T\n\nhi\n");
     }
 
     #[test]
