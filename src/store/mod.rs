@@ -461,10 +461,16 @@ impl Inner {
         #[cfg(feature = "fleet")]
         let (outcome, ttl) = match &self.shared {
             Some(tier) => {
-                let error_ttl = cache.settings.error_ttl;
-                let (b, p) = (&key.0, &key.1);
-                shared::level::through(tier, &self.loader, b, p, coverage, deadline, ttl, error_ttl)
-                    .await
+                let link = (key.0.as_str(), key.1.as_str());
+                shared::level::through(
+                    tier,
+                    &self.loader,
+                    link,
+                    coverage,
+                    deadline,
+                    &cache.settings,
+                )
+                .await
             }
             None => (
                 self.loader.load(&key.0, &key.1, coverage, deadline).await,

@@ -9,7 +9,7 @@ use crate::governance::WorkPool;
 use crate::pipeline::LoadedBoard;
 use crate::provider::error::FetchError;
 use crate::store::load::Loader;
-use crate::store::{Doc, LoadError, LoadTiming};
+use crate::store::{CacheSettings, Doc, LoadError, LoadTiming};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,17 +26,15 @@ pub(crate) type Kept = (Result<Doc, LoadError>, Duration);
 /// the time it has left in the tier), a shared failure, or a load by this
 /// node under the fleet's lock (or, when the tier does not answer, a load
 /// as if there were no tier).
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn through(
     tier: &Arc<SharedTier>,
     loader: &Loader,
-    board_id: &str,
-    permission_id: &str,
+    (board_id, permission_id): (&str, &str),
     coverage: Coverage,
     deadline: Instant,
-    ttl: Duration,
-    error_ttl: Duration,
+    settings: &CacheSettings,
 ) -> Kept {
+    let (ttl, error_ttl) = (settings.ttl, settings.error_ttl);
     let keys = tier.keys(board_id, permission_id);
     let mut looked = tier.lookup(&keys, coverage).await;
     loop {
