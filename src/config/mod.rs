@@ -443,7 +443,8 @@ mod tests {
             (
                 "    tls:\n      cert: /nonexistent.pem\n      key: /nonexistent.key\n",
                 "board_api.server.tls.cert",
-            ),            ("    h2c: true\n    http2: false\n", "board_api.server.h2c"),
+            ),
+            ("    h2c: true\n    http2: false\n", "board_api.server.h2c"),
             (
                 "    h2c: true\n    tls:\n      cert: Cargo.toml\n      key: Cargo.toml\n",
                 "board_api.server.h2c",

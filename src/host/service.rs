@@ -134,8 +134,9 @@ pub(crate) fn service(
         let addr = addr.to_string();
         match &server.tls {
             Some(tls) => {
-                let tls_error =
-                    |e: Box<Error>| ConfigError::new("board_api.server.tls", format!("on {addr}: {e}"));
+                let tls_error = |e: Box<Error>| {
+                    ConfigError::new("board_api.server.tls", format!("on {addr}: {e}"))
+                };
                 let cert = tls.cert.to_string_lossy();
                 let key = tls.key.to_string_lossy();
                 let mut tls_settings = TlsSettings::intermediate(&cert, &key).map_err(tls_error)?;
