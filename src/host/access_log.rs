@@ -11,8 +11,8 @@ use crate::host::Answered;
 use crate::metrics;
 use serde::Serialize;
 use std::net::IpAddr;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::Arc;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The log target of access lines, to route or filter them apart
@@ -21,7 +21,11 @@ pub const TARGET: &str = "shared_board_api::access";
 
 /// The sending end of the buffer; the writer thread ends when it is dropped.
 pub(crate) struct AccessLog {
-    lines: SyncSender<Entry>,
+    buffer: usize,
+    /// Made by the first request: a thread started before Pingora runs
+    /// would not survive its fork into a daemon (`-d`). `None`: the thread
+    /// could not start, and every line counts as dropped.
+    lines: OnceLock<Option<SyncSender<Entry>>>,
 }
 
 /// What a request leaves for its line. The URI is kept whole (a cheap,
@@ -35,32 +39,64 @@ pub(crate) struct Entry {
 }
 
 impl AccessLog {
-    /// Starts the writer thread behind a buffer of `buffer` lines.
-    ///
-    /// # Errors
-    /// The thread cannot be spawned.
-    pub(crate) fn start(buffer: usize) -> std::io::Result<Self> {
-        let (lines, rx) = sync_channel(buffer);
-        std::thread::Builder::new()
-            .name("access-log".into())
-            .spawn(move || write_all(&rx))?;
-        Ok(AccessLog { lines })
+    /// An access log with a buffer of `buffer` lines; its writer thread
+    /// starts with the first line.
+    pub(crate) fn new(buffer: usize) -> Self {
+        AccessLog {
+            buffer,
+            lines: OnceLock::new(),
+        }
     }
 
     /// Queues the line for `entry`, or drops and counts it when the buffer
     /// is full. Never blocks.
     pub(crate) fn record(&self, entry: Entry) {
-        if self.lines.try_send(entry).is_err() {
+        let lines = self.lines.get_or_init(|| {
+            let (lines, rx) = sync_channel(self.buffer);
+            match std::thread::Builder::new()
+                .name("access-log".into())
+                .spawn(move || write_all(&rx))
+            {
+                Ok(_) => Some(lines),
+                Err(e) => {
+                    log::warn!("access log: cannot start its writer thread: {e}");
+                    None
+                }
+            }
+        });
+        if lines.as_ref().is_none_or(|l| l.try_send(entry).is_err()) {
             metrics::access_log_dropped();
         }
     }
 }
 
+/// How long the writer rests after the buffer runs dry before it blocks.
+/// Under load the next lines arrive meanwhile and are taken in one go,
+/// and a request's send does not have to wake a sleeping thread (a system
+/// call and a context switch per line); an idle log costs one wake-up.
+const PAUSE: Duration = Duration::from_millis(5);
+
 fn write_all(rx: &Receiver<Entry>) {
-    for entry in rx {
-        if log::log_enabled!(target: TARGET, log::Level::Info) {
-            log::info!(target: TARGET, "{}", line(&entry));
+    loop {
+        while let Ok(entry) = rx.try_recv() {
+            write(&entry);
         }
+        std::thread::sleep(PAUSE);
+        let next = match rx.try_recv() {
+            Err(TryRecvError::Empty) => rx.recv().ok(),
+            other => other.ok(),
+        };
+        match next {
+            Some(entry) => write(&entry),
+            // Every sender is gone: the service was dropped.
+            None => return,
+        }
+    }
+}
+
+fn write(entry: &Entry) {
+    if log::log_enabled!(target: TARGET, log::Level::Info) {
+        log::info!(target: TARGET, "{}", line(entry));
     }
 }
 
@@ -153,11 +189,15 @@ mod tests {
     fn a_full_buffer_drops_without_blocking() {
         // No writer: the receiver is held, nothing drains it.
         let (lines, _rx) = sync_channel(2);
-        let log = AccessLog { lines };
+        let log = AccessLog {
+            buffer: 2,
+            lines: OnceLock::from(Some(lines)),
+        };
         for _ in 0..5 {
             log.record(entry("/api/search", None, None));
         }
         // Reaching this line is the point: three lines were dropped, none waited.
-        assert!(log.lines.try_send(entry("/x", None, None)).is_err());
+        let lines = log.lines.get().and_then(Option::as_ref).expect("sender");
+        assert!(lines.try_send(entry("/x", None, None)).is_err());
     }
 }

@@ -99,8 +99,7 @@ impl ProxyHttp for BoardApiService {
 /// writer with `server.access_log`.
 ///
 /// # Errors
-/// The provider client cannot be built, TLS files cannot be loaded, or the
-/// access log's thread cannot start.
+/// The provider client cannot be built, or TLS files cannot be loaded.
 pub(crate) fn service(
     conf: &Arc<ServerConf>,
     settings: &Settings,
@@ -113,14 +112,7 @@ pub(crate) fn service(
     );
     let server = &settings.server;
     let mut app = BoardApiService::new(api, server.compression_level);
-    if let Some(buffer) = server.access_log {
-        app.access_log = Some(AccessLog::start(buffer).map_err(|e| {
-            ConfigError::new(
-                "board_api.server.access_log",
-                format!("cannot start its writer: {e}"),
-            )
-        })?);
-    }
+    app.access_log = server.access_log.map(AccessLog::new);
     let mut service = pingora_proxy::http_proxy_service_with_name(conf, app, "shared-board-api");
     if server.h2c {
         if let Some(proxy) = service.app_logic_mut() {
@@ -184,7 +176,7 @@ pub(crate) fn service(
 /// # Errors
 /// A [`ConfigError`]: the provider client cannot be built
 /// (`board_api.provider`), a TLS certificate or key cannot be loaded
-/// (`board_api.server.tls`), or the access log's writer thread cannot start.
+/// (`board_api.server.tls`).
 pub fn add_services(
     server: &mut pingora_core::server::Server,
     settings: &Settings,
