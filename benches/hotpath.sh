@@ -24,11 +24,13 @@
 # -m1, one stream in flight per connection, so both keep 32 requests in
 # flight), interleaved per round: ours, ours+log, bare over HTTP/1.1, then
 # ours, bare over HTTP/2.
+# Then the same /api/detail as Markdown (Accept: text/markdown), cached,
+# interleaved with its cached JSON: what the second representation costs.
 source "$(dirname "$0")/lib_upstream.sh"
 ROUNDS=${1:-3}
 SECS=${2:-5}
 RUNS=5; [ -z "${BEFORE:-}" ] || RUNS=6
-watchdog $(( 90 + 2 * ROUNDS * RUNS * (SECS + 1) ))
+watchdog $(( 90 + 2 * ROUNDS * (RUNS + 1) * (SECS + 1) ))
 command -v h2load >/dev/null || { echo "no h2load (apt-get install nghttp2-client)" >&2; exit 1; }
 BARE=${BARE:-$TARGET/release/examples/bare_responder}
 [ -x "$BARE" ] || { echo "no $BARE (cargo build --release --examples)" >&2; exit 1; }
@@ -100,7 +102,7 @@ echo "our headers for a cached 200 (search):"; headers_of "${OURS_URL[search]}" 
 enc() { curl -s -o /dev/null -D - "$@" | tr -d '\r' | awk -F': ' 'tolower($1)=="content-encoding"{print $2}'; }
 echo "compression (ours, level $LEVEL by default): no Accept-Encoding -> '$(enc "${OURS_URL[detail]}")'; Accept-Encoding: gzip -> '$(enc -H 'Accept-Encoding: gzip' "${OURS_URL[detail]}")'; bare with gzip -> '$(enc -H 'Accept-Encoding: gzip' "${BARE_URL[detail]}")'"
 
-rps() { wrk -t2 -c32 -d"${SECS}s" "$1" | awk '/Requests\/sec/{print $2} /Non-2xx|Socket errors/{print "  wrk: " $0 > "/dev/stderr"}'; }
+rps() { wrk -t2 -c32 -d"${SECS}s" "$@" | awk '/Requests\/sec/{print $2} /Non-2xx|Socket errors/{print "  wrk: " $0 > "/dev/stderr"}'; }
 # h2load over h2c (prior knowledge, as http:// URLs go): req/s, and any
 # request that did not end in a 2xx on stderr.
 h2rps() {
@@ -121,6 +123,18 @@ for kind in search detail; do
     h2rps "${OURS_URL[$kind]}" >> "$TMP/$kind.ours.h2"
     h2rps "${BARE_URL[$kind]}" >> "$TMP/$kind.bare.h2"
   done
+done
+
+MD_URL=${OURS_URL[detail]}
+MD_HEADER='Accept: text/markdown'
+for _ in 1 2 3; do curl -s -o /dev/null -H "$MD_HEADER" "$MD_URL"; done
+MD_TYPE=$(curl -s -o /dev/null -D - -H "$MD_HEADER" "$MD_URL" | tr -d '\r' | awk -F': ' 'tolower($1)=="content-type"{print $2}')
+case "$MD_TYPE" in text/markdown*) ;; *) echo "Accept: text/markdown answered '$MD_TYPE'" >&2; exit 1 ;; esac
+MD_SIZE=$(curl -s -H "$MD_HEADER" "$MD_URL" | wc -c)
+: > "$TMP/md.ours"; : > "$TMP/md.json"
+for r in $(seq "$ROUNDS"); do
+  rps -H "$MD_HEADER" "$MD_URL" >> "$TMP/md.ours"
+  rps "$MD_URL" >> "$TMP/md.json"
 done
 
 echo
@@ -161,6 +175,12 @@ lines=$(grep -c 'shared_board_api::access' "$TMP/hotlog.log" || true)
 dropped=$(curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | awk '/^board_api_access_log_dropped_total /{print $2}')
 echo "access log (on): ${lines} lines written, ${dropped:-0} dropped (board_api_access_log_dropped_total); a line:"
 grep -m1 'shared_board_api::access' "$TMP/hotlog.log" | cut -c1-300 | sed 's/^/  /'
+echo
+echo "| cached 200, /api/detail small board | body bytes | req/s (runs) | median | Markdown/JSON, median of per-round ratios |"
+echo "|---|---:|---|---:|---:|"
+printf '| JSON | %s | %s | %.0f | |\n' "${SIZE[detail]}" "$(paste -sd' ' "$TMP/md.json")" "$(median < "$TMP/md.json")"
+printf '| Markdown (%s) | %s | %s | %.0f | %.2f |\n' "$MD_HEADER" "$MD_SIZE" "$(paste -sd' ' "$TMP/md.ours")" \
+  "$(median < "$TMP/md.ours")" "$(ratio_median "$TMP/md.ours" "$TMP/md.json")"
 echo
 log_problems hot
 log_problems hotlog

@@ -6,6 +6,9 @@
 #   TMP        private temp dir (created here), removed on exit
 #   BIG/SMALL  board ids; BIG_FILE/SMALL_FILE the raw /api/boards responses
 #
+# UP_ACCESS_LOG=FILE makes nginx log every upstream request there (counted
+# by benches/fleet.sh).
+#
 # Every process started here is recorded in PIDS and killed by `cleanup`
 # (installed as the EXIT/INT/TERM trap). Only 127.0.0.1 is ever contacted.
 
@@ -79,7 +82,7 @@ pid $NGINX_PID_FILE;
 error_log $TMP/nginx-error.log warn;
 events { worker_connections 1024; }
 http {
-  access_log off;
+  access_log ${UP_ACCESS_LOG:-off};
   client_body_temp_path $TMP/nginx-body;
   proxy_temp_path $TMP/nginx-proxy;
   fastcgi_temp_path $TMP/nginx-fastcgi;

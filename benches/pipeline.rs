@@ -16,7 +16,12 @@
 //! timings, one cold `full` load per board is run under a counting
 //! allocator and its peak heap above the raw body is printed.
 //!
+//! `render/tiptap-7000/<json|markdown>/<view>`: the render alone, on the
+//! loaded 7,000-card board, as JSON and as Markdown, per view; the body
+//! sizes (identity and gzip) are printed first.
+//!
 //! Run: `cargo bench --bench pipeline -- --warm-up-time 1 --measurement-time 3`
+//! (only the renders: add `render/`)
 
 #[path = "support/raw_board.rs"]
 mod raw_board;
@@ -24,7 +29,9 @@ mod raw_board;
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use serde_json::Value;
-use shared_board_api::internals::pipeline::{load, reference, Rendered};
+use shared_board_api::internals::document::Coverage;
+use shared_board_api::internals::encoding::{compress, Encoding};
+use shared_board_api::internals::pipeline::{load, reference, Rendered, Representation};
 use shared_board_api::internals::provider::answer::Answer;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
@@ -196,5 +203,52 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// JSON and Markdown renders of one loaded board, per view.
+fn render(c: &mut Criterion) {
+    let Some((raw, root)) = tiptap_board() else {
+        eprintln!("benches/gen_board.py did not run: the render bench is skipped");
+        return;
+    };
+    let raw = Bytes::from(raw);
+    let Ok(board) = load::build(fetched(&raw, &root), &root, "milanote", Coverage::Full) else {
+        eprintln!("the TipTap board did not load: the render bench is skipped");
+        return;
+    };
+    let mut group = c.benchmark_group("render/tiptap-7000");
+    group.sample_size(10);
+    for (view, selection) in [
+        ("full", Selection::view(View::Full)),
+        ("standard", Selection::view(View::Standard)),
+        ("compact", Selection::view(View::Compact)),
+    ] {
+        let size = |representation| {
+            let body = board
+                .render_as(representation, "detail", &selection)
+                .map(|r| r.body)
+                .unwrap_or_default();
+            let gzip = compress(Encoding::Gzip, &body).map_or(0, |b| b.len());
+            (body.len(), gzip)
+        };
+        let (json, md) = (size(Representation::Json), size(Representation::Markdown));
+        eprintln!(
+            "size tiptap-7000 {view}: JSON {} B (gzip {}), Markdown {} B (gzip {}), Markdown/JSON {:.2}",
+            json.0,
+            json.1,
+            md.0,
+            md.1,
+            md.0 as f64 / json.0.max(1) as f64
+        );
+        for (name, representation) in [
+            ("json", Representation::Json),
+            ("markdown", Representation::Markdown),
+        ] {
+            group.bench_with_input(BenchmarkId::new(name, view), &selection, |b, s| {
+                b.iter(|| board.render_as(representation, "detail", black_box(s)))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, render);
 criterion_main!(benches);

@@ -57,7 +57,7 @@ impl ProxyHttp for Bare {
             header::CACHE_CONTROL,
             "public, max-age=60, stale-while-revalidate=300",
         )?;
-        h.append_header(header::VARY, "Accept-Encoding")?;
+        h.append_header(header::VARY, "Accept, Accept-Encoding")?;
         h.append_header(header::CONTENT_TYPE, "application/json; charset=utf-8")?;
         h.insert_header(header::CONTENT_LENGTH, self.body.len())?;
         let head = session.req_header().method == http::Method::HEAD;

@@ -130,6 +130,7 @@ fn print_demo_help(settings: &Settings) {
     println!("  curl -s '{base}{prefix}/detail?url={url}&view=standard'");
     println!("  curl -s '{base}{prefix}/search?url={url}&include=board.**.title'");
     println!("  curl -s '{base}{prefix}/detail?url={url}&exclude=**.timestamps'");
+    println!("  curl -s -H 'Accept: text/markdown' '{base}{prefix}/detail?url={url}'");
     println!("  curl -si '{base}{prefix}/search?url={url}&include=board.password'");
     println!("  curl -si '{base}{prefix}/search?url=https%3A%2F%2Fexample.com%2Fx%3Fp%3Dy'\n");
 }

@@ -402,3 +402,34 @@ fn two_nodes_keep_together_under_the_fleet_budget() {
         assert!(status == 200 || status == 503, "{status}");
     }
 }
+
+#[test]
+fn a_transient_hole_is_shared_briefly_with_its_completeness() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let tier = tier(&proxy.url(), "");
+    let deadline = "    fetch_deadline_ms: 1000\n";
+    let a = start_gateway(deadline, &tier);
+    let b = start_gateway(deadline, &tier);
+    let target = format!("/api/detail?url={}", link("s-hole-slow", "fleet-hole"));
+    let r = request(a.addr, "GET", &target, &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("board-completeness"), Some("partial; unloaded=1"));
+    // Kept for the error TTL (30 s here), not the 60 s TTL.
+    let doc = BoardKeys::new("sbapi:", "s-hole-slow", "fleet-hole").doc(Coverage::Full);
+    assert!(wait_for(|| redis.cli(&["exists", &doc]) == "1"));
+    let ttl: i64 = redis.cli(&["pttl", &doc]).parse().expect("pttl");
+    assert!(
+        ttl > 0 && ttl <= 30_000,
+        "a transient document lives {ttl} ms"
+    );
+    // Another node serves it from the tier with the same completeness.
+    let r = request(b.addr, "GET", &target, &[]);
+    assert_eq!((r.status, cache_level(&r)), (200, "shared".to_owned()));
+    assert_eq!(r.header("board-completeness"), Some("partial; unloaded=1"));
+    let unloaded = &r.json()["data"]["board"]["children"];
+    assert!(unloaded
+        .to_string()
+        .contains("\"unloadedReason\":\"DEADLINE\""));
+}

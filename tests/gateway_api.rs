@@ -155,6 +155,7 @@ fn head_has_the_get_status_and_headers_without_body() {
                 "transfer-encoding",
                 "cache-control",
                 "etag",
+                "board-completeness",
                 "vary",
                 "allow",
                 "access-control-allow-origin",

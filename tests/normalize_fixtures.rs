@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 
 const DEMO: &str = "1W3ZZU1Qvua02H";
 const EDGE: &str = "7Ed9GeCa5eS0zZ";
+/// The demo's board of documents, swatches, sketches and lines.
+const SHAPES: &str = "5Sw7Ln4Dc2Sk8e";
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demo/fixtures/boards")
@@ -197,7 +199,8 @@ fn demo_board_nests_three_levels_of_boards() {
             "Lnk6TimeOut0aB",
             "Tbl9Budget0Xy1",
             "Cth3Budget0Thr",
-            "Fil7Tickets0pQ"
+            "Fil7Tickets0pQ",
+            "5Sw7Ln4Dc2Sk8e"
         ]
     );
     let comments = &find(&doc, "Cth3Budget0Thr")["comments"];
@@ -392,4 +395,55 @@ fn objects_that_sanitizing_emptied_inside_leaves_are_pruned_by_include() {
         .expect("valid")
         .apply(&doc);
     assert_eq!(find(&out, "e-unknown")["content"]["nested"], json!({}));
+}
+
+#[test]
+fn the_demo_holds_every_element_type() {
+    let doc = document(DEMO);
+    let shapes = find(&doc, SHAPES);
+    assert_eq!(shapes["childrenLoaded"], true);
+    let mut types: Vec<&str> = nodes(&doc["board"])
+        .into_iter()
+        .filter_map(|n| n["type"].as_str())
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    for kind in [
+        "BOARD",
+        "COLUMN",
+        "CARD",
+        "IMAGE",
+        "FILE",
+        "LINK",
+        "TASK_LIST",
+        "TASK",
+        "TABLE",
+        "COMMENT_THREAD",
+        "DOCUMENT",
+        "COLOR_SWATCH",
+        "SKETCH",
+        "ANNOTATION",
+        "LINE",
+    ] {
+        assert!(types.contains(&kind), "{kind} not in the demo: {types:?}");
+    }
+    // A line between two cards of its board, by their ids.
+    let line = find(&doc, "Lin0Between01");
+    for (end, card) in [("start", "Crd0LineFrom01"), ("end", "Crd0LineTo0002")] {
+        assert_eq!(line[end]["elementId"], card);
+        assert_eq!(find(&doc, card)["type"], "CARD");
+        assert_eq!(find(&doc, card)["location"]["parentId"], SHAPES);
+    }
+    assert!(line["lineStyle"].get("modifiedBy").is_none());
+    let sketch = find(&doc, "Skt0Tram28Map");
+    assert!(sketch["drawing"]["svg"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("<svg")));
+    assert!(sketch["drawing"].get("userId").is_none());
+    assert_eq!(find(&doc, "Swt0Azul00001")["color"], "#1f5fa8");
+    assert_eq!(
+        find(&doc, "Swt0Sand00002")["caption"]["plainText"],
+        "Sand of Comporta"
+    );
+    assert_eq!(find(&doc, "Doc0Packing01")["title"], "Packing list");
 }

@@ -2,11 +2,13 @@
 //! cycles, orphans, duplicate ids, shared thread ids and noisy canvasOrder:
 //! no panic, same bytes twice, every element at most once, parents before
 //! children, canvasOrder respected, output linear in the input and readable
-//! back by serde_json. The fuzz target checks the same on arbitrary bytes.
+//! back by serde_json; every element type, secrets planted inside raw leaves
+//! never output, `unloadedReason` exactly on boards not loaded and the
+//! completeness counted alike by the walk and over the document. The fuzz target checks the same on arbitrary bytes.
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-use shared_board_api::internals::document::Coverage;
+use shared_board_api::internals::document::{Completeness, Coverage, UnloadedReason};
 use shared_board_api::internals::provider::fetched::comments_of;
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
@@ -23,7 +25,16 @@ const TYPES: &[&str] = &[
     "COMMENT_THREAD",
     "SKELETON",
     "LINE",
+    "DOCUMENT",
+    "COLOR_SWATCH",
+    "SKETCH",
+    "ANNOTATION",
+    "ALIAS",
 ];
+
+/// The value planted under sensitive keys inside raw leaves: it must never
+/// reach a document.
+const PLANTED: &str = "PLANTED-SECRET";
 
 fn scalar() -> impl Strategy<Value = Value> {
     prop_oneof![
@@ -43,14 +54,24 @@ fn element() -> impl Strategy<Value = (String, Value)> {
         prop::sample::select(TYPES),
         prop::collection::vec(scalar(), 5),
         prop::option::of(prop::sample::select(vec!["T1", "a"])),
+        prop::sample::select(vec![
+            json!("#e8b730"),
+            json!({"value": "#123456", "token": PLANTED}),
+            json!(5),
+            Value::Null,
+        ]),
     )
-        .prop_map(|(key, id, parent, kind, s, thread)| {
+        .prop_map(|(key, id, parent, kind, s, thread, color)| {
             let mut e = json!({
                 "elementType": kind,
                 "location": {"parentId": parent, "section": s[0],
                              "position": {"score": s[1], "index": s[2], "y": s[3], "x": s[4]}},
-                "content": {"threadId": thread, "textContent": "t",
-                            "tableContent": {"data": [[{"value": s[1]}, {"draftContent": "{\"blocks\":[{\"text\":\"c\"}]}"}]]}},
+                "content": {"threadId": thread, "textContent": "t", "title": "T", "color": color,
+                            "caption": "{\"blocks\":[{\"text\":\"cap\"}]}",
+                            "tableContent": {"data": [[{"value": s[1]}, {"draftContent": "{\"blocks\":[{\"text\":\"c\"}]}"}]]},
+                            "drawing": {"svg": "<svg/>", "paths": [[s[3], s[4]]], "userId": PLANTED, "meta": {"Token": PLANTED}},
+                            "start": {"elementId": parent, "secret": PLANTED}, "end": s[2], "control": {"x": s[3], "y": s[4]},
+                            "lineStyle": {"color": "#333", "apiKey": PLANTED, "deep": [{"password": PLANTED, "w": s[1]}]}},
                 "meta": {"createdTime": s[1]}
             });
             if let Some(id) = id {
@@ -108,7 +129,28 @@ fn fetched(body: &Value) -> Fetched {
     f.comments = comments_of(&take("comments"));
     f.canvas_order = take("canvasOrder");
     f.loaded_boards = ["r".to_owned(), "b".to_owned()].into_iter().collect();
+    // Reasons for some boards; the others get the fallback.
+    f.unloaded.insert("c".into(), UnloadedReason::BoardLimit);
+    f.unloaded.insert("d".into(), UnloadedReason::Deadline);
+    f.unloaded.insert("e".into(), UnloadedReason::AccessDenied);
+    f.unloaded.insert("b".into(), UnloadedReason::NotFound);
     f
+}
+
+/// Every `BOARD` node says why its children are missing exactly when they
+/// are: `unloadedReason` with `childrenLoaded: false`, and only then.
+fn reasons_match_loaded(doc: &Value) -> Result<(), TestCaseError> {
+    let mut stack = vec![&doc["board"]];
+    while let Some(n) = stack.pop() {
+        if n["type"] == "BOARD" {
+            let loaded = n["childrenLoaded"].as_bool().unwrap();
+            prop_assert_eq!(n.get("unloadedReason").is_some(), !loaded, "{}", n);
+        } else {
+            prop_assert!(n.get("unloadedReason").is_none() && n.get("childrenLoaded").is_none());
+        }
+        stack.extend(n["children"].as_array().unwrap().iter());
+    }
+    Ok(())
 }
 
 /// The element each id resolves to, by an independent reading of the rule.
@@ -210,6 +252,11 @@ proptest! {
             String::from_utf8_lossy(fast.document_json()),
             serde_json::to_string(&slow).unwrap()
         );
+        // Counted on the walk, as a client would count it, and the same for an outline.
+        prop_assert_eq!(fast.completeness(), Completeness::of_value(&slow));
+        prop_assert_eq!(outline.as_ref().map(|o| o.completeness()).ok(), Some(fast.completeness()));
+        prop_assert!(!String::from_utf8_lossy(fast.document_json()).contains(PLANTED));
+        reasons_match_loaded(&slow)?;
         for selection in [
             Selection::view(View::Full),
             Selection::view(View::Standard),
@@ -217,6 +264,9 @@ proptest! {
             Selection::include("board.children.content,board.children.richText,board.**.title,version").unwrap(),
             Selection::exclude(View::Full, "board.**.timestamps,board.children.content").unwrap(),
             Selection::include("board.**.id,board.**.type,board.children.comments.threadId,board.**.location").unwrap(),
+            Selection::include("board.**.drawing,board.**.start,board.**.unloadedReason,board.**.color").unwrap(),
+            Selection::exclude(View::Full, "board.children.lineStyle,board.**.caption").unwrap(),
+            Selection::include("board.**.end,board.**.control,board.**.childrenLoaded,board.**.unloadedReason").unwrap(),
         ] {
             let a = fast.render("detail", &selection).unwrap();
             let b = shared_board_api::internals::pipeline::reference::rendered("detail", &selection, &slow).unwrap();

@@ -116,7 +116,7 @@ fn board() {
         untitled,
         merged(
             base("BOARD"),
-            json!({"title": "Untitled board", "childrenLoaded": false})
+            json!({"title": "Untitled board", "childrenLoaded": false, "unloadedReason": "UPSTREAM_ERROR"})
         )
     );
 }
@@ -352,16 +352,18 @@ fn skeleton_and_unknown() {
         skeleton,
         json!({"id": "e", "type": "SKELETON", "location": {"parentId": ROOT, "rootBoard": "R1"}, "rootBoard": "R1", "children": []})
     );
-    let unknown = node(
-        json!({"elementType": "LINE", "content": {"start": {"elementId": "a"}, "points": [[1, 2]]}}),
-    );
-    assert_eq!(
-        unknown,
-        merged(
-            base("UNKNOWN"),
-            json!({"elementType": "LINE", "content": {"start": {"elementId": "a"}, "points": [[1, 2]]}})
-        )
-    );
+    for kind in ["ALIAS", "CLONE", "DRAWING"] {
+        let unknown = node(
+            json!({"elementType": kind, "content": {"start": {"elementId": "a"}, "points": [[1, 2]]}}),
+        );
+        assert_eq!(
+            unknown,
+            merged(
+                base("UNKNOWN"),
+                json!({"elementType": kind, "content": {"start": {"elementId": "a"}, "points": [[1, 2]]}})
+            )
+        );
+    }
     let bare = node(json!({"elementType": 5}));
     assert_eq!(bare, merged(base("UNKNOWN"), json!({"elementType": ""})));
 }

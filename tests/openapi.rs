@@ -268,7 +268,12 @@ fn check(method: &str, target: &str, r: &Response) -> u16 {
                 .keys()
                 .find(|m| content_type.starts_with(m.as_str()))
                 .unwrap_or_else(|| panic!("{method} {target}: {content_type} undocumented"));
-            let body = r.json();
+            // A text body is a JSON string to its schema.
+            let body = if media.starts_with("text/") {
+                json!(std::str::from_utf8(&r.body).expect("a UTF-8 text body"))
+            } else {
+                r.json()
+            };
             let v = validator_at(&format!("{pointer}/content/{}/schema", escape(media)));
             let errors: Vec<String> = v.iter_errors(&body).map(|e| e.to_string()).collect();
             assert!(
@@ -319,11 +324,42 @@ fn responses_over_sockets_match_the_spec() {
         etag = r.header("etag").expect("etag").to_string();
         send(gw, "HEAD", &target, &[]);
     }
+    // The Markdown representation, GET, HEAD and its own 304.
+    let markdown = [("Accept", "text/markdown")];
+    for target in [
+        format!("/api/search?{l}"),
+        format!("/api/detail?{l}"),
+        format!("/api/detail?{l}&view=standard"),
+    ] {
+        let (status, r) = send(gw, "GET", &target, &markdown);
+        assert_eq!(status, 200, "{target}");
+        assert!(r
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("text/markdown")));
+        let tag = r.header("etag").expect("etag").to_string();
+        send(gw, "HEAD", &target, &markdown);
+        let inm = [("Accept", "text/markdown"), ("If-None-Match", tag.as_str())];
+        assert_eq!(send(gw, "GET", &target, &inm).0, 304);
+    }
     // The full document is the BoardDocument itself, not only a partial one.
     let (_, full) = send(gw, "GET", &format!("/api/detail?{l}"), &[]);
     let board_document =
         jsonschema::draft202012::new(&BOARD_SCHEMA).expect("BoardDocument schema compiles");
     assert!(board_document.is_valid(&full.json()["data"]));
+
+    // A board with a nested board not loaded: its header and its
+    // `unloadedReason` as the spec and the schema say.
+    let holes = format!("url={}", link("s-hole-missing", PERMISSION));
+    for target in [
+        format!("/api/detail?{holes}"),
+        format!("/api/search?{holes}&include=board.children.unloadedReason"),
+    ] {
+        let (status, r) = send(gw, "GET", &target, &[]);
+        assert_eq!(status, 200, "{target}");
+        assert_eq!(r.header("board-completeness"), Some("partial; unloaded=1"));
+    }
+    let (_, partial) = send(gw, "GET", &format!("/api/detail?{holes}"), &[]);
+    assert!(board_document.is_valid(&partial.json()["data"]));
 
     // 304, GET and HEAD (the last target above produced `etag`).
     let last = format!("/api/detail?{l}&exclude=**");

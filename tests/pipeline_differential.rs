@@ -7,7 +7,7 @@
 //! every selection that needs no body exactly as the full document does.
 
 use serde_json::{Map, Value};
-use shared_board_api::internals::document::Coverage;
+use shared_board_api::internals::document::{Completeness, Coverage};
 use shared_board_api::internals::pipeline::{load, reference};
 use shared_board_api::internals::provider::fetched::comments_of;
 use shared_board_api::internals::provider::Fetched;
@@ -43,6 +43,8 @@ fn selections() -> Vec<Selection> {
         "board.children.table.rows.value",
         "board.**.id,board.**.type,board.children.comments,board.children.location.position",
         "board.children.*,board.**.timestamps",
+        "board.**.drawing,board.children.start,board.children.end,board.children.control,board.children.lineStyle",
+        "board.**.color,board.children.caption,board.**.unloadedReason,board.**.childrenLoaded",
     ];
     let mut out: Vec<Selection> = [View::Full, View::Standard, View::Compact]
         .into_iter()
@@ -77,6 +79,11 @@ fn assert_same(fetched: &Fetched, what: &str) -> usize {
         serde_json::to_string(&slow).expect("serializes"),
         "{what}: document"
     );
+    assert_eq!(
+        fast.completeness(),
+        Completeness::of_value(&slow),
+        "{what}: completeness"
+    );
     let outline = load::build(
         fetched.clone(),
         &fetched.root_id,
@@ -84,6 +91,7 @@ fn assert_same(fetched: &Fetched, what: &str) -> usize {
         Coverage::Outline,
     )
     .expect("an outline builds where the document does");
+    assert_eq!(outline.completeness(), fast.completeness(), "{what}");
     let mut outlined = 0;
     for selection in selections() {
         for scope in ["search", "detail"] {
@@ -119,7 +127,7 @@ fn assert_same(fetched: &Fetched, what: &str) -> usize {
     while let Some(v) = stack.pop() {
         match v {
             Value::Object(m) => {
-                for field in ["richText", "caption", "table", "content"] {
+                for field in ["richText", "caption", "table", "drawing", "content"] {
                     assert!(!m.contains_key(field), "{what}: outline has {field}");
                 }
                 stack.extend(m.values());
@@ -138,6 +146,9 @@ fn coverage_of_selections() {
         Selection::include("board.**.title,board.children.location").expect("valid"),
         Selection::include("board.children.comments.id").expect("valid"),
         Selection::exclude(View::Compact, "board.**.title").expect("valid"),
+        Selection::include("board.children.lineStyle,board.**.start,board.**.unloadedReason")
+            .expect("valid"),
+        Selection::include("board.**.color").expect("valid"),
     ];
     for s in &outline {
         assert_eq!(s.coverage(), Coverage::Outline, "{}", s.canonical());
@@ -152,6 +163,8 @@ fn coverage_of_selections() {
         Selection::include("**.rows").expect("valid"),
         Selection::include("board.children.comments").expect("valid"),
         Selection::exclude(View::Full, "board.**.richText").expect("valid"),
+        Selection::include("board.**.drawing").expect("valid"),
+        Selection::include("board.children.caption.plainText").expect("valid"),
     ];
     for s in &full {
         assert_eq!(s.coverage(), Coverage::Full, "{}", s.canonical());

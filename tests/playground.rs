@@ -83,3 +83,130 @@ fn the_flag_defaults_to_off() {
     let settings = Settings::from_yaml(&config(1, "", "")).expect("valid config");
     assert!(!settings.playground());
 }
+
+/// The `<script>` blocks of a page without attributes, as a browser hashes them.
+fn inline_scripts(html: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(start) = rest.find("<script") {
+        let after = &rest[start + "<script".len()..];
+        let Some(open_end) = after.find('>') else {
+            break;
+        };
+        assert_eq!(&after[..open_end], "", "a script with attributes");
+        let body = &after[open_end + 1..];
+        let Some(end) = body.find("</script>") else {
+            break;
+        };
+        out.push(&body[..end]);
+        rest = &body[end..];
+    }
+    out
+}
+
+#[test]
+fn the_policy_allows_the_served_scripts_by_hash_and_nothing_inline() {
+    use base64::Engine as _;
+    let gw = start_gateway_with("", "", "    playground: true\n");
+    let page = request(gw.addr, "GET", "/", &[]);
+    assert_eq!(page.status, 200);
+    let csp = page.header("content-security-policy").expect("a CSP");
+    let directive = |name: &str| -> Vec<String> {
+        csp.split(';')
+            .map(str::trim)
+            .find_map(|d| d.strip_prefix(name)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("{name} missing from {csp}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    for (name, sources) in [
+        ("default-src", "'none'"),
+        ("base-uri", "'none'"),
+        ("form-action", "'none'"),
+        ("frame-ancestors", "'none'"),
+        ("img-src", "https: http: data:"),
+    ] {
+        assert_eq!(directive(name).join(" "), sources, "{name}");
+    }
+    let connect = directive("connect-src");
+    assert!(connect.contains(&"http:".to_owned()) && connect.contains(&"https:".to_owned()));
+
+    let html = String::from_utf8(page.body.clone()).expect("UTF-8 page");
+    let scripts = inline_scripts(&html);
+    assert_eq!(scripts.len(), 2, "the canvas script and the page script");
+    let mut expected: Vec<String> = scripts
+        .iter()
+        .map(|s| {
+            let digest = ring::digest::digest(&ring::digest::SHA256, s.as_bytes());
+            let b64 = base64::engine::general_purpose::STANDARD.encode(digest.as_ref());
+            format!("'sha256-{b64}'")
+        })
+        .collect();
+    let mut allowed = directive("script-src");
+    expected.sort();
+    allowed.sort();
+    assert_eq!(
+        allowed, expected,
+        "script-src is exactly the served scripts' hashes"
+    );
+    assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"));
+    // A changed script would not run: its hash is not in the policy.
+    let tampered = format!("{}\n", scripts[1]);
+    let digest = ring::digest::digest(&ring::digest::SHA256, tampered.as_bytes());
+    let tampered = base64::engine::general_purpose::STANDARD.encode(digest.as_ref());
+    assert!(!csp.contains(&tampered));
+}
+
+#[test]
+fn nothing_in_assets_builds_markup_from_strings() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("assets/") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("text asset");
+        seen += 1;
+        for needle in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "createContextualFragment",
+            "DOMParser",
+        ] {
+            assert!(!text.contains(needle), "{} uses {needle}", path.display());
+        }
+    }
+    assert!(seen >= 2, "playground.html and canvas.js");
+}
+
+#[test]
+fn demo_images_are_served_by_the_sample_upstream_the_board_points_at() {
+    let gw = start_gateway("", "");
+    let detail = request(
+        gw.addr,
+        "GET",
+        &format!("/api/detail?url={}", link(BOARD, PERMISSION)),
+        &[],
+    );
+    assert_eq!(detail.status, 200);
+    let body = detail.json();
+    let image = body["data"]["board"]["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .find(|c| c["type"] == "IMAGE")
+        .expect("the demo board has an image")["image"]["url"]
+        .as_str()
+        .expect("an image URL")
+        .to_owned();
+    let origin = upstream_origin();
+    let path = image
+        .strip_prefix(&origin)
+        .unwrap_or_else(|| panic!("{image} is not on {origin}"));
+    let png = request(sample().addr(), "GET", path, &[]);
+    assert_eq!(png.status, 200);
+    assert_eq!(png.header("content-type"), Some("image/png"));
+    assert!(png.body.starts_with(b"\x89PNG\r\n\x1a\n") && png.body.len() < 8192);
+    assert!(!String::from_utf8_lossy(&detail.body).contains("sample-upstream.invalid"));
+}

@@ -3,6 +3,7 @@
 //! headers, pooling and gzip. Fault scenarios: `provider_faults.rs`.
 
 use shared_board_api::demo::SampleUpstream;
+use shared_board_api::internals::document::UnloadedReason;
 use shared_board_api::internals::provider::client::{ProviderClient, ProviderSettings};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -260,10 +261,49 @@ async fn nesting_depth_is_bounded() {
         .loaded_boards
         .contains(&format!("s-deep-{MAX_NESTING_DEPTH}")));
     // The first board below the limit is known (its element) but not fetched.
-    assert!(fetched
-        .elements
-        .contains_key(&format!("s-deep-{}", MAX_NESTING_DEPTH + 1)));
+    let first_cut = format!("s-deep-{}", MAX_NESTING_DEPTH + 1);
+    assert!(fetched.elements.contains_key(&first_cut));
+    assert_eq!(
+        fetched.unloaded_reason(&first_cut),
+        Some(UnloadedReason::BoardLimit)
+    );
     assert_eq!(sample.board_batches().len(), MAX_NESTING_DEPTH + 1);
+}
+
+#[tokio::test]
+async fn nested_boards_past_max_elements_are_board_limit() {
+    // The root's answer fits; its nested boards' answers would not.
+    let (_sample, client) = setup(|s| s.max_elements = 7).await;
+    let fetched = client.fetch("s-wide", PERMISSION).await.unwrap();
+    assert_eq!(fetched.loaded_boards, HashSet::from(["s-wide".to_owned()]));
+    for n in 1..=5 {
+        let id = format!("s-wide-{n}");
+        assert_eq!(
+            fetched.unloaded_reason(&id),
+            Some(UnloadedReason::BoardLimit),
+            "{id}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_board_not_loaded_has_the_reason_the_client_found() {
+    let (_sample, client) = setup(|s| {
+        s.batch_size = 1;
+        s.fetch_deadline = Duration::from_millis(1500);
+    })
+    .await;
+    let fetched = client.fetch("s-nested-faults", PERMISSION).await.unwrap();
+    for (id, reason) in [
+        ("fault-500", UnloadedReason::UpstreamError),
+        ("fault-slow", UnloadedReason::Deadline),
+        ("fault-denied", UnloadedReason::AccessDenied),
+        ("fault-skeleton", UnloadedReason::AccessDenied),
+    ] {
+        assert_eq!(fetched.unloaded.get(id), Some(&reason), "{id}");
+    }
+    assert_eq!(fetched.unloaded_reason("t-mid-b"), None);
+    assert!(!fetched.unloaded.contains_key("t-mid-b"));
 }
 
 #[tokio::test]

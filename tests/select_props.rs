@@ -133,10 +133,16 @@ fn board_fields() -> impl Strategy<Value = BoardFields> {
         opt(icon()),
         opt(image()),
         opt(file()),
-        any::<bool>(),
+        opt(prop::sample::select(vec![
+            UnloadedReason::BoardLimit,
+            UnloadedReason::Deadline,
+            UnloadedReason::AccessDenied,
+            UnloadedReason::NotFound,
+            UnloadedReason::UpstreamError,
+        ])),
     )
         .prop_map(
-            |(title, color, palette, icon, image, file, loaded)| BoardFields {
+            |(title, color, palette, icon, image, file, unloaded)| BoardFields {
                 title,
                 color,
                 secondary_color: None,
@@ -145,7 +151,8 @@ fn board_fields() -> impl Strategy<Value = BoardFields> {
                 icon,
                 image,
                 file,
-                children_loaded: loaded,
+                children_loaded: unloaded.is_none(),
+                unloaded_reason: unloaded,
             },
         )
 }
@@ -236,6 +243,22 @@ fn kind() -> impl Strategy<Value = NodeKind> {
                 comments,
             })
         }),
+        (opt(text()), opt(rich_text())).prop_map(|(title, rich_text)| {
+            NodeKind::Document(DocumentFields { title, rich_text })
+        }),
+        (opt(text()), opt(rich_text())).prop_map(|(color, caption)| NodeKind::ColorSwatch(
+            ColorSwatchFields { color, caption }
+        )),
+        opt(raw()).prop_map(|drawing| NodeKind::Sketch(DrawingFields { drawing })),
+        opt(raw()).prop_map(|drawing| NodeKind::Annotation(DrawingFields { drawing })),
+        (opt(raw()), opt(raw()), opt(raw()), opt(raw())).prop_map(
+            |(start, end, control, line_style)| NodeKind::Line(LineFields {
+                start,
+                end,
+                control,
+                line_style,
+            })
+        ),
         opt(scalar()).prop_map(|root_board| NodeKind::Skeleton(SkeletonFields { root_board })),
         (text(), opt(raw())).prop_map(|(element_type, content)| {
             NodeKind::Unknown(UnknownFields {

@@ -1,7 +1,8 @@
 //! The generated raw `/api/boards` bodies the benchmarks share: 100 to
 //! 20,000 elements shaped like Milanote's (columns of TipTap and Draft.js
-//! cards, tasks, images, links, tables, comment threads, nested boards; rich
-//! text partly stored as JSON strings).
+//! cards, tasks, images, links, tables, comment threads, nested boards,
+//! lines, documents, colour swatches, sketches and annotations; rich text
+//! partly stored as JSON strings).
 
 #![allow(dead_code)]
 
@@ -101,7 +102,21 @@ pub fn raw_board(n: usize) -> Vec<u8> {
             ),
             16 => (
                 "LINE",
-                json!({"start": {"elementId": "el00000001"}, "end": {"elementId": "el00000002"}}),
+                json!({"start": {"elementId": "el00000001"}, "end": {"elementId": "el00000002"},
+                       "control": {"x": 120, "y": 40}, "lineStyle": {"color": "#333", "endArrow": true, "width": 2}}),
+            ),
+            17 => (
+                "DOCUMENT",
+                json!({"title": format!("Document {i}"), "textContent": tiptap(&format!("Document {i} body")).to_string()}),
+            ),
+            18 => (
+                "COLOR_SWATCH",
+                json!({"color": {"value": "#e8b730"}, "caption": tiptap("swatch").to_string()}),
+            ),
+            19 => (
+                if i % 40 == 19 { "SKETCH" } else { "ANNOTATION" },
+                json!({"drawing": {"svg": "<svg xmlns='http://www.w3.org/2000/svg'><path d='M0 0L10 10'/></svg>",
+                                   "paths": [{"points": [[0, 0], [4, 6], [10, 10]], "color": "#222", "width": 2}]}}),
             ),
             _ => ("CARD", json!({"textContent": format!("plain card {i}")})),
         };

@@ -4,7 +4,13 @@
 // and every other host name is unresolvable.
 //
 //   node playground-test.mjs <page origin> <api origin> <screenshot.png>
+//
+// Screenshots: <shot>.png (search), <shot>-error.png, <shot>-canvas.png (the
+// demo board drawn), <shot>-nested.png (a nested board opened from its tile),
+// <shot>-markdown.png, <shot>-constructed.png (a document with every new
+// element type and hostile text, drawn from the "saved answer" box).
 import { chromium } from "playwright-core";
+import { constructedDocument } from "./constructed-board.mjs";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,12 +58,17 @@ try {
   await context.route("**/*", (route) => {
     const url = route.request().url();
     if (!isLoopback(url)) return route.abort();
-    if (url.startsWith(apiOrigin)) apiRequests.push(url);
+    if (url.startsWith(apiOrigin)) apiRequests.push({ url, accept: route.request().headers().accept });
     return route.continue();
   });
   const page = context.pages()[0] || (await context.newPage());
   const pageErrors = [];
   page.on("pageerror", (e) => pageErrors.push(String(e)));
+  const cspViolations = [];
+  page.on("console", (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
+  const shot = (name) => screenshot.replace(/\.png$/, `-${name}.png`);
 
   await page.goto(`${pageOrigin}/`);
   check((await page.title()) === "shared-board-api playground", "the playground loads");
@@ -77,7 +88,7 @@ try {
   check(/ms/.test(await page.textContent("#elapsed")), "the time taken is shown");
   check(outline.includes(expectedTitle), `the outline shows the board title "${expectedTitle}"`);
   check((await page.locator("#outline li").count()) > 1, "the outline lists the board's nodes");
-  check(apiRequests.some((u) => u.startsWith(`${apiOrigin}/api/search?`)), "the request went to the API origin");
+  check(apiRequests.some((r) => r.url.startsWith(`${apiOrigin}/api/search?`)), "the request went to the API origin");
   const curl = await page.textContent("#curl");
   check(curl.startsWith(`curl -si '${apiOrigin}/api/search?url=`), `the curl line targets the API (${curl.slice(0, 60)}...)`);
   await page.screenshot({ path: screenshot, fullPage: true });
@@ -112,10 +123,223 @@ try {
   check(error.includes("INVALID_SHARE_URL") && error.includes("field: url"), `the error shows code and field (${error.trim()})`);
   await page.screenshot({ path: screenshot.replace(/\.png$/, "-error.png"), fullPage: true });
 
+  await checkCanvas(page, shot);
+  await checkMarkdown(page, shot, apiRequests);
+  await checkConstructed(page, shot);
+
   check(pageErrors.length === 0, `no script errors (${pageErrors.join("; ")})`);
+  check(cspViolations.length === 0, `no Content-Security-Policy violations (${cspViolations.join("; ")})`);
 } finally {
   await context.close();
   rmSync(userDataDir, { recursive: true, force: true });
 }
+// The demo board (full view) on the canvas: positions, text, image, nested
+// board and back, and the board's line between two elements.
+async function checkCanvas(page, shot) {
+  const full = await (await fetch(`${apiOrigin}/api/detail?url=${encodeURIComponent(DEMO_LINK)}`)).json();
+  const children = full.data.board.children;
+  await page.fill("#link", DEMO_LINK);
+  await page.selectOption("#mode", "");
+  await page.check("input[value=detail]");
+  await page.selectOption("#view", "full");
+  await page.click("#send");
+  await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("200"));
+  await page.click("#tab-canvas");
+  await page.waitForSelector("#canvas-view .el.placed");
+
+  // Placement: every placed pair ordered by x in the data is ordered by x on screen.
+  // A LINE (or, before the server knows the type, an UNKNOWN one) is a path, not a box.
+  const isLine = (c) => c.type === "LINE" || c.elementType === "LINE";
+  const placed = children.filter((c) => !isLine(c) && c.location && c.location.position &&
+    typeof c.location.position.x === "number");
+  const lefts = await page.evaluate((ids) => ids.map((id) => {
+    const box = document.querySelector(`#canvas-view .el.placed[data-id="${id}"]`);
+    return box ? box.getBoundingClientRect().left : null;
+  }), placed.map((c) => c.id));
+  check(lefts.every((l) => l !== null), `every positioned element of the board is placed (${placed.length}; missing: ${placed.filter((c, i) => lefts[i] === null).map((c) => c.id + " " + c.type)})`);
+  let ordered = true;
+  for (let i = 0; i < placed.length; i++) {
+    for (let j = 0; j < placed.length; j++) {
+      const [a, b] = [placed[i].location.position.x, placed[j].location.position.x];
+      if (a < b && !(lefts[i] < lefts[j])) ordered = false;
+    }
+  }
+  const card = children.find((c) => c.id === "Wq3mTz8Lp0Ab1C");
+  const image = children.find((c) => c.type === "IMAGE");
+  check(card.location.position.x < image.location.position.x && ordered,
+    "an element with a smaller x is drawn left of one with a larger x (all pairs)");
+
+  // Card text, readable: the rendered text holds the card's plain text words, and is visible.
+  const cardInfo = await page.evaluate(() => {
+    const box = document.querySelector('#canvas-view [data-id="Wq3mTz8Lp0Ab1C"]');
+    const r = box.getBoundingClientRect();
+    const style = getComputedStyle(box.querySelector("p") || box);
+    return { text: box.innerText, w: r.width, h: r.height, bold: box.querySelectorAll("strong").length,
+      heading: box.querySelectorAll("h4").length, fontSize: parseFloat(style.fontSize), color: style.color };
+  });
+  const firstLine = card.richText.plainText.split("\n")[0];
+  check(cardInfo.text.includes(firstLine) && cardInfo.text.includes("Lisbon"), `card text is on the canvas ("${firstLine}")`);
+  check(cardInfo.w > 100 && cardInfo.h > 40 && cardInfo.fontSize >= 12 && cardInfo.color !== "rgba(0, 0, 0, 0)",
+    `the card is readable (${Math.round(cardInfo.w)}x${Math.round(cardInfo.h)} px, ${cardInfo.fontSize}px text)`);
+  check(cardInfo.bold >= 2 && cardInfo.heading === 1, "rich text marks and heading are rendered (bold, heading)");
+
+  // Tasks with their check state, the table as a grid, the link with its host.
+  const misc = await page.evaluate(() => ({
+    tasks: Array.from(document.querySelectorAll('#canvas-view .el-TASK input[type=checkbox]'), (c) => c.checked),
+    cells: document.querySelectorAll("#canvas-view .el-TABLE td").length,
+    linkHost: (document.querySelector("#canvas-view .el-LINK .muted") || {}).textContent,
+    linkHref: (document.querySelector("#canvas-view .el-LINK a") || {}).href,
+  }));
+  check(misc.tasks.length >= 3 && misc.tasks.includes(true) && misc.tasks.includes(false), `tasks show their check state (${misc.tasks})`);
+  check(misc.cells >= 4, `the table is a grid (${misc.cells} cells)`);
+  check(misc.linkHost === "www.timeout.com" && /^https:/.test(misc.linkHref), `the link shows its host (${misc.linkHost})`);
+
+  // The demo image comes from the sample upstream and loads.
+  await page.waitForFunction(() => {
+    const img = document.querySelector("#canvas-view .el-IMAGE img");
+    return img && img.complete;
+  });
+  const img = await page.evaluate(() => {
+    const i = document.querySelector("#canvas-view .el-IMAGE img");
+    return { src: i.src, w: i.naturalWidth, shown: i.getBoundingClientRect().height };
+  });
+  check(img.w > 0 && img.shown > 20 && /^http:\/\/127\.0\.0\.1:\d+\/images\//.test(img.src),
+    `a demo image loads from the sample upstream (${img.src}, ${img.w}px wide)`);
+
+  // The board's line (from a card to the image) ends on the two boxes.
+  const line = await lineEnds(page, "Lin8Arrow0Cd1E");
+  check(line && line.onFrom && line.onTo, `the demo's line runs from its card's box to the image's box (${JSON.stringify(line)})`);
+  await page.screenshot({ path: shot("canvas"), fullPage: true });
+
+  // A nested board's tile opens its canvas; back returns.
+  const nested = children.find((c) => c.type === "BOARD");
+  await page.click(`#canvas-view .el-BOARD[data-id="${nested.id}"]`);
+  await page.waitForFunction((t) => document.querySelector("#canvas-crumbs .current").textContent === t, nested.title);
+  const inside = await page.evaluate(() =>
+    Array.from(document.querySelectorAll("#canvas-view .surface > .el, #canvas-view .loose > .el"), (e) => e.dataset.id));
+  const expected = nested.children.filter((c) => !isLine(c)).map((c) => c.id);
+  check(expected.length > 0 && expected.every((id) => inside.includes(id)) && !inside.includes("Wq3mTz8Lp0Ab1C"),
+    `the nested board's tile opens its canvas (${inside.length} of its ${expected.length} elements)`);
+  check(!(await page.isDisabled("#canvas-back")), "a way back is offered");
+  await page.screenshot({ path: shot("nested"), fullPage: true });
+  await page.click("#canvas-back");
+  await page.waitForFunction((t) => document.querySelector("#canvas-crumbs .current").textContent === t, full.data.board.title);
+  check(await page.locator('#canvas-view [data-id="Wq3mTz8Lp0Ab1C"]').count() === 1 && await page.isDisabled("#canvas-back"),
+    "back returns to the root board's canvas");
+
+  // A pruned view shows what it has.
+  await page.selectOption("#view", "compact");
+  await page.click("#send");
+  await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("200") &&
+    document.querySelector("#canvas-view .el"));
+  const compact = await page.evaluate(() => document.querySelectorAll("#canvas-view .el").length);
+  check(compact > 3, `the compact view is drawn with what it has (${compact} boxes)`);
+  await page.selectOption("#view", "full");
+}
+
+// Where a line's path starts and ends, and whether each end lies on the
+// border of the box it names (within 1.5 px).
+async function lineEnds(page, id) {
+  return page.evaluate((id) => {
+    const path = document.querySelector(`#canvas-view path[data-id="${id}"]`);
+    if (!path) return null;
+    const surface = path.ownerSVGElement.getBoundingClientRect();
+    const len = path.getTotalLength();
+    const [p, q] = [path.getPointAtLength(0), path.getPointAtLength(len)];
+    const onBox = (pt, boxId) => {
+      const el = document.querySelector(`#canvas-view .el[data-id="${boxId}"]`);
+      if (!el) return false;
+      const r = el.getBoundingClientRect();
+      const [x0, y0, x1, y1] = [r.left - surface.left, r.top - surface.top, r.right - surface.left, r.bottom - surface.top];
+      const e = 1.5;
+      const inside = pt.x >= x0 - e && pt.x <= x1 + e && pt.y >= y0 - e && pt.y <= y1 + e;
+      const border = Math.min(Math.abs(pt.x - x0), Math.abs(pt.x - x1), Math.abs(pt.y - y0), Math.abs(pt.y - y1)) <= e;
+      return inside && border;
+    };
+    return { from: path.dataset.from, to: path.dataset.to, p: [p.x, p.y], q: [q.x, q.y],
+      onFrom: onBox(p, path.dataset.from), onTo: onBox(q, path.dataset.to) };
+  }, id);
+}
+
+// The Markdown view sends the same request with Accept: text/markdown and
+// shows the answer as text, whatever its type.
+async function checkMarkdown(page, shot, apiRequests) {
+  const before = apiRequests.length;
+  await page.click("#tab-markdown");
+  await page.waitForFunction(() => /^\d{3} /.test(document.querySelector("#markdown-meta").textContent));
+  const meta = await page.textContent("#markdown-meta");
+  const text = await page.textContent("#markdown-text");
+  check(meta.startsWith("200 ") && text.includes(expectedTitle), `the Markdown view shows the answer as text (${meta.slice(0, 70)})`);
+  check(apiRequests.slice(before).some((r) => r.url.includes("/api/detail?") && r.accept === "text/markdown"),
+    "the Markdown view asked for Accept: text/markdown");
+  await page.screenshot({ path: shot("markdown"), fullPage: true });
+}
+
+// A constructed document with every new element type and hostile text,
+// drawn through the "saved answer" box.
+async function checkConstructed(page, shot) {
+  await page.click("summary");
+  await page.fill("#doc-json", JSON.stringify({ ok: true, data: constructedDocument() }));
+  await page.click("#render-json");
+  await page.waitForSelector('#canvas-view [data-id="c-left"]');
+  await page.waitForFunction(() => Array.from(document.querySelectorAll("#canvas-view img")).every((i) => i.complete));
+  const r = await page.evaluate(() => {
+    const $ = (s) => document.querySelector(s);
+    const left = $('#canvas-view [data-id="c-left"]').getBoundingClientRect();
+    const right = $('#canvas-view [data-id="c-right"]').getBoundingClientRect();
+    const swatch = $('#canvas-view [data-id="swatch"] .chip');
+    const sketch = $('#canvas-view [data-id="sketch"] img');
+    const hostile = $('#canvas-view [data-id="c-hostile"]');
+    return {
+      leftOfRight: left.right <= right.left,
+      swatchColor: swatch && getComputedStyle(swatch).backgroundColor,
+      swatchSize: swatch && swatch.getBoundingClientRect().height,
+      swatchCaption: $('#canvas-view [data-id="swatch"]').textContent,
+      sketchSrc: sketch && sketch.src.slice(0, 32),
+      sketchW: sketch && sketch.naturalWidth,
+      sketchShown: sketch && sketch.getBoundingClientRect().height,
+      svgInDom: document.querySelectorAll("#canvas-view svg").length,
+      scriptsInCanvas: document.querySelectorAll("#canvas-view script, #canvas-view iframe, #canvas-view object").length,
+      hostileText: hostile.textContent,
+      hostileImgs: hostile.querySelectorAll("img").length,
+      pwned: window.__pwned === true,
+      jsAnchors: document.querySelectorAll('a[href^="javascript:" i]').length,
+      anchorsToNonHttp: Array.from(document.querySelectorAll("#canvas-view a")).filter((a) => !/^https?:/.test(a.href)).length,
+      badLinkTag: ($('#canvas-view [data-id="l-js"] .link-title') || {}).tagName,
+      badMarkTag: ($('#canvas-view [data-id="c-hostile"] .unsafe-link') || {}).tagName,
+      docText: $('#canvas-view [data-id="doc"]').textContent,
+      badLineDrawn: document.querySelectorAll('#canvas-view path[data-id="line-bad"]').length,
+      pointLine: ($('#canvas-view path[data-id="line-points"]') || { getAttribute: () => null }).getAttribute("d"),
+      note: $("#canvas-note").textContent,
+      unknownLine: document.querySelectorAll('#canvas-view path[data-id="line-unknown"]').length,
+    };
+  });
+  check(r.leftOfRight, "constructed board: the card with the smaller x is left of the other");
+  check(r.swatchColor === "rgb(230, 57, 70)" && r.swatchSize > 40 && r.swatchCaption.includes("Tram red"),
+    `a colour swatch is drawn in its colour with its caption (${r.swatchColor})`);
+  check(r.sketchSrc === "data:image/svg+xml;charset=utf-8" && r.sketchW > 0 && r.sketchShown > 20,
+    `a sketch is visible as a data: image (${r.sketchW}px wide)`);
+  check(r.svgInDom === 1 && r.scriptsInCanvas === 0, "the drawing's SVG never became DOM (only the lines overlay is an <svg>)");
+  check(r.hostileText.includes("<img src=x onerror=") && r.hostileImgs === 0 && !r.pwned,
+    "a card whose text holds <img src=x onerror=...> shows it as text");
+  check(r.jsAnchors === 0 && r.anchorsToNonHttp === 0 && r.badLinkTag === "SPAN" && r.badMarkTag === "SPAN",
+    "javascript: links are text, not anchors");
+  const before = page.url();
+  await page.click('#canvas-view [data-id="l-js"] .link-title');
+  await page.click('#canvas-view [data-id="c-hostile"] .unsafe-link');
+  check(page.url() === before && !(await page.evaluate(() => window.__pwned === true)), "clicking a javascript: link does nothing");
+  check(r.docText.includes("Packing list") && r.docText.includes("Passport"), "a document is a page tile with its title and first lines");
+  const line = await lineEnds(page, "line-cards");
+  check(line && line.onFrom && line.onTo && line.from === "c-left" && line.to === "c-right",
+    `a LINE is drawn between two cards, its ends on the two boxes (${JSON.stringify(line)})`);
+  check(r.badLineDrawn === 0 && /could not be placed/.test(r.note), `a line that cannot be placed is not drawn (${r.note})`);
+  check(/^M [\d.]+ [\d.]+ L [\d.]+ [\d.]+$/.test(r.pointLine || ""), `a line between two points is drawn (${r.pointLine})`);
+  check(r.unknownLine === 1, "a LINE that still arrives as UNKNOWN is drawn from its raw content");
+  // Wide enough to see the whole constructed board at 75%.
+  await page.setViewportSize({ width: 1600, height: 1000 });
+  await page.selectOption("#canvas-zoom", "0.75");
+  await page.screenshot({ path: shot("constructed"), fullPage: true });
+}
+
 console.log(failures.length ? `\n${failures.length} check(s) failed` : "\nall browser checks passed");
 process.exit(failures.length ? 1 : 0);

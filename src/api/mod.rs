@@ -3,6 +3,7 @@
 //! then the pipeline and the response policies). No Pingora types here: the
 //! `host` module is the adapter.
 
+pub mod accept;
 pub mod error;
 pub mod params;
 pub(crate) mod playground;
@@ -232,15 +233,28 @@ impl BoardApi {
         } else {
             encoding::Encoding::Identity
         };
+        let representation = accept::negotiate(req.headers);
         let variant = self
             .boards
-            .variant(&document, endpoint.name(), &request.selection, encoding)
+            .variant(
+                &document,
+                endpoint.name(),
+                &request.selection,
+                representation,
+                encoding,
+            )
             .await
             .map_err(|e| {
                 log::error!("board {board_id}: {e:?}");
                 api_error(e)
             })?;
-        let mut response = respond::success(&variant.rendered, variant.encoding, req.headers);
+        let mut response = respond::success(
+            &variant.rendered,
+            representation,
+            variant.encoding,
+            document.board.completeness(),
+            req.headers,
+        );
         let load = (source == Source::Miss).then_some(document.timing);
         response.headers.insert(
             timing::SERVER_TIMING,

@@ -4,8 +4,9 @@
 
 use super::error::ApiError;
 use super::route::ALLOW;
+use crate::document::Completeness;
 use crate::encoding::Encoding;
-use crate::pipeline::Rendered;
+use crate::pipeline::{Rendered, Representation};
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::StatusCode;
@@ -13,8 +14,11 @@ use http::StatusCode;
 pub const SUCCESS_CACHE_CONTROL: &str = "public, max-age=60, stale-while-revalidate=300";
 pub const ERROR_CACHE_CONTROL: &str = "no-store";
 const JSON: &str = "application/json; charset=utf-8";
+/// The header that says whether every nested board of the answer's board
+/// was loaded: `complete`, or `partial; unloaded=<n>`.
+pub const BOARD_COMPLETENESS: &str = "board-completeness";
 /// The response headers scripts on other origins may read.
-pub const EXPOSE_HEADERS: &str = "ETag, Server-Timing";
+pub const EXPOSE_HEADERS: &str = "ETag, Server-Timing, Board-Completeness";
 /// Preflight answers allow this request header when the browser names none.
 const DEFAULT_ALLOW_HEADERS: &str = "If-None-Match";
 
@@ -147,13 +151,27 @@ fn if_none_match(request_headers: &HeaderMap, etag: &HeaderValue) -> bool {
         })
 }
 
-/// `200` with the envelope and the weak ETag, or `304` when the request's
-/// `If-None-Match` matches it. `encoding` is the coding `rendered.body` is
+/// The `Board-Completeness` value of a board as complete as `completeness`.
+fn completeness_header(completeness: Completeness) -> HeaderValue {
+    if completeness.is_complete() {
+        return HeaderValue::from_static("complete");
+    }
+    // ASCII letters, digits and `; =`: always a valid value.
+    HeaderValue::try_from(completeness.to_string())
+        .unwrap_or_else(|_| HeaderValue::from_static("partial"))
+}
+
+/// `200` with the body in `representation` and its weak ETag, or `304`
+/// when the request's `If-None-Match` matches it. Both carry
+/// `Vary: Accept, Accept-Encoding`: the body depends on both; and both say
+/// how complete the board is (`Board-Completeness`). `encoding` is the coding `rendered.body` is
 /// already in (`Content-Encoding` on a `200`); Pingora's compression module
 /// leaves a response that has one alone.
 pub fn success(
     rendered: &Rendered,
+    representation: Representation,
     encoding: Encoding,
+    completeness: Completeness,
     request_headers: &HeaderMap,
 ) -> ApiResponse {
     let not_modified = if_none_match(request_headers, &rendered.etag);
@@ -163,10 +181,14 @@ pub fn success(
         StatusCode::OK
     });
     response.headers.insert(header::ETAG, rendered.etag.clone());
+    response.headers.insert(
+        HeaderName::from_static(BOARD_COMPLETENESS),
+        completeness_header(completeness),
+    );
     response.set(header::CACHE_CONTROL, SUCCESS_CACHE_CONTROL);
-    response.set(header::VARY, "Accept-Encoding");
+    response.set(header::VARY, "Accept, Accept-Encoding");
     if !not_modified {
-        response.set(header::CONTENT_TYPE, JSON);
+        response.set(header::CONTENT_TYPE, representation.content_type());
         if let Some(token) = encoding.token() {
             response.set(header::CONTENT_ENCODING, token);
         }
@@ -267,7 +289,9 @@ mod tests {
             }
             success(
                 &render(e, sel, d).expect("renders"),
+                Representation::Json,
                 Encoding::Identity,
+                Completeness::default(),
                 &headers,
             )
         };
@@ -309,19 +333,66 @@ mod tests {
             assert_eq!(r.headers.get("etag"), Some(&etag));
             assert_eq!(header(&r, "cache-control"), Some(SUCCESS_CACHE_CONTROL));
             assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
+            assert_eq!(header(&r, BOARD_COMPLETENESS), Some("complete"));
         }
         let rendered = render("detail", "full", &data).expect("renders");
-        let gz = success(&rendered, Encoding::Gzip, &HeaderMap::new());
+        let gz = success(
+            &rendered,
+            Representation::Json,
+            Encoding::Gzip,
+            Completeness::default(),
+            &HeaderMap::new(),
+        );
         assert_eq!(header(&gz, "content-encoding"), Some("gzip"));
         assert_eq!(gz.headers.get("etag"), Some(&etag));
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, etag.clone());
-        let not_modified = success(&rendered, Encoding::Gzip, &inm);
+        let not_modified = success(
+            &rendered,
+            Representation::Json,
+            Encoding::Gzip,
+            Completeness::default(),
+            &inm,
+        );
         assert_eq!(not_modified.status, 304);
         assert_eq!(header(&not_modified, "content-encoding"), None);
         let stale = HeaderValue::from_static("W/\"0123\"");
         let r = ok("detail", "full", &data, Some(&stale));
         assert_eq!(r.status, 200);
+        assert_eq!(header(&r, BOARD_COMPLETENESS), Some("complete"));
+    }
+
+    #[test]
+    fn partial_boards_say_how_many_boards_are_missing_on_200_and_304() {
+        let rendered = render("detail", "full", &json!({"version": 1})).expect("renders");
+        let partial = Completeness {
+            unloaded: 3,
+            transient: true,
+        };
+        let ok = success(
+            &rendered,
+            Representation::Json,
+            Encoding::Identity,
+            partial,
+            &HeaderMap::new(),
+        );
+        let mut inm = HeaderMap::new();
+        inm.insert(header::IF_NONE_MATCH, rendered.etag.clone());
+        let not_modified = success(
+            &rendered,
+            Representation::Json,
+            Encoding::Identity,
+            partial,
+            &inm,
+        );
+        for (r, status) in [(ok, 200), (not_modified, 304)] {
+            assert_eq!(r.status, status);
+            assert_eq!(header(&r, BOARD_COMPLETENESS), Some("partial; unloaded=3"));
+            assert_eq!(
+                header(&r, "access-control-expose-headers"),
+                Some(EXPOSE_HEADERS)
+            );
+        }
     }
 
     #[test]
@@ -336,9 +407,15 @@ mod tests {
                     HeaderValue::from_str(v).expect("header"),
                 );
             }
-            success(&rendered, Encoding::Identity, &headers)
-                .status
-                .as_u16()
+            success(
+                &rendered,
+                Representation::Json,
+                Encoding::Identity,
+                Completeness::default(),
+                &headers,
+            )
+            .status
+            .as_u16()
         };
         let tag = rendered.etag.to_str().expect("ascii");
         let strong = &tag[2..];
@@ -358,8 +435,20 @@ mod tests {
         let mut inm = HeaderMap::new();
         inm.insert(header::IF_NONE_MATCH, rendered.etag.clone());
         let answers = [
-            success(&rendered, Encoding::Identity, &HeaderMap::new()),
-            success(&rendered, Encoding::Identity, &inm),
+            success(
+                &rendered,
+                Representation::Json,
+                Encoding::Identity,
+                Completeness::default(),
+                &HeaderMap::new(),
+            ),
+            success(
+                &rendered,
+                Representation::Json,
+                Encoding::Identity,
+                Completeness::default(),
+                &inm,
+            ),
             preflight(&HeaderMap::new()),
             error(&ApiError::NotFound),
             error(&ApiError::MethodNotAllowed),

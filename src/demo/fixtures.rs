@@ -16,9 +16,12 @@ pub fn fixture_text(board_id: &str) -> Option<&'static str> {
         .map(|(_, text)| *text)
 }
 
-/// The parsed fixture for `board_id`, when there is one and it is a JSON object.
-pub fn fixture(board_id: &str) -> Option<Map<String, Value>> {
-    match serde_json::from_str(fixture_text(board_id)?) {
+/// The parsed fixture for `board_id`, when there is one and it is a JSON
+/// object, with the image origin placeholder replaced by `origin` (the
+/// sample's own, see [`super::images`]).
+pub fn fixture(board_id: &str, origin: &str) -> Option<Map<String, Value>> {
+    let text = super::images::with_origin(fixture_text(board_id)?, origin);
+    match serde_json::from_str(&text) {
         Ok(Value::Object(map)) => Some(map),
         _ => None,
     }
@@ -36,7 +39,10 @@ mod tests {
     #[test]
     fn every_embedded_fixture_is_a_json_object() {
         for (id, _) in BOARD_FIXTURES.iter().chain(SCENARIO_FIXTURES.iter()) {
-            assert!(fixture(id).is_some(), "fixture {id} is not a JSON object");
+            assert!(
+                fixture(id, "http://127.0.0.1:1").is_some(),
+                "fixture {id} is not a JSON object"
+            );
         }
     }
 

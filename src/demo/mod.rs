@@ -13,6 +13,10 @@
 //!   `boardIds` and `fetchedTime`. A token this server did not issue gets
 //!   `errors[id] = ACCESS_DENIED` and `childrenReturned[id] = false`; an unknown
 //!   board gets `BOARD_NOT_FOUND`. Always HTTP 200, like Milanote.
+//! - `GET /images/{name}/{size}.png` → a small bundled PNG (`tram28`,
+//!   `francesinha`; any of Milanote's sizes), so the demo boards' images load
+//!   offline. Fixtures write this server's origin as `http://sample-upstream.invalid`;
+//!   every boards answer carries the real one instead.
 //!
 //! # Fault scenarios
 //!
@@ -47,6 +51,7 @@
 //! | `fault-not-returned` | boards | `childrenReturned: false`, no error | `AccessDenied` |
 //! | `fault-not-board` | boards | the root element is a `CARD` | `Upstream` |
 //! | `s-nested-faults` | boards | a root whose nested boards are `t-mid-b` (fine), `fault-500`, `fault-slow`, `fault-denied`, `fault-skeleton` | the board, only `t-mid-b` loaded below it |
+//! | `s-hole-slow` / `s-hole-denied` / `s-hole-missing` / `s-hole-500` | boards | a root with one card and one nested board: `fault-slow`, `fault-denied`, `s-no-such-board` (no fixture), `fault-500` | the board, the nested one not loaded (`DEADLINE` with a short deadline, `ACCESS_DENIED`, `NOT_FOUND`, `UPSTREAM_ERROR`) |
 //! | `s-deep-0` … `s-deep-99` | boards | synthetic chain, each board holding the next | nesting-depth tests |
 //! | `s-wide` | boards | a root with 5 nested boards `s-wide-1..5`; `s-wide-1` holds `s-wide-1-1` | batching and breadth-first tests |
 //!
@@ -55,6 +60,7 @@
 
 mod boards;
 mod fixtures;
+mod images;
 mod scenarios;
 mod wire;
 
@@ -97,6 +103,8 @@ impl RecordedRequest {
 
 #[derive(Debug, Default)]
 struct State {
+    /// `http://127.0.0.1:PORT`, for the bundled images' URLs.
+    origin: String,
     log: Mutex<Vec<RecordedRequest>>,
     connections: std::sync::atomic::AtomicUsize,
     tokens: TokenRegistry,
@@ -126,7 +134,10 @@ impl SampleUpstream {
     pub async fn start(addr: SocketAddr) -> std::io::Result<SampleUpstream> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let state = Arc::new(State::default());
+        let state = Arc::new(State {
+            origin: format!("http://{addr}"),
+            ..State::default()
+        });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
         log::info!("sample Milanote upstream listening on http://{addr}");
         Ok(SampleUpstream {
@@ -274,7 +285,7 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<State>) {
                 target: head.target.clone(),
                 headers: head.headers.clone(),
             });
-        let reply = scenarios::route(&state.tokens, &head);
+        let reply = scenarios::route(&state.tokens, &state.origin, &head);
         let keep_alive = head.keep_alive();
         match send(&mut stream, &head, reply, keep_alive).await {
             Ok(true) if keep_alive => continue,

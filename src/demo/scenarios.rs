@@ -73,8 +73,8 @@ impl TokenRegistry {
     }
 }
 
-/// Route one request.
-pub fn route(tokens: &TokenRegistry, head: &RequestHead) -> Reply {
+/// Route one request; `origin` is the sample's own (`http://127.0.0.1:PORT`).
+pub fn route(tokens: &TokenRegistry, origin: &str, head: &RequestHead) -> Reply {
     if head.method != "GET" && head.method != "HEAD" {
         return status_reply(405, "method not allowed");
     }
@@ -90,11 +90,14 @@ pub fn route(tokens: &TokenRegistry, head: &RequestHead) -> Reply {
         .map(|s| s.map(percent_decode).collect())
         .unwrap_or_default();
     let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    if let Some(image) = super::images::route(&segments) {
+        return image;
+    }
     match segments.as_slice() {
         ["api", "permissions", "token", permission_id] => {
             token_reply(tokens, permission_id, query.get("elementId"), accepts_gzip)
         }
-        ["api", "boards"] => boards_reply(tokens, &query, accepts_gzip),
+        ["api", "boards"] => boards_reply(tokens, origin, &query, accepts_gzip),
         _ => status_reply(404, "no such route"),
     }
 }
@@ -177,6 +180,7 @@ fn token_reply(
 
 fn boards_reply(
     tokens: &TokenRegistry,
+    origin: &str,
     query: &HashMap<String, String>,
     accepts_gzip: bool,
 ) -> Reply {
@@ -192,7 +196,7 @@ fn boards_reply(
     }
     let mode = query.get("tokens").and_then(|t| tokens.mode(t));
     let gzip = mode.is_some_and(|m| m.gzip) && accepts_gzip;
-    json_reply(200, &boards_body(&ids, mode.is_some()), gzip)
+    json_reply(200, &boards_body(&ids, mode.is_some(), origin), gzip)
 }
 
 fn status_reply(status: u16, message: &str) -> Reply {
@@ -242,7 +246,11 @@ mod tests {
 
     fn get(tokens: &TokenRegistry, target: &str) -> Reply {
         let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip");
-        route(tokens, &parse_head(raw.as_bytes()).unwrap())
+        route(
+            tokens,
+            "http://127.0.0.1:1",
+            &parse_head(raw.as_bytes()).unwrap(),
+        )
     }
 
     fn body_json(reply: &Reply) -> (u16, Value) {

@@ -205,6 +205,16 @@ pub enum NodeKind {
     Table(TableFields),
     #[serde(rename = "COMMENT_THREAD")]
     CommentThread(CommentThreadFields),
+    #[serde(rename = "DOCUMENT")]
+    Document(DocumentFields),
+    #[serde(rename = "COLOR_SWATCH")]
+    ColorSwatch(ColorSwatchFields),
+    #[serde(rename = "SKETCH")]
+    Sketch(DrawingFields),
+    #[serde(rename = "ANNOTATION")]
+    Annotation(DrawingFields),
+    #[serde(rename = "LINE")]
+    Line(LineFields),
     #[serde(rename = "SKELETON")]
     Skeleton(SkeletonFields),
     #[serde(rename = "UNKNOWN")]
@@ -232,6 +242,41 @@ pub struct BoardFields {
     pub file: Option<File>,
     /// False when this board's own children could not be fetched (limits, deadline, failure).
     pub children_loaded: bool,
+    /// Why the children were not loaded; present exactly when `childrenLoaded` is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unloaded_reason: Option<UnloadedReason>,
+}
+
+/// Why a board's own children are not in the document.
+///
+/// `BoardLimit`, `AccessDenied` and `NotFound` are stable: asking again gives
+/// the same answer. `Deadline` and `UpstreamError` are transient: a later
+/// load may fill the hole ([`UnloadedReason::is_transient`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum UnloadedReason {
+    /// Cut by the limits on how much of a board is loaded (`max_boards`,
+    /// the nesting depth, `max_elements`).
+    BoardLimit,
+    /// The fetch deadline passed before it loaded.
+    Deadline,
+    /// The provider refused it (a denial code, its children not returned,
+    /// or only a `SKELETON` of it).
+    AccessDenied,
+    /// The provider says it does not exist or was deleted.
+    NotFound,
+    /// Its request failed: unreachable, 5xx, malformed or oversized.
+    UpstreamError,
+}
+
+impl UnloadedReason {
+    /// Whether a later load may fill the hole (`DEADLINE`, `UPSTREAM_ERROR`).
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            UnloadedReason::Deadline | UnloadedReason::UpstreamError
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
@@ -386,6 +431,51 @@ pub struct Comment {
     pub created_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentFields {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rich_text: Option<RichText>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ColorSwatchFields {
+    /// The colour as the provider writes it (`#e8b730`, a palette name, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caption: Option<RichText>,
+}
+
+/// `SKETCH` and `ANNOTATION`: a freehand drawing.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DrawingFields {
+    /// The provider's drawing (paths, and an `svg` string), sanitized but
+    /// otherwise untouched; a leaf for selectors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drawing: Option<Raw>,
+}
+
+/// `LINE`: a connector between two elements or two points. Each end is an
+/// element id, an object naming one (`elementId` or `id`), or a point with
+/// `x` and `y`, as the provider sent it; all four fields are leaves.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LineFields {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<Raw>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end: Option<Raw>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control: Option<Raw>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_style: Option<Raw>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]

@@ -45,7 +45,8 @@ impl BoardLoader {
 /// never held as a tree. The normalizer leaves
 /// every sensitive key out of the raw values it copies, so the bytes are the
 /// sanitized document without a sanitizing walk (`reference::build` is the
-/// walk, and the tests hold the two equal).
+/// walk, and the tests hold the two equal). The board carries its
+/// [`crate::document::Completeness`], counted on the same walk.
 ///
 /// # Errors
 /// A document the normalizer cannot use is an upstream error.
@@ -67,9 +68,9 @@ pub fn build(
     let mut bytes = Vec::with_capacity(estimate);
     // Written inside the success envelope, the full view's body.
     bytes.extend_from_slice(PREFIX);
-    write(&fetched, provider_name, coverage, &mut bytes)
+    let completeness = write(&fetched, provider_name, coverage, &mut bytes)
         .map_err(|e| FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}")))?;
     bytes.push(b'}');
     drop(fetched);
-    Ok(LoadedBoard::from_envelope(bytes, coverage))
+    Ok(LoadedBoard::from_envelope(bytes, coverage, completeness))
 }

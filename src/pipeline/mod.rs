@@ -5,6 +5,9 @@
 //! - [`render`]: a selection of a loaded board -> the success body and its
 //!   weak ETag, written in one pass over the document's compact JSON.
 //!
+//! - [`markdown`]: the same selection written as GitHub Flavored Markdown,
+//!   for clients that ask for `text/markdown`.
+//!
 //! [`reference`] keeps the simple tree pipeline (a `serde_json::Value` per
 //! step) that the tests compare the fast path with, byte for byte.
 //!
@@ -12,15 +15,35 @@
 //! answers, the cache stores loaded boards and their renders.
 
 pub mod load;
+pub mod markdown;
 pub mod reference;
 pub mod render;
 
 pub use load::BoardLoader;
 pub use render::{render, RenderError, Rendered};
 
-use crate::document::Coverage;
+use crate::document::{Completeness, Coverage};
 use crate::select::Selection;
 use bytes::Bytes;
+
+/// Which representation of a selection a response carries: the JSON
+/// envelope (the default) or the Markdown text of its `data`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Representation {
+    #[default]
+    Json,
+    Markdown,
+}
+
+impl Representation {
+    /// The `Content-Type` of a `200` in this representation.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Representation::Json => "application/json; charset=utf-8",
+            Representation::Markdown => "text/markdown; charset=utf-8; variant=GFM",
+        }
+    }
+}
 
 /// One loaded board: the sanitized document as compact JSON bytes, so its
 /// size in memory is its serialized size and the cache's weight is exact.
@@ -30,34 +53,58 @@ use bytes::Bytes;
 /// The bytes are held inside the success envelope, `{"ok":true,"data":`
 /// document `}`, which is the body of the full view: rendering it shares
 /// the buffer instead of copying the document.
+///
+/// It carries its [`Completeness`], computed when the document was written,
+/// so that every answer can report it and the caches can choose how long to
+/// keep it without reading the document again.
 pub struct LoadedBoard {
     envelope: Bytes,
     coverage: Coverage,
+    completeness: Completeness,
 }
 
 impl LoadedBoard {
-    /// A loaded board from the compact JSON of a sanitized full document,
-    /// as [`load::build`] writes it.
+    /// A loaded board from the compact JSON of a sanitized full document
+    /// with every nested board loaded (for tests and hand-built documents;
+    /// see [`LoadedBoard::with_completeness`]).
     pub fn from_json(document: Vec<u8>) -> Self {
         LoadedBoard::with_coverage(document, Coverage::Full)
     }
 
-    /// A loaded board from the compact JSON of a sanitized document that
-    /// holds `coverage` of the board.
+    /// A loaded board from the compact JSON of a sanitized, complete
+    /// document that holds `coverage` of the board.
     pub fn with_coverage(document: Vec<u8>, coverage: Coverage) -> Self {
+        LoadedBoard::with_completeness(document, coverage, Completeness::default())
+    }
+
+    /// A loaded board from the compact JSON of a sanitized document that
+    /// holds `coverage` of the board and is as complete as `completeness`
+    /// says: how a cache level that keeps documents as bytes rebuilds one,
+    /// with the completeness recorded when it was first built. The bytes
+    /// are trusted to be what [`load::build`] wrote.
+    pub fn with_completeness(
+        document: Vec<u8>,
+        coverage: Coverage,
+        completeness: Completeness,
+    ) -> Self {
         let mut envelope = Vec::with_capacity(render::PREFIX.len() + document.len() + 1);
         envelope.extend_from_slice(render::PREFIX);
         envelope.extend_from_slice(&document);
         envelope.push(b'}');
-        LoadedBoard::from_envelope(envelope, coverage)
+        LoadedBoard::from_envelope(envelope, coverage, completeness)
     }
 
     /// A loaded board from `{"ok":true,"data":` document `}`, as
     /// [`load::build`] writes it.
-    pub(crate) fn from_envelope(envelope: Vec<u8>, coverage: Coverage) -> Self {
+    pub(crate) fn from_envelope(
+        envelope: Vec<u8>,
+        coverage: Coverage,
+        completeness: Completeness,
+    ) -> Self {
         LoadedBoard {
             envelope: render::exact(envelope),
             coverage,
+            completeness,
         }
     }
 
@@ -72,6 +119,12 @@ impl LoadedBoard {
     /// How much of the board the document holds.
     pub fn coverage(&self) -> Coverage {
         self.coverage
+    }
+
+    /// How many nested boards were not loaded, and whether a later load
+    /// may fill them.
+    pub fn completeness(&self) -> Completeness {
+        self.completeness
     }
 
     /// Whether `selection` can be rendered from this document.
@@ -90,8 +143,30 @@ impl LoadedBoard {
         scope: &'static str,
         selection: &Selection,
     ) -> Result<Rendered, RenderError> {
+        self.render_as(Representation::Json, scope, selection)
+    }
+
+    /// [`LoadedBoard::render`] in `representation`: the JSON envelope, or
+    /// the Markdown of the same selected `data` with its own ETag.
+    ///
+    /// # Errors
+    /// As [`render::render_bytes`] and [`render::render_markdown`].
+    pub fn render_as(
+        &self,
+        representation: Representation,
+        scope: &'static str,
+        selection: &Selection,
+    ) -> Result<Rendered, RenderError> {
         if !self.serves(selection) {
             return Err(RenderError::outline());
+        }
+        if representation == Representation::Markdown {
+            return render::render_markdown(
+                scope,
+                selection,
+                &selection.canonical(),
+                self.document_json(),
+            );
         }
         if selection.is_full() {
             return render::render_envelope(scope, &selection.canonical(), &self.envelope);
@@ -133,6 +208,40 @@ mod tests {
     }
 
     #[test]
+    fn markdown_has_its_own_etag_per_endpoint_and_selection() {
+        use crate::select::View;
+        let board = board(
+            json!({"version": 1, "fetchedAt": "t", "board": {"id": "b", "type": "BOARD", "title": "T", "children": [{"id": "c", "type": "CARD", "richText": {"plainText": "hi", "blocks": []}, "children": []}]}}),
+        );
+        let refetched = self::board(
+            json!({"version": 1, "fetchedAt": "u", "board": {"id": "b", "type": "BOARD", "title": "T", "children": [{"id": "c", "type": "CARD", "richText": {"plainText": "hi", "blocks": []}, "children": []}]}}),
+        );
+        let mut tags = std::collections::HashSet::new();
+        for view in [View::Full, View::Compact] {
+            let selection = Selection::view(view);
+            for scope in ["search", "detail"] {
+                let md = board
+                    .render_as(Representation::Markdown, scope, &selection)
+                    .expect("renders");
+                let json = board.render(scope, &selection).expect("renders");
+                assert!(tags.insert(md.etag.clone()) && tags.insert(json.etag));
+                let again = refetched
+                    .render_as(Representation::Markdown, scope, &selection)
+                    .expect("renders");
+                assert_eq!(again, md, "fetchedAt changes neither body nor tag");
+            }
+        }
+        let full = board
+            .render_as(
+                Representation::Markdown,
+                "detail",
+                &Selection::view(View::Full),
+            )
+            .expect("renders");
+        assert_eq!(&full.body[..], b"# T\n\nhi\n");
+    }
+
+    #[test]
     fn the_full_view_shares_the_envelope() {
         use crate::select::View;
         let board = board(
@@ -155,6 +264,6 @@ mod tests {
         let doc = json!({"board": {"children": (0..500).map(|i| json!({"id": format!("e{i}"), "title": "card ".repeat(i % 7)})).collect::<Vec<_>>()}});
         let real = serde_json::to_vec(&doc).expect("serializes").len();
         let board = board(doc);
-        assert!(board.weight() >= real && board.weight() < real + 64);
+        assert!(board.weight() >= real && board.weight() < real + 96);
     }
 }

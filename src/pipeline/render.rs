@@ -6,6 +6,7 @@
 //! `304` although it was fetched again, while another selection or another
 //! endpoint never shares a tag.
 
+use super::markdown;
 use crate::select::stream::{entries, Malformed};
 use crate::select::Selection;
 use bytes::Bytes;
@@ -29,6 +30,8 @@ pub struct RenderError(Reason);
 enum Reason {
     Serialize(serde_json::Error),
     Malformed,
+    /// The selected document could not be read for Markdown.
+    Markdown(serde_json::Error),
     /// A selection that needs bodies asked of an outline.
     Outline,
 }
@@ -50,6 +53,7 @@ impl std::fmt::Display for RenderError {
         match &self.0 {
             Reason::Serialize(e) => write!(f, "board document not serializable: {e}"),
             Reason::Malformed => f.write_str("board document bytes are not compact JSON"),
+            Reason::Markdown(e) => write!(f, "board document not renderable as Markdown: {e}"),
             Reason::Outline => f.write_str("a selection with bodies asked of an outline"),
         }
     }
@@ -144,6 +148,48 @@ pub fn render_envelope(
     Ok(Rendered {
         body: envelope.clone(),
         etag: etag_of(scope, canonical, data)?,
+    })
+}
+
+/// The Markdown of `selection` applied to `doc` (the compact JSON of a
+/// sanitized document, used as it is when the selection is `full`) and its
+/// ETag: the representation, the endpoint, the canonical selection and the
+/// Markdown itself, which leaves `fetchedAt` out. Hashing the text rather
+/// than the selected JSON hashes a tenth of the bytes, and no JSON tag can
+/// equal it.
+///
+/// # Errors
+/// [`RenderError`] when `doc` is not compact JSON (it always is) or nests
+/// deeper than the JSON reader allows.
+pub fn render_markdown(
+    scope: &str,
+    selection: &Selection,
+    canonical: &str,
+    doc: &[u8],
+) -> Result<Rendered, RenderError> {
+    let mut selected = Vec::new();
+    let data = if selection.is_full() {
+        doc
+    } else {
+        selected.reserve(4096);
+        selection.apply_bytes(doc, &mut selected)?;
+        &selected
+    };
+    let text = markdown::render(data).map_err(|e| RenderError(Reason::Markdown(e)))?;
+    drop(selected);
+    let mut hasher = Xxh3::new();
+    for part in [
+        b"text/markdown".as_slice(),
+        scope.as_bytes(),
+        canonical.as_bytes(),
+    ] {
+        hasher.update(part);
+        hasher.update(b"\0");
+    }
+    hasher.update(text.as_bytes());
+    Ok(Rendered {
+        body: exact(text.into_bytes()),
+        etag: weak_etag(hasher.digest128()),
     })
 }
 

@@ -1,13 +1,14 @@
 //! What the provider client hands the normalizer: the raw `/api/boards`
 //! answers of one share link, merged.
 
+use crate::document::UnloadedReason;
 pub use crate::provider::answer::{comments_of, Comments, IdHasher, RawComment};
 use crate::provider::answer::{Answer, Element, JsonText, MapReader, ObjectOnly};
 use crate::provider::head::Head;
 use indexmap::IndexMap;
 use serde::de::{DeserializeSeed as _, IgnoredAny, MapAccess};
 use serde_json::{Map, Value};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// The merged raw answers for one root board and the nested boards fetched below it.
 ///
@@ -30,6 +31,9 @@ pub struct Fetched {
     /// Boards whose own children were returned (the root always; nested boards
     /// only when their fetch succeeded with `childrenReturned` true).
     pub loaded_boards: HashSet<String>,
+    /// Why nested boards were not loaded, as the provider client found out
+    /// (see [`Fetched::unloaded_reason`]).
+    pub unloaded: HashMap<String, UnloadedReason, IdHasher>,
     /// The root response's `fetchedTime` (epoch ms), when the provider sent one.
     pub fetched_time_ms: Option<i64>,
     /// When this service fetched the board (epoch ms): `fetchedAt` falls back to it.
@@ -43,6 +47,7 @@ impl PartialEq for Fetched {
             && self.comments == other.comments
             && self.canvas_order == other.canvas_order
             && self.loaded_boards == other.loaded_boards
+            && self.unloaded == other.unloaded
             && self.fetched_time_ms == other.fetched_time_ms
             && self.fetched_at_ms == other.fetched_at_ms
     }
@@ -162,6 +167,30 @@ impl Fetched {
     pub fn element_count(&self) -> usize {
         self.elements.len()
     }
+
+    /// `None` when board `id`'s own children were loaded; else why not.
+    /// A board the client recorded no reason for is one it could not ask
+    /// the provider about (an id it will not request): the provider sent
+    /// something malformed, `UPSTREAM_ERROR`.
+    pub fn unloaded_reason(&self, id: &str) -> Option<UnloadedReason> {
+        if self.loaded_boards.contains(id) {
+            return None;
+        }
+        Some(
+            self.unloaded
+                .get(id)
+                .copied()
+                .unwrap_or(UnloadedReason::UpstreamError),
+        )
+    }
+
+    /// Records why board `id` was not loaded, unless a reason is already
+    /// recorded (the first cause found is the one reported).
+    pub fn mark_unloaded(&mut self, id: &str, reason: UnloadedReason) {
+        if !self.unloaded.contains_key(id) {
+            self.unloaded.insert(id.to_owned(), reason);
+        }
+    }
 }
 
 /// Raw `content` as a value.
@@ -181,9 +210,10 @@ pub fn outline_content(raw: &JsonText) -> Option<Value> {
     Some(Value::Object(members))
 }
 
-/// The `content` members an outline leaves out: the rich text of cards and
-/// tasks, a link's caption, a table's cells.
-pub const OUTLINE_SKIPPED: [&str; 3] = ["textContent", "caption", "tableContent"];
+/// The `content` members an outline leaves out: the rich text of cards,
+/// tasks and documents, the caption of a link or a swatch, a table's cells,
+/// a sketch's or an annotation's drawing.
+pub const OUTLINE_SKIPPED: [&str; 4] = ["textContent", "caption", "tableContent", "drawing"];
 
 /// A content object's members but [`OUTLINE_SKIPPED`].
 struct OutlineReader;

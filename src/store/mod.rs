@@ -37,7 +37,7 @@ pub use shared::{Endpoint, SharedSettings};
 use crate::document::Coverage;
 use crate::encoding::{self, Encoding};
 use crate::governance::{Limits, WorkPool};
-use crate::pipeline::{LoadedBoard, Rendered};
+use crate::pipeline::{LoadedBoard, Rendered, Representation};
 use crate::provider::client::ProviderSettings;
 use crate::provider::error::FetchError;
 use crate::select::Selection;
@@ -145,6 +145,7 @@ enum Key {
         generation: u64,
         scope: &'static str,
         selection: Arc<str>,
+        representation: Representation,
         encoding: Encoding,
     },
 }
@@ -292,8 +293,9 @@ impl Boards {
         (outcome, source)
     }
 
-    /// `doc` rendered for `scope` and `selection` in `encoding`, from the
-    /// cache or rendered (and compressed) on the pool and cached.
+    /// `doc` rendered for `scope` and `selection` as `representation` in
+    /// `encoding`, from the cache or rendered (and compressed) on the pool
+    /// and cached: a Markdown body is kept and compressed once, like JSON.
     ///
     /// # Errors
     /// [`LoadError::Internal`] when rendering or compressing failed.
@@ -302,6 +304,7 @@ impl Boards {
         doc: &Doc,
         scope: &'static str,
         selection: &Selection,
+        representation: Representation,
         encoding: Encoding,
     ) -> Result<Variant, LoadError> {
         let canonical = selection.canonical_shared();
@@ -309,6 +312,7 @@ impl Boards {
             generation: doc.generation,
             scope,
             selection: canonical.clone(),
+            representation,
             encoding,
         };
         let identity = match self.cached_render(&key(Encoding::Identity)) {
@@ -318,7 +322,7 @@ impl Boards {
                 let selection = selection.clone();
                 let rendered = self
                     .pool()
-                    .run(move || board.render(scope, &selection))
+                    .run(move || board.render_as(representation, scope, &selection))
                     .await
                     .map_err(|e| LoadError::Internal(e.to_string()))?
                     .map_err(|e| LoadError::Internal(e.to_string()))?;
@@ -411,12 +415,19 @@ impl Cached {
     }
 
     /// Stores an outcome where the next request looks first: a document in
-    /// the budget for `ttl` (if it fits at all), a provider failure in the
-    /// failures cache for `error_ttl`. Overload and internal errors are not
-    /// remembered: they say nothing of the board.
+    /// the budget for `ttl` (if it fits at all), or for at most `error_ttl`
+    /// when a nested board is missing for a reason a retry may fix (the
+    /// deadline, a failed request), so the hole is not served for long; a
+    /// provider failure in the failures cache for `error_ttl`. Overload and
+    /// internal errors are not remembered: they say nothing of the board.
     fn remember(&self, key: DocKey, coverage: Coverage, outcome: &Loaded, ttl: Duration) {
         match outcome {
             Ok(doc) => {
+                let ttl = if doc.board.completeness().transient {
+                    ttl.min(self.settings.error_ttl)
+                } else {
+                    ttl
+                };
                 let bytes = doc.board.weight() + key.0.len() + key.1.len();
                 let kept = self.budget.put(
                     Key::Document(key, coverage),

@@ -267,7 +267,7 @@ impl Response {
         assert_eq!(self.header("access-control-allow-origin"), Some("*"));
         assert_eq!(
             self.header("access-control-expose-headers"),
-            Some("ETag, Server-Timing")
+            Some("ETag, Server-Timing, Board-Completeness")
         );
         assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
     }

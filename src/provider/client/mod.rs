@@ -21,6 +21,7 @@ pub use rules::MAX_TOKEN_BYTES;
 pub use settings::ProviderSettings;
 pub use transport::RESOLVE_TTL;
 
+use crate::document::UnloadedReason;
 use crate::provider::answer::Answer;
 use crate::provider::error::{redact_permission, FetchError};
 use crate::provider::fetched::Fetched;
@@ -70,8 +71,21 @@ impl std::fmt::Debug for ProviderClient {
     }
 }
 
-/// One nested-board batch's outcome: the batch's ids and the answer, if any.
-type BatchResult = (Vec<String>, Option<Answer>);
+/// How one nested-board batch ended.
+// One per batch of up to 50 boards, held until the level is merged: the
+// size of the answer variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+enum Batch {
+    /// The provider answered.
+    Answered(Answer),
+    /// Its request failed, for this reason.
+    Failed(UnloadedReason),
+    /// Still running when the deadline passed.
+    Pending,
+}
+
+/// One nested-board batch's outcome: the batch's ids and how it ended.
+type BatchResult = (Vec<String>, Batch);
 
 impl ProviderClient {
     /// Validate `settings`, load the CA file if any, and set up the connector.
@@ -135,7 +149,7 @@ impl ProviderClient {
     ///   before the root board was loaded.
     ///
     /// Nested boards never fail the fetch: one that fails or is cut off is
-    /// simply not in [`Fetched::loaded_boards`].
+    /// not in [`Fetched::loaded_boards`], and [`Fetched::unloaded`] says why.
     pub async fn fetch(&self, board_id: &str, permission_id: &str) -> Result<Fetched, FetchError> {
         let deadline = tokio::time::Instant::now() + self.inner.settings.fetch_deadline;
         self.fetch_until(board_id, permission_id, deadline).await
@@ -240,6 +254,13 @@ impl ProviderClient {
     /// Breadth first, one level at a time: every board of a level is requested
     /// (in batches, `concurrency` in flight) and merged in batch order before the
     /// next level is discovered, so the result does not depend on timing.
+    ///
+    /// Every nested board found and not loaded gets its reason in
+    /// [`Fetched::unloaded`]: the limits (`max_boards`, the nesting depth,
+    /// `max_elements`) are `BOARD_LIMIT`, boards still unanswered or not yet
+    /// asked for when the deadline passes are `DEADLINE`, a failed request
+    /// is read as the root's would be ([`rules::request_failed`]) and an
+    /// answer with the root's rules ([`rules::nested_verdict`]).
     async fn fetch_nested(
         &self,
         fetched: &mut Fetched,
@@ -259,6 +280,7 @@ impl ProviderClient {
                     "provider: nesting depth limit reached, {} boards not fetched",
                     level.len()
                 );
+                mark(fetched, &level, UnloadedReason::BoardLimit);
                 return;
             }
             if budget == 0 {
@@ -266,9 +288,13 @@ impl ProviderClient {
                     "provider: max_boards reached, {} boards not fetched",
                     level.len()
                 );
+                mark(fetched, &level, UnloadedReason::BoardLimit);
                 return;
             }
-            level.truncate(budget);
+            if level.len() > budget {
+                mark(fetched, &level[budget..], UnloadedReason::BoardLimit);
+                level.truncate(budget);
+            }
             budget -= level.len();
             known.extend(level.iter().cloned());
             let batches: Vec<Vec<String>> = level
@@ -276,16 +302,39 @@ impl ProviderClient {
                 .map(<[String]>::to_vec)
                 .collect();
             let (results, complete) = self.run_batches(batches, token, deadline).await;
-            for (ids, body) in results {
-                let Some(body) = body else { continue };
+            let mut results = results.into_iter();
+            while let Some((ids, outcome)) = results.next() {
+                let body = match outcome {
+                    Batch::Answered(body) => body,
+                    Batch::Failed(reason) => {
+                        mark(fetched, &ids, reason);
+                        continue;
+                    }
+                    Batch::Pending => {
+                        mark(fetched, &ids, UnloadedReason::Deadline);
+                        continue;
+                    }
+                };
                 let incoming = body.element_count();
                 if fetched.element_count() + incoming > settings.max_elements {
                     log::debug!("provider: max_elements reached, nested boards not merged");
+                    mark(fetched, &ids, UnloadedReason::BoardLimit);
+                    for (ids, outcome) in results {
+                        let reason = match outcome {
+                            Batch::Answered(_) => UnloadedReason::BoardLimit,
+                            Batch::Failed(reason) => reason,
+                            Batch::Pending => UnloadedReason::Deadline,
+                        };
+                        mark(fetched, &ids, reason);
+                    }
                     return;
                 }
                 for id in ids {
-                    if rules::nested_loaded(&body, &id) {
-                        fetched.loaded_boards.insert(id);
+                    match rules::nested_verdict(&body, &id) {
+                        Ok(()) => {
+                            fetched.loaded_boards.insert(id);
+                        }
+                        Err(reason) => fetched.mark_unloaded(&id, reason),
                     }
                 }
                 fetched.merge_answer(body);
@@ -293,6 +342,9 @@ impl ProviderClient {
             if !complete {
                 // The provider was too slow for the deadline: a provider failure.
                 log::warn!("provider: fetch deadline passed, returning the boards loaded so far");
+                // The boards the answers merged above revealed: never asked for.
+                let next = discover::boards_to_fetch(fetched, &known);
+                mark(fetched, &next, UnloadedReason::Deadline);
                 return;
             }
         }
@@ -306,7 +358,10 @@ impl ProviderClient {
         token: &str,
         deadline: tokio::time::Instant,
     ) -> (Vec<BatchResult>, bool) {
-        let mut results: Vec<BatchResult> = batches.iter().map(|ids| (ids.clone(), None)).collect();
+        let mut results: Vec<BatchResult> = batches
+            .iter()
+            .map(|ids| (ids.clone(), Batch::Pending))
+            .collect();
         let mut pending = batches.into_iter().enumerate();
         let mut in_flight = JoinSet::new();
         let concurrency = self.inner.settings.concurrency;
@@ -344,28 +399,39 @@ impl ProviderClient {
                 }
                 Ok(None) => return (results, true),
                 Ok(Some(Err(join_error))) => {
-                    // A task that panicked: our bug.
+                    // A task that panicked: our bug. Which batch it was is
+                    // lost with the task: its boards stay `Pending`,
+                    // reported as the deadline's.
                     log::error!("provider: nested board task failed: {join_error}");
                 }
-                Ok(Some(Ok((index, answer)))) => match answer {
-                    Ok(body) => {
-                        if let Some(slot) = results.get_mut(index) {
-                            slot.1 = Some(body);
+                Ok(Some(Ok((index, answer)))) => {
+                    let outcome = match answer {
+                        Ok(body) => Batch::Answered(body),
+                        Err(e) => {
+                            let n = results.get(index).map_or(0, |r| r.0.len());
+                            // A denied or missing nested board is the board's
+                            // content; any other failure is the provider's.
+                            if matches!(e, FetchError::AccessDenied | FetchError::NotFound) {
+                                log::debug!("provider: nested batch of {n} boards not loaded: {e}");
+                            } else {
+                                log::warn!("provider: nested batch of {n} boards not loaded: {e}");
+                            }
+                            Batch::Failed(rules::request_failed(&e))
                         }
+                    };
+                    if let Some(slot) = results.get_mut(index) {
+                        slot.1 = outcome;
                     }
-                    Err(e) => {
-                        let n = results.get(index).map_or(0, |r| r.0.len());
-                        // A denied or missing nested board is the board's
-                        // content; any other failure is the provider's.
-                        if matches!(e, FetchError::AccessDenied | FetchError::NotFound) {
-                            log::debug!("provider: nested batch of {n} boards not loaded: {e}");
-                        } else {
-                            log::warn!("provider: nested batch of {n} boards not loaded: {e}");
-                        }
-                    }
-                },
+                }
             }
         }
+    }
+}
+
+/// Records `reason` for each of `ids` (a reason found earlier stays).
+fn mark(fetched: &mut Fetched, ids: &[String], reason: UnloadedReason) {
+    for id in ids {
+        fetched.mark_unloaded(id, reason);
     }
 }
 

@@ -3,6 +3,7 @@
 //! boards an answer loaded.
 
 use super::transport::Response;
+use crate::document::UnloadedReason;
 use crate::provider::answer::{Answer, AnswerError};
 use crate::provider::error::FetchError;
 use serde_json::{Map, Value};
@@ -209,15 +210,34 @@ pub fn check_root(body: &Answer, root_id: &str) -> Result<(), FetchError> {
     }
 }
 
-/// Whether nested board `id` was loaded by this answer: no error for it, its
-/// children returned, and not answered as a `SKELETON`.
-pub fn nested_loaded(body: &Answer, id: &str) -> bool {
-    if error_code(body, id).is_some() || !children_returned(body, id) {
-        return false;
+/// Whether nested board `id` was loaded by this answer, read with the
+/// root's rules ([`check_root`]): `Ok` when it was, else why not. A denial
+/// code, its children not returned, or only a `SKELETON` of it is
+/// `ACCESS_DENIED`; a missing-board code is `NOT_FOUND`; any other code, an
+/// answer without `elements`, or one where it is missing or not a `BOARD`
+/// is `UPSTREAM_ERROR`.
+///
+/// # Errors
+/// The [`UnloadedReason`] of a board the answer did not load.
+pub fn nested_verdict(body: &Answer, id: &str) -> Result<(), UnloadedReason> {
+    check_root(body, id).map_err(|e| request_failed(&e))
+}
+
+/// The reason a nested board is not loaded when its request failed with
+/// `error`: the statuses and bodies that would refuse a root, mapped to
+/// the same answer (`403`: `ACCESS_DENIED`, `404`: `NOT_FOUND`); anything
+/// else failed the request (`UPSTREAM_ERROR`), a read or connect timeout
+/// included; a request the fleet's budget held back until the deadline is
+/// `DEADLINE`.
+pub fn request_failed(error: &FetchError) -> UnloadedReason {
+    match error {
+        FetchError::AccessDenied => UnloadedReason::AccessDenied,
+        FetchError::NotFound => UnloadedReason::NotFound,
+        FetchError::Upstream(_) | FetchError::Timeout => UnloadedReason::UpstreamError,
+        // Never sent: the fleet's budget toward the provider had no room
+        // before the deadline.
+        FetchError::OverBudget => UnloadedReason::Deadline,
     }
-    let skeleton =
-        find_element(body.element_heads(), id).is_some_and(|e| e.element_type() == "SKELETON");
-    !skeleton
 }
 
 #[cfg(test)]
@@ -449,19 +469,69 @@ mod tests {
     }
 
     #[test]
-    fn nested_loaded_table() {
-        let ok = obj(
-            json!({"elements": {"n": {"elementType": "BOARD"}}, "childrenReturned": {"n": true}}),
-        );
-        assert!(nested_loaded(&ok, "n"));
-        let skel = obj(
-            json!({"elements": {"n": {"elementType": "SKELETON"}}, "childrenReturned": {"n": true}}),
-        );
-        assert!(!nested_loaded(&skel, "n"));
-        let denied = obj(
-            json!({"errors": {"n": {"error": {"code": "ACCESS_DENIED"}}}, "childrenReturned": {"n": true}}),
-        );
-        assert!(!nested_loaded(&denied, "n"));
-        assert!(!nested_loaded(&obj(json!({"childrenReturned": {}})), "n"));
+    fn nested_verdict_table() {
+        use UnloadedReason::*;
+        let board = json!({"n": {"elementType": "BOARD"}});
+        let cases: Vec<(Value, Result<(), UnloadedReason>)> = vec![
+            (
+                json!({"elements": board, "childrenReturned": {"n": true}}),
+                Ok(()),
+            ),
+            (
+                json!({"elements": {"n": {"elementType": "SKELETON"}}, "childrenReturned": {"n": true}}),
+                Err(AccessDenied),
+            ),
+            (
+                json!({"elements": board, "errors": {"n": {"error": {"code": "ACCESS_DENIED"}}}, "childrenReturned": {"n": true}}),
+                Err(AccessDenied),
+            ),
+            (
+                json!({"elements": board, "errors": {"n": {"error": {"code": "password_protected"}}}}),
+                Err(AccessDenied),
+            ),
+            (
+                json!({"elements": board, "childrenReturned": {}}),
+                Err(AccessDenied),
+            ),
+            (
+                json!({"elements": board, "childrenReturned": {"n": "true"}}),
+                Err(AccessDenied),
+            ),
+            (
+                json!({"errors": {"n": {"error": {"code": "BOARD_NOT_FOUND"}}}, "childrenReturned": {"n": false}}),
+                Err(NotFound),
+            ),
+            (json!({"errors": {"n": "deleted"}}), Err(NotFound)),
+            (
+                json!({"elements": board, "errors": {"n": {"error": {"code": "RATE"}}}}),
+                Err(UpstreamError),
+            ),
+            (json!({"childrenReturned": {"n": true}}), Err(UpstreamError)),
+            (
+                json!({"elements": {}, "childrenReturned": {"n": true}}),
+                Err(UpstreamError),
+            ),
+            (
+                json!({"elements": {"n": {"elementType": "CARD"}}, "childrenReturned": {"n": true}}),
+                Err(UpstreamError),
+            ),
+        ];
+        for (answer, want) in cases {
+            assert_eq!(nested_verdict(&obj(answer.clone()), "n"), want, "{answer}");
+        }
+    }
+
+    #[test]
+    fn failed_requests_table() {
+        use UnloadedReason::*;
+        for (error, want) in [
+            (FetchError::AccessDenied, AccessDenied),
+            (FetchError::NotFound, NotFound),
+            (FetchError::upstream("HTTP 500"), UpstreamError),
+            (FetchError::Timeout, UpstreamError),
+            (FetchError::OverBudget, Deadline),
+        ] {
+            assert_eq!(request_failed(&error), want, "{error}");
+        }
     }
 }

@@ -13,6 +13,10 @@
 //!   positions are kept. A cell's rich text is `draftContent`, else
 //!   `textContent`. Its `value` is the raw scalar unless that is missing, `null`
 //!   or `""`; then the rich text's plain text when non-empty; else a raw `""`.
+//! - `COLOR_SWATCH.color` is a string as sent, else the string `value` of an
+//!   object; `SKETCH`/`ANNOTATION.drawing` and `LINE.start`, `end`,
+//!   `control`, `lineStyle` are raw leaves (any non-null JSON, bounded and
+//!   sanitized like `UNKNOWN.content`).
 //! - `UNKNOWN.elementType` is the raw `elementType` string, `""` when missing.
 
 use crate::document::*;
@@ -36,11 +40,18 @@ pub const UNTITLED_BOARD: &str = "Untitled board";
 /// that hold bodies ([`crate::provider::Fetched::outline_content`]), so
 /// rich text, captions and tables come out empty; an unknown element's raw
 /// content is its body and is left out here.
-pub fn kind(element: &Head, content: Option<&Value>, loaded: bool, bodies: bool) -> NodeKind {
+/// `unloaded` is why a `BOARD`'s own children were not loaded (`None`
+/// when they were); other types ignore it.
+pub fn kind(
+    element: &Head,
+    content: Option<&Value>,
+    unloaded: Option<UnloadedReason>,
+    bodies: bool,
+) -> NodeKind {
     let empty = Map::new();
     let c = object(content).unwrap_or(&empty);
     match element.element_type() {
-        "BOARD" => NodeKind::Board(board(c, loaded)),
+        "BOARD" => NodeKind::Board(board(c, unloaded)),
         "COLUMN" => NodeKind::Column(ColumnFields {
             title: string(c.get("title")),
         }),
@@ -85,6 +96,26 @@ pub fn kind(element: &Head, content: Option<&Value>, loaded: bool, bodies: bool)
             thread_id: thread_id(element, content),
             comments: Vec::new(),
         }),
+        "DOCUMENT" => NodeKind::Document(DocumentFields {
+            title: string(c.get("title")),
+            rich_text: c.get("textContent").and_then(rich_text),
+        }),
+        "COLOR_SWATCH" => NodeKind::ColorSwatch(ColorSwatchFields {
+            color: swatch_color(c.get("color")),
+            caption: c.get("caption").and_then(rich_text),
+        }),
+        "SKETCH" => NodeKind::Sketch(DrawingFields {
+            drawing: raw(c.get("drawing")),
+        }),
+        "ANNOTATION" => NodeKind::Annotation(DrawingFields {
+            drawing: raw(c.get("drawing")),
+        }),
+        "LINE" => NodeKind::Line(LineFields {
+            start: raw(c.get("start")),
+            end: raw(c.get("end")),
+            control: raw(c.get("control")),
+            line_style: raw(c.get("lineStyle")),
+        }),
         "SKELETON" => NodeKind::Skeleton(SkeletonFields {
             root_board: element.location.as_ref().and_then(|l| l.root_board.clone()),
         }),
@@ -95,7 +126,7 @@ pub fn kind(element: &Head, content: Option<&Value>, loaded: bool, bodies: bool)
     }
 }
 
-pub fn board(c: &Map<String, Value>, loaded: bool) -> BoardFields {
+pub fn board(c: &Map<String, Value>, unloaded: Option<UnloadedReason>) -> BoardFields {
     BoardFields {
         title: non_empty(c.get("title")).unwrap_or_else(|| UNTITLED_BOARD.to_owned()),
         color: scalar(c.get("color")),
@@ -105,7 +136,16 @@ pub fn board(c: &Map<String, Value>, loaded: bool) -> BoardFields {
         icon: icon(c.get("icon")),
         image: image(c.get("image")),
         file: file(c.get("file")),
-        children_loaded: loaded,
+        children_loaded: unloaded.is_none(),
+        unloaded_reason: unloaded,
+    }
+}
+
+/// A swatch's colour: a string as sent, or the string `value` of an object.
+fn swatch_color(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::Object(o) => string(o.get("value")),
+        other => string(Some(other)),
     }
 }
 

@@ -12,7 +12,7 @@ mod order;
 mod tree;
 
 use crate::document::{
-    BoardDocument, BoardType, Coverage, Node, NodeKind, RootBoard, Source, Version1,
+    BoardDocument, BoardType, Completeness, Coverage, Node, NodeKind, RootBoard, Source, Version1,
 };
 use crate::provider::time::format_epoch_ms;
 use crate::provider::Fetched;
@@ -70,7 +70,8 @@ impl std::error::Error for NormalizeError {}
 ///
 /// `provider_name` becomes `source.provider`. `fetchedAt` is
 /// `fetched.fetched_time_ms`, else `fetched.fetched_at_ms`. The root's
-/// `childrenLoaded` and every nested board's come from `fetched.loaded_boards`.
+/// `childrenLoaded` and every nested board's come from `fetched.loaded_boards`,
+/// and `unloadedReason` from [`Fetched::unloaded_reason`].
 ///
 /// # Errors
 ///
@@ -90,7 +91,8 @@ pub fn normalize(fetched: &Fetched, provider_name: &str) -> Result<BoardDocument
 /// [`normalize`], written as compact JSON to `out` while the tree is walked:
 /// the same bytes as serializing the document, without holding it. An
 /// [`Coverage::Outline`] leaves the element bodies out (and never builds
-/// them).
+/// them). Returns how complete the document is: the nested boards written
+/// with `childrenLoaded: false`.
 ///
 /// # Errors
 /// As [`normalize`].
@@ -99,7 +101,7 @@ pub fn write(
     provider_name: &str,
     coverage: Coverage,
     out: &mut Vec<u8>,
-) -> Result<(), NormalizeError> {
+) -> Result<Completeness, NormalizeError> {
     let index = tree::Index::new(&fetched.elements);
     let root = root_entry(&index, fetched)?;
     let mut writer = Writer {
@@ -109,11 +111,11 @@ pub fn write(
         first_child: Vec::new(),
         failed: false,
     };
-    tree::walk(&index, root, fetched, coverage, &mut writer);
+    let completeness = tree::walk(&index, root, fetched, coverage, &mut writer);
     if writer.failed {
         return Err(NormalizeError::Unwritable);
     }
-    Ok(())
+    Ok(completeness)
 }
 
 /// The root's entry, when it is there and a `BOARD`.

@@ -23,7 +23,7 @@
 use super::fields;
 use super::order::{order_children, SortKey};
 use super::MAX_NODE_DEPTH;
-use crate::document::{Comment, Coverage, Node, NodeKind};
+use crate::document::{Comment, Completeness, Coverage, Node, NodeKind};
 use crate::provider::answer::{Element, JsonText};
 use crate::provider::fetched::{outline_content, parse_content, Comments, IdHasher};
 use crate::provider::head::Head;
@@ -195,14 +195,15 @@ impl Threads {
 
 /// Walks the tree from `root` (an index into `index.entries`), handing
 /// each node to `sink` in document order; an outline's nodes come without
-/// bodies (see [`Coverage`]).
+/// bodies (see [`Coverage`]). Returns the nested boards output whose
+/// children were not loaded (the same for either coverage).
 pub fn walk(
     index: &Index<'_>,
     root: usize,
     fetched: &Fetched,
     coverage: Coverage,
     sink: &mut impl Sink,
-) {
+) -> Completeness {
     let bodies = coverage == Coverage::Full;
     let mut threads = Threads {
         groups: comments_by_thread(&fetched.comments, bodies),
@@ -211,9 +212,14 @@ pub fn walk(
     };
     let mut seen = vec![false; index.entries.len()];
     let mut on_path = vec![false; index.entries.len()];
-    let make = |i: usize, depth: usize, threads: &mut Threads| {
+    let mut completeness = Completeness::default();
+    let make = |i: usize, depth: usize, threads: &mut Threads, completeness: &mut Completeness| {
         let entry = &index.entries[i];
-        let loaded = fetched.loaded_boards.contains(entry.id);
+        // Only a board has children of its own to load.
+        let unloaded = match entry.head.element_type() {
+            "BOARD" => fetched.unloaded_reason(entry.id),
+            _ => None,
+        };
         let content = entry.content.and_then(|raw| {
             if bodies {
                 parse_content(raw)
@@ -221,7 +227,12 @@ pub fn walk(
                 outline_content(raw)
             }
         });
-        let mut kind = fields::kind(entry.head, content.as_ref(), loaded, bodies);
+        let mut kind = fields::kind(entry.head, content.as_ref(), unloaded, bodies);
+        if let NodeKind::Board(board) = &kind {
+            if let (Some(reason), true) = (board.unloaded_reason, depth > 0) {
+                completeness.add(reason);
+            }
+        }
         if let NodeKind::CommentThread(thread) = &mut kind {
             let key = thread.thread_id.as_deref().unwrap_or(entry.id);
             thread.comments = threads.claim(key);
@@ -248,7 +259,7 @@ pub fn walk(
     };
     seen[root] = true;
     on_path[root] = true;
-    let (top_level, node) = make(root, 0, &mut threads);
+    let (top_level, node) = make(root, 0, &mut threads, &mut completeness);
     sink.open(node);
     let mut stack: Vec<Frame> = Vec::new();
     for &first in &top_level.pending {
@@ -257,7 +268,7 @@ pub fn walk(
         }
         seen[first] = true;
         on_path[first] = true;
-        let (frame, node) = make(first, 1, &mut threads);
+        let (frame, node) = make(first, 1, &mut threads, &mut completeness);
         sink.open(node);
         stack.push(frame);
         while let Some(top) = stack.last_mut() {
@@ -269,7 +280,7 @@ pub fn walk(
                 let depth = top.depth + 1;
                 seen[child] = true;
                 on_path[child] = true;
-                let (frame, node) = make(child, depth, &mut threads);
+                let (frame, node) = make(child, depth, &mut threads, &mut completeness);
                 sink.open(node);
                 stack.push(frame);
                 continue;
@@ -281,6 +292,7 @@ pub fn walk(
         }
     }
     sink.close();
+    completeness
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use super::format::{self, Header};
 use super::tier::{Lock, Looked, SharedTier};
-use crate::document::Coverage;
+use crate::document::{Completeness, Coverage};
 use crate::governance::WorkPool;
 use crate::pipeline::LoadedBoard;
 use crate::provider::error::FetchError;
@@ -67,7 +67,7 @@ pub(crate) async fn through(
                     let stored = outcome.clone();
                     tokio::spawn(async move {
                         match &stored {
-                            Ok(doc) => store(&tier, &pool, &keys, doc, ttl).await,
+                            Ok(doc) => store(&tier, &pool, &keys, doc, ttl, error_ttl).await,
                             Err(LoadError::Fetch(e)) => tier.store_failure(&keys, e).await,
                             Err(_) => {}
                         }
@@ -97,27 +97,40 @@ async fn decode(pool: &WorkPool, value: Bytes, tier: &SharedTier) -> Result<Doc,
             .map_err(|_| format::Invalid("decoding did not finish"))?
     };
     let (header, json) = decoded?;
-    let board = LoadedBoard::with_coverage(json, header.coverage);
+    let completeness = Completeness {
+        unloaded: header.unloaded,
+        transient: header.transient,
+    };
+    let board = LoadedBoard::with_completeness(json, header.coverage, completeness);
     Ok(Doc::from_tier(board, LoadTiming::default()))
 }
 
 /// Encodes a loaded document on the pool and stores it for `ttl`; one too
-/// large for `max_document_bytes` is not stored.
+/// large for `max_document_bytes` is not stored. A document with a board
+/// that a retry may fill is stored for `error_ttl` at most, and only where
+/// no document is (it never replaces a complete one).
 async fn store(
     tier: &SharedTier,
     pool: &WorkPool,
     keys: &super::keys::BoardKeys,
     doc: &Doc,
     ttl: Duration,
+    error_ttl: Duration,
 ) {
     let board = Arc::clone(&doc.board);
     if board.document_json().len() > tier.max_document_bytes() {
         return;
     }
+    let completeness = board.completeness();
+    let ttl = if completeness.transient {
+        ttl.min(error_ttl)
+    } else {
+        ttl
+    };
     let header = Header {
         coverage: board.coverage(),
-        unloaded: 0,
-        transient: false,
+        unloaded: completeness.unloaded,
+        transient: completeness.transient,
         expires_at_ms: SharedTier::expiry(ttl),
     };
     let transient = header.transient;

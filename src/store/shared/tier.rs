@@ -38,6 +38,9 @@ const BUDGET: &str = "local t = redis.call('TIME') \
      redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - now) / 1000) + 1000) \
      return 0";
 
+/// How long a node's first call waits for the first connection.
+const FIRST_CONNECT: Duration = Duration::from_secs(1);
+
 /// Waits between polls for another node's document start here and double
 /// up to [`MAX_POLL`].
 const FIRST_POLL: Duration = Duration::from_millis(5);
@@ -140,8 +143,14 @@ impl SharedTier {
         }
         self.connected
             .get_or_init(|| async {
-                // The connection task reconnects by itself from now on.
+                // The connection task reconnects by itself from now on. The
+                // first caller waits for the first connection (bounded), so
+                // a node's first requests do not all miss a healthy tier.
                 drop(self.client.connect());
+                let first = self.client.wait_for_connect();
+                if tokio::time::timeout(FIRST_CONNECT, first).await.is_err() {
+                    log::debug!("fleet tier: no connection within {FIRST_CONNECT:?}");
+                }
             })
             .await;
         let error = match tokio::time::timeout(self.settings.timeout, call).await {

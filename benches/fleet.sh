@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The fleet tier (issue 16): N=4 release binaries in front of one static
+# upstream (nginx, as in governance.sh), with and without a shared Redis.
+#
+#   benches/fleet.sh [samples=30]
+#
+# Reports, in one run:
+#   1. upstream requests for a 200-request burst spread round-robin over the
+#      nodes: one node alone, 4 nodes without the tier, 4 nodes with it;
+#      then what a node started afterwards adds for the same board;
+#   2. curl time_total p50/p99 of a cold load (node A), a shared hit (node B,
+#      new to those boards, warm fleet) and a process hit (node B again), for
+#      the small board and the ~5 MB one;
+#   3. with Redis killed (breaker open) against 4 nodes without a tier: the
+#      statuses and p50/p99 of cold loads.
+# Needs the release binary (cargo build --release --bin shared-board-api),
+# nginx, redis-server, curl, python3. Only 127.0.0.1 is contacted.
+source "$(dirname "$0")/lib_upstream.sh"
+watchdog 280
+N=${1:-30}
+RUN=$RANDOM$$
+command -v redis-server >/dev/null || { echo "needs redis-server" >&2; exit 1; }
+UP_ACCESS_LOG=$TMP/upstream.log
+gen_boards 7000 26
+start_nginx
+upstream() { wc -l < "$UP_ACCESS_LOG"; }
+
+start_redis() {
+  local try port
+  for try in 1 2 3 4 5 6; do
+    port=$(rand_port)
+    port_free "$port" || continue
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --dir "$TMP" > "$TMP/redis.log" 2>&1 &
+    REDIS_PID=$!; PIDS+=("$REDIS_PID")
+    for _ in $(seq 50); do
+      grep -qi 'ready to accept' "$TMP/redis.log" && { REDIS_PORT=$port; return 0; }
+      sleep 0.1
+    done
+    kill "$REDIS_PID" 2>/dev/null || true
+  done
+  echo "redis did not start" >&2; cat "$TMP/redis.log" >&2; exit 1
+}
+start_redis
+TIER="  cache:
+    shared:
+      url: redis://127.0.0.1:$REDIS_PORT/0"
+
+# nodes PREFIX COUNT [extra]: starts COUNT services; their ports in PORTS_<PREFIX>.
+nodes() {
+  local prefix=$1 count=$2 extra=${3:-} i ports=()
+  for i in $(seq "$count"); do
+    start_service "$prefix$i" "$extra"; ports+=("$SVC_PORT")
+  done
+  eval "PORTS_$prefix=(${ports[*]})"
+}
+
+# burst BOARD PERM PORT...: 200 concurrent GETs round-robin; prints statuses.
+burst() {
+  local board=$1 perm=$2; shift 2
+  local ports=("$@") i
+  for i in $(seq 0 199); do
+    echo "http://127.0.0.1:${ports[$((i % ${#ports[@]}))]}/api/detail?$(share_q "$board" "$perm")"
+  done | xargs -P 64 -n 1 curl -s -o /dev/null -w '%{http_code}\n' | sort | uniq -c | tr -s ' ' | tr '\n' ' '
+}
+
+# times PORT BOARD PERM...: time_total (ms) of one GET each, in order.
+times() {
+  local port=$1 board=$2 p; shift 2
+  for p in "$@"; do
+    curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$port/api/detail?$(share_q "$board" "$p")"
+  done | awk '{printf "%.3f\n", $1 * 1000}'
+}
+# p50/p99 of stdin.
+pct() { sort -g | awk '{a[NR]=$1} END {i=int(NR*0.99+0.999); if (i<1) i=1; printf "p50 %.2f ms  p99 %.2f ms  (n=%d)", a[int((NR+1)/2)], a[i], NR}'; }
+
+echo "fleet.sh $(date -u +%FT%TZ): upstream 127.0.0.1:$UP_PORT, redis 127.0.0.1:$REDIS_PORT, $N samples"
+echo
+echo "== 1. upstream requests for a 200-request burst (small board)"
+nodes solo 1
+before=$(upstream); out=$(burst "$SMALL" "solo$RUN" "${PORTS_solo[@]}")
+echo "one node:            $(( $(upstream) - before )) upstream requests   statuses: $out"
+nodes plain 4
+before=$(upstream); out=$(burst "$SMALL" "plain$RUN" "${PORTS_plain[@]}")
+echo "4 nodes, no tier:    $(( $(upstream) - before )) upstream requests   statuses: $out"
+nodes fleet 4 "$TIER"
+before=$(upstream); out=$(burst "$SMALL" "fleet$RUN" "${PORTS_fleet[@]}")
+echo "4 nodes, fleet tier: $(( $(upstream) - before )) upstream requests   statuses: $out"
+start_service late "$TIER"; LATE=$SVC_PORT
+before=$(upstream)
+code=$(curl -s -o /dev/null -w '%{http_code} %header{server-timing}' "http://127.0.0.1:$LATE/api/detail?$(share_q "$SMALL" "fleet$RUN")")
+echo "a node started now:  $(( $(upstream) - before )) upstream requests   ($code)"
+echo
+echo "== 2. latency, curl time_total (node A loads cold, node B is new to the boards)"
+A=${PORTS_fleet[0]}; B=${PORTS_fleet[1]}
+for which in small big; do
+  if [ $which = small ]; then board=$SMALL; n=$N; else board=$BIG; n=$(( N < 12 ? N : 12 )); fi
+  perms=(); for i in $(seq "$n"); do perms+=("lat$which$RUN-$i"); done
+  times "$A" "$board" "${perms[@]}" > "$TMP/cold-$which.txt"
+  # Let the stores (off the request path) land before node B reads.
+  sleep 1
+  times "$B" "$board" "${perms[@]}" > "$TMP/shared-$which.txt"
+  times "$B" "$board" "${perms[@]}" > "$TMP/hit-$which.txt"
+  echo "$which board: cold load    $(pct < "$TMP/cold-$which.txt")"
+  echo "$which board: shared hit   $(pct < "$TMP/shared-$which.txt")"
+  echo "$which board: process hit  $(pct < "$TMP/hit-$which.txt")"
+  c=$(median < "$TMP/cold-$which.txt"); s=$(median < "$TMP/shared-$which.txt")
+  echo "$which board: shared hit / cold load (medians) = $(awk -v s="$s" -v c="$c" 'BEGIN{printf "%.3f", s/c}')"
+done
+echo
+echo "== 3. the tier down (Redis killed) against no tier: cold loads of the small board"
+kill -9 "$REDIS_PID" 2>/dev/null || true
+sleep 0.2
+# Open the breaker first (5 failed calls), then measure.
+for i in $(seq 6); do curl -s -o /dev/null "http://127.0.0.1:$A/api/detail?$(share_q "$SMALL" "open$RUN-$i")"; done
+perms=(); for i in $(seq "$N"); do perms+=("down$RUN-$i"); done
+codes=$(for p in "${perms[@]}"; do curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$A/api/detail?$(share_q "$SMALL" "$p")"; done | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
+# Interleaved, 5N each, so both see the same machine.
+: > "$TMP/down.txt"; : > "$TMP/none.txt"
+for i in $(seq $(( 5 * N ))); do
+  times "$A" "$SMALL" "downt$RUN-$i" >> "$TMP/down.txt"
+  times "${PORTS_plain[0]}" "$SMALL" "none$RUN-$i" >> "$TMP/none.txt"
+done
+echo "tier down: statuses $codes"
+echo "tier down (breaker open): $(pct < "$TMP/down.txt")"
+echo "no tier:                  $(pct < "$TMP/none.txt")"
+for name in fleet1 fleet2; do log_problems "$name"; done

@@ -1,0 +1,276 @@
+//! `Accept` negotiation for the two endpoints (RFC 9110 section 12.5.1):
+//! which [`Representation`] a request gets, JSON unless it prefers Markdown.
+//!
+//! Each of `text/markdown` and `application/json` takes the q-value of the
+//! most specific media range that matches it (`type/subtype`, then
+//! `type/*`, then `*/*`; the highest q among equally specific ranges; 0 when
+//! none matches). Markdown is chosen only when its q is strictly higher than
+//! JSON's, so ties, `*/*`, a browser's default `Accept` and a header naming
+//! neither type all get JSON: there is no `406`. A malformed header (bad
+//! token, bad q-value, `*/subtype`, an unclosed quoted string, non-ASCII
+//! bytes) counts as absent, which also means JSON. Parameters other than `q`
+//! are read and ignored. Called by the API for every read request; pure.
+
+use crate::pipeline::Representation;
+use http::header::{HeaderMap, ACCEPT};
+
+/// The representation the request's `Accept` lines (one list, RFC 9110
+/// section 5.3) ask for.
+pub fn negotiate(headers: &HeaderMap) -> Representation {
+    let mut prefs = Prefs::default();
+    for line in headers.get_all(ACCEPT) {
+        if parse_line(line.as_bytes(), &mut prefs).is_none() {
+            return Representation::Json;
+        }
+    }
+    if prefs.markdown.q() > prefs.json.q() {
+        Representation::Markdown
+    } else {
+        Representation::Json
+    }
+}
+
+/// Best match so far for one media type: (specificity, q in thousandths).
+#[derive(Default, Clone, Copy)]
+struct Best(Option<(u8, u16)>);
+
+impl Best {
+    fn offer(&mut self, specificity: u8, q: u16) {
+        self.0 = match self.0 {
+            Some((s, old)) if s > specificity || (s == specificity && old >= q) => self.0,
+            _ => Some((specificity, q)),
+        };
+    }
+
+    fn q(self) -> u16 {
+        self.0.map_or(0, |(_, q)| q)
+    }
+}
+
+#[derive(Default)]
+struct Prefs {
+    markdown: Best,
+    json: Best,
+}
+
+/// Reads one header line into `prefs`; `None` when it is malformed.
+fn parse_line(line: &[u8], prefs: &mut Prefs) -> Option<()> {
+    let mut rest = line;
+    loop {
+        rest = skip_ows(rest);
+        match rest.first() {
+            None => return Some(()),
+            // Empty list elements are allowed (RFC 9110 section 5.6.1).
+            Some(b',') => {
+                rest = &rest[1..];
+                continue;
+            }
+            Some(_) => {}
+        }
+        let (kind, after) = token(rest)?;
+        let after = after.strip_prefix(b"/")?;
+        let (sub, after) = token(after)?;
+        let (q, after) = params(after)?;
+        let specificity = match (kind, sub) {
+            (b"*", b"*") => 1,
+            (b"*", _) => return None,
+            (_, b"*") => 2,
+            _ => 3,
+        };
+        let names = |t: &[u8], s: &[u8]| {
+            (kind.eq_ignore_ascii_case(t) || kind == b"*")
+                && (sub.eq_ignore_ascii_case(s) || sub == b"*")
+        };
+        if names(b"text", b"markdown") {
+            prefs.markdown.offer(specificity, q);
+        }
+        if names(b"application", b"json") {
+            prefs.json.offer(specificity, q);
+        }
+        rest = skip_ows(after);
+        match rest.first() {
+            None => return Some(()),
+            Some(b',') => rest = &rest[1..],
+            Some(_) => return None,
+        }
+    }
+}
+
+/// `*( OWS ";" OWS name "=" value )` up to the next `,` or the end: the
+/// q-value (1000 when absent) and what follows.
+fn params(mut rest: &[u8]) -> Option<(u16, &[u8])> {
+    let mut q = 1000;
+    loop {
+        let after = skip_ows(rest);
+        let Some(after) = after.strip_prefix(b";") else {
+            return Some((q, rest));
+        };
+        let after = skip_ows(after);
+        // Empty parameters are allowed (`*( OWS ";" OWS [ parameter ] )`).
+        match after.first() {
+            None | Some(b',') => return Some((q, after)),
+            Some(b';') => {
+                rest = after;
+                continue;
+            }
+            Some(_) => {}
+        }
+        let (name, after) = token(after)?;
+        let after = after.strip_prefix(b"=")?;
+        let (value, after) = value(after)?;
+        if name.eq_ignore_ascii_case(b"q") {
+            q = qvalue(value)?;
+        }
+        rest = after;
+    }
+}
+
+/// A token or a quoted string; the raw bytes of a token (quoted strings
+/// are only skipped: no parameter we read is quoted).
+fn value(rest: &[u8]) -> Option<(&[u8], &[u8])> {
+    if rest.first() != Some(&b'"') {
+        return token(rest);
+    }
+    let mut i = 1;
+    while i < rest.len() {
+        match rest[i] {
+            b'\\' => i += 2,
+            b'"' => return Some((&rest[..0], &rest[i + 1..])),
+            b'\t' | b' '..=b'~' => i += 1,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// `qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )`, in
+/// thousandths.
+fn qvalue(text: &[u8]) -> Option<u16> {
+    let (whole, frac) = match text.iter().position(|&b| b == b'.') {
+        Some(dot) => (&text[..dot], &text[dot + 1..]),
+        None => (text, &text[..0]),
+    };
+    if frac.len() > 3 || !frac.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut thousandths = 0u16;
+    for i in 0..3 {
+        thousandths = thousandths * 10 + frac.get(i).map_or(0, |d| u16::from(d - b'0'));
+    }
+    match whole {
+        b"0" => Some(thousandths),
+        b"1" if thousandths == 0 => Some(1000),
+        _ => None,
+    }
+}
+
+/// A non-empty run of `tchar`s and what follows it.
+fn token(rest: &[u8]) -> Option<(&[u8], &[u8])> {
+    let end = rest
+        .iter()
+        .position(|&b| !is_tchar(b))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| rest.split_at(end))
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn skip_ows(rest: &[u8]) -> &[u8] {
+    let start = rest
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(rest.len());
+    &rest[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+    use Representation::{Json as J, Markdown as M};
+
+    fn of(lines: &[&[u8]]) -> Representation {
+        let mut headers = HeaderMap::new();
+        for line in lines {
+            headers.append(ACCEPT, HeaderValue::from_bytes(line).expect("header"));
+        }
+        negotiate(&headers)
+    }
+
+    #[test]
+    fn negotiation_table() {
+        let browser = b"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+        let cases: &[(&[u8], Representation)] = &[
+            (b"text/markdown", M),
+            (b"TEXT/Markdown", M),
+            (b"text/markdown, */*;q=0.1", M),
+            (b"text/markdown;q=0.5, application/json", J),
+            (b"text/markdown;q=0.5, application/json;q=0.4", M),
+            (b"application/json;q=0.5, text/markdown;q=0.5", J),
+            (b"text/*", M),
+            (b"text/*, application/json", J),
+            (b"text/*;q=0.9, */*;q=0.8", M),
+            (b"*/*", J),
+            (browser, J),
+            (b"text/html", J),
+            (b"application/json", J),
+            (b"text/markdown;q=0", J),
+            (b"text/markdown;q=0, */*", J),
+            (b"text/markdown;charset=utf-8;variant=GFM", M),
+            (b"text/markdown; variant=\"GFM, CommonMark\"; q=1", M),
+            (b"text/markdown;q=1.000", M),
+            (b"text/markdown;q=0.001", M),
+            (b"text/markdown;q=0.001, application/json;q=0", M),
+            (
+                b"text/*;q=0.2, text/markdown;q=0.1, application/json;q=0.15",
+                J,
+            ),
+            (b" , text/markdown ,, ", M),
+            (b"text/markdown;", M),
+            (b"text/markdown;;q=1;", M),
+            (b"text/markdown ; q=0.5 , application/json ; q=0.4", M),
+            (b"", J),
+            (b"text/plain, application/*;q=0.5", J),
+            (b"text/plain;q=0.1, text/*;q=0.3, application/*;q=0.2", M),
+        ];
+        for (header, expected) in cases {
+            assert_eq!(
+                of(&[header]),
+                *expected,
+                "{}",
+                String::from_utf8_lossy(header)
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_counts_as_absent() {
+        let cases: &[&[u8]] = &[
+            b"text/markdown;q=2",
+            b"text/markdown;q=1.5",
+            b"text/markdown;q=0.1234",
+            b"text/markdown;q=",
+            b"text/markdown;q=abc",
+            b"text",
+            b"text/",
+            b"*/markdown",
+            b"text/markdown garbage",
+            b"text/markdown;=1",
+            b"text/markdown;variant=\"open",
+            b"text/markdown;variant=\"\xff\"",
+        ];
+        for header in cases {
+            assert_eq!(of(&[header]), J, "{}", String::from_utf8_lossy(header));
+        }
+    }
+
+    #[test]
+    fn several_lines_are_one_list() {
+        assert_eq!(of(&[b"text/markdown", b"application/json;q=0.5"]), M);
+        assert_eq!(of(&[b"text/markdown;q=0.5", b"application/json"]), J);
+        assert_eq!(of(&[b"text/markdown", b"bad/"]), J);
+        assert_eq!(of(&[]), J);
+    }
+}

@@ -1,0 +1,298 @@
+//! The `board_api` section end to end: defaults, key paths in errors, the
+//! shipped files.
+
+use super::*;
+
+const BASE: &str = "version: 1\nthreads: 2\nboard_api:\n  provider:\n    name: milanote\n    share_host: app.milanote.com\n    origin: https://app.milanote.com\n";
+
+fn with(extra: &str) -> Result<ApiSettings, ConfigError> {
+    ApiSettings::from_yaml(&format!("{BASE}{extra}"))
+}
+
+/// The binary's view: `extra` lines go under `board_api.server`.
+fn server(extra: &str) -> Result<Settings, ConfigError> {
+    Settings::from_yaml(&format!(
+        "{BASE}  server:\n    listen: [\"127.0.0.1:8080\"]\n{extra}"
+    ))
+}
+
+#[test]
+fn minimal_file_gets_defaults() {
+    let s = with("").expect("valid without server");
+    assert_eq!((s.prefix.as_str(), s.claim_prefix), ("/api", false));
+    assert_eq!(s.provider_name, "milanote");
+    assert_eq!(s.share_host, "app.milanote.com");
+    assert_eq!(s.provider.fetch_deadline, Duration::from_millis(15_000));
+    assert_eq!(s.provider.max_response_bytes, 33_554_432);
+    assert_eq!(s.provider.max_boards, 100);
+    assert_eq!(s.provider.batch_size, 50);
+    assert_eq!(s.provider.concurrency, 4);
+    assert_eq!(s.cache, Some(CacheSettings::default()));
+    assert_eq!(s.rate_limit, None);
+    let s = server("").expect("valid").server;
+    assert_eq!(
+        s.listen,
+        vec!["127.0.0.1:8080".parse::<SocketAddr>().expect("addr")]
+    );
+    assert_eq!((s.compression_level, s.playground), (6, false));
+}
+
+#[test]
+fn the_binary_needs_a_server_section_and_a_host_does_not() {
+    assert!(with("").is_ok());
+    let err = Settings::from_yaml(BASE).expect_err("no server");
+    assert_eq!(err.key, "board_api.server");
+    // A host's file may carry the section; the API part ignores it.
+    assert!(with("  server:\n    listen: [\"127.0.0.1:1\"]\n").is_ok());
+}
+
+#[test]
+fn prefixes() {
+    let ok = [
+        ("/api", "/api"),
+        ("/api/", "/api"),
+        ("/boards/v1", "/boards/v1"),
+        ("/a-b_c.d~e", "/a-b_c.d~e"),
+    ];
+    for (given, want) in ok {
+        let s = with(&format!("  prefix: \"{given}\"\n")).expect(given);
+        assert_eq!(s.prefix, want, "{given}");
+    }
+    for bad in ["", "/", "api", "/api//x", "/a b", "/api?x", "/%41"] {
+        let err = with(&format!("  prefix: \"{bad}\"\n")).expect_err(bad);
+        assert_eq!(err.key, "board_api.prefix", "{bad}");
+    }
+    assert!(with("  claim_prefix: true\n").expect("valid").claim_prefix);
+}
+
+#[test]
+fn errors_name_the_key() {
+    let cases = [
+        ("    bogus: 1\n", "board_api"),
+        ("  bogus: 1\n", "board_api"),
+        (
+            "    fetch_deadline_ms: 0\n",
+            "board_api.provider.fetch_deadline_ms",
+        ),
+        ("    batch_size: 51\n", "board_api.provider.batch_size"),
+        ("    max_boards: 0\n", "board_api.provider.max_boards"),
+        ("    concurrency: 0\n", "board_api.provider.concurrency"),
+        (
+            "    max_response_bytes: 10\n",
+            "board_api.provider.max_response_bytes",
+        ),
+        (
+            "    ca_file: /nonexistent/ca.pem\n",
+            "board_api.provider.ca_file",
+        ),
+        (
+            "  cache:\n    ttl_seconds: 86401\n",
+            "board_api.cache.ttl_seconds",
+        ),
+        (
+            "  rate_limit:\n    requests_per_second: 0\n",
+            "board_api.rate_limit.requests_per_second",
+        ),
+    ];
+    for (extra, key) in cases {
+        let err = with(extra).expect_err(extra);
+        assert_eq!(err.key, key, "{extra}: {err}");
+    }
+    // serde's message names the unknown key, its path and its line.
+    let err = with("    bogus: 1\n").expect_err("unknown key");
+    assert!(err.message.contains("bogus"), "{err}");
+    assert!(err.message.contains("board_api.provider"), "{err}");
+    assert!(err.message.contains("line 8"), "{err}");
+    let server_cases = [
+        (
+            "    compression_level: 10\n",
+            "board_api.server.compression_level",
+        ),
+        (
+            "    metrics:\n      listen: nowhere\n",
+            "board_api.server.metrics.listen",
+        ),
+        (
+            "    metrics:\n      listen: \"127.0.0.1:8080\"\n",
+            "board_api.server.metrics.listen",
+        ),
+        (
+            "    tls:\n      cert: /nonexistent.pem\n      key: /nonexistent.key\n",
+            "board_api.server.tls.cert",
+        ),
+        ("    h2c: true\n    http2: false\n", "board_api.server.h2c"),
+        (
+            "    h2c: true\n    tls:\n      cert: Cargo.toml\n      key: Cargo.toml\n",
+            "board_api.server.h2c",
+        ),
+        ("    http2: maybe\n", "board_api"),
+        (
+            "    access_log_buffer: 0\n",
+            "board_api.server.access_log_buffer",
+        ),
+    ];
+    for (extra, key) in server_cases {
+        let err = server(extra).expect_err(extra);
+        assert_eq!(err.key, key, "{extra}: {err}");
+    }
+    let defaults = server("").expect("defaults");
+    assert!(defaults.server.http2 && !defaults.server.h2c);
+    assert_eq!(defaults.server.access_log, None);
+    let on = server("    h2c: true\n    access_log: true\n    access_log_buffer: 8\n")
+        .expect("h2c and the access log");
+    assert!(on.server.http2 && on.server.h2c);
+    assert_eq!(on.server.access_log, Some(8));
+    for level in 0..=9 {
+        let s = server(&format!("    compression_level: {level}\n")).expect("in range");
+        assert_eq!(s.server.compression_level, level);
+    }
+}
+
+#[test]
+fn bad_values() {
+    let bad = [
+        ("origin: ftp://x", "board_api.provider.origin"),
+        (
+            "origin: https://app.milanote.com/path",
+            "board_api.provider.origin",
+        ),
+        ("origin: nope", "board_api.provider.origin"),
+        (
+            "share_host: https://app.milanote.com",
+            "board_api.provider.share_host",
+        ),
+        (
+            "share_host: app.milanote.com:443",
+            "board_api.provider.share_host",
+        ),
+        ("name: \"\"", "board_api.provider.name"),
+    ];
+    for (replace, key) in bad {
+        let (k, _) = replace.split_once(": ").expect("k: v");
+        let text: String = BASE
+            .lines()
+            .map(|l| {
+                if l.trim_start().starts_with(&format!("{k}:")) {
+                    format!("{}{replace}\n", &l[..l.len() - l.trim_start().len()])
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        let err = ApiSettings::from_yaml(&text).expect_err(replace);
+        assert_eq!(err.key, key, "{replace}: {err}");
+    }
+    for listen in ["[]", "[\"localhost\"]"] {
+        let text = format!("{BASE}  server:\n    listen: {listen}\n");
+        let err = Settings::from_yaml(&text).expect_err(listen);
+        assert_eq!(err.key, "board_api.server.listen", "{listen}");
+    }
+    assert_eq!(
+        ApiSettings::from_yaml("version: 1\n")
+            .expect_err("no section")
+            .key,
+        "board_api"
+    );
+}
+
+#[test]
+fn cache_can_be_turned_off() {
+    for off in ["enabled: false", "ttl: 0", "ttl_seconds: 0"] {
+        let settings = with(&format!("  cache:\n    {off}\n")).expect(off);
+        assert_eq!(settings.cache, None, "{off}");
+    }
+}
+
+#[test]
+fn cache_accepts_design_names_ttl_and_size() {
+    let c = with("  cache:\n    ttl: 30\n    size: 4194304\n").expect("valid");
+    let c = c.cache.expect("on");
+    assert_eq!(c.ttl, Duration::from_secs(30));
+    assert_eq!((c.budget_bytes, c.max_entry_bytes), (4 << 20, 1 << 20));
+    let c = with("  cache:\n    budget_bytes: 1073741824\n    max_document_bytes: 5000\n")
+        .expect("valid");
+    let c = c.cache.expect("on");
+    assert_eq!((c.budget_bytes, c.max_entry_bytes), (1 << 30, 5000));
+    let err = with("  cache:\n    size: 10\n").expect_err("tiny");
+    assert_eq!(err.key, "board_api.cache.budget_bytes");
+}
+
+#[test]
+fn limits_default_and_refuse_values_that_could_fail_later() {
+    let s = with("").expect("valid");
+    assert_eq!(s.limits, Limits::default());
+    assert!(s.limits.work_threads >= 1);
+    let s = with("  limits:\n    work_threads: 3\n    max_cold_loads: 1\n    cold_queue: 0\n    max_upstream_requests: 8\n")
+        .expect("valid");
+    assert_eq!(
+        (
+            s.limits.work_threads,
+            s.limits.max_cold_loads,
+            s.limits.cold_queue
+        ),
+        (3, 1, 0)
+    );
+    assert_eq!(s.limits.max_upstream_requests, 8);
+    let s = with("  limits:\n    work_threads: 3\n").expect("valid");
+    assert_eq!(s.limits.max_cold_loads, 3, "follows work_threads");
+    let bad = [
+        ("    work_threads: 0\n", "board_api.limits.work_threads"),
+        (
+            "    work_threads: 100000\n",
+            "board_api.limits.work_threads",
+        ),
+        ("    work_queue: 0\n", "board_api.limits.work_queue"),
+        ("    max_cold_loads: 0\n", "board_api.limits.max_cold_loads"),
+        (
+            "    cold_queue: 18446744073709551615\n",
+            "board_api.limits.cold_queue",
+        ),
+        (
+            "    max_upstream_requests: 0\n",
+            "board_api.limits.max_upstream_requests",
+        ),
+        ("    bogus: 1\n", "board_api"),
+        ("    cold_queue: -1\n", "board_api"),
+    ];
+    for (extra, key) in bad {
+        let err = with(&format!("  limits:\n{extra}")).expect_err(extra);
+        assert_eq!(err.key, key, "{extra}: {err}");
+    }
+    let cache_bad = [
+        ("    budget_bytes: 1000\n", "board_api.cache.budget_bytes"),
+        (
+            "    budget_bytes: 2097152\n    max_document_bytes: 4194304\n",
+            "board_api.cache.max_document_bytes",
+        ),
+        (
+            "    max_error_entries: 0\n",
+            "board_api.cache.max_error_entries",
+        ),
+        (
+            "    error_ttl_seconds: 18446744073709551615\n",
+            "board_api.cache.error_ttl_seconds",
+        ),
+        ("    max_entries: 5\n", "board_api"),
+    ];
+    for (extra, key) in cache_bad {
+        let err = with(&format!("  cache:\n{extra}")).expect_err(extra);
+        assert_eq!(err.key, key, "{extra}: {err}");
+    }
+}
+
+#[test]
+fn shipped_configs_are_valid() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(format!("{root}/conf")).expect("conf/ exists") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            Settings::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2);
+    let host = std::path::Path::new(root).join("examples/host_gateway.yaml");
+    let api = ApiSettings::from_file(&host).expect("the host example's file is valid");
+    assert_eq!(api.prefix, "/boards");
+}
