@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
 # Issue 8, the hot path: a cached 200 from our service against a bare Pingora
 # responder (examples/bare_responder.rs) sending byte-identical bodies with the
-# same headers, so the difference is what our request handling costs.
+# same headers, so the difference is what our request handling costs. In the
+# same run: our service with the access log on (issue 17; RUST_LOG=info, the
+# lines written to a file) beside the same service with it off, and both ours
+# and the bare responder over HTTP/2 (h2c with prior knowledge, h2load) beside
+# HTTP/1.1 (wrk) (issue 22).
 #
 #   benches/hotpath.sh [rounds=3] [seconds=5]
 #   BEFORE=/path/to/older/shared-board-api benches/hotpath.sh   # before/after/bare in one run
 #
 # Needs the release binary and examples (cargo build --release --bin
-# shared-board-api --examples), nginx, wrk, curl, python3.
+# shared-board-api --examples), nginx, wrk, h2load (nghttp2-client), curl,
+# python3.
 # Our service runs with the default compression level (no compression_level
 # key: 6, as in conf/gateway.yaml); the bare responder gets the same
-# ResponseCompression module at the same level. wrk sends no Accept-Encoding,
-# so neither compresses (checked below), but both run the module's filters.
+# ResponseCompression module at the same level. wrk and h2load send no
+# Accept-Encoding, so neither compresses (checked below), but both run the
+# module's filters. Both accept h2c (server.h2c: true / --h2c), so both peek
+# at each new connection's preface alike.
 # Two bodies: the small board's /api/search (compact, small body) and its
-# /api/detail (full, ~20 KB). wrk -t2 -c32 interleaved ours/bare/ours/bare...
+# /api/detail (full, ~20 KB). 32 connections (wrk -t2 -c32; h2load -t2 -c32
+# -m1, one stream in flight per connection, so both keep 32 requests in
+# flight), interleaved per round: ours, ours+log, bare over HTTP/1.1, then
+# ours, bare over HTTP/2.
 # Then the same /api/detail as Markdown (Accept: text/markdown), cached,
 # interleaved with its cached JSON: what the second representation costs.
 source "$(dirname "$0")/lib_upstream.sh"
-watchdog 175
 ROUNDS=${1:-3}
 SECS=${2:-5}
+RUNS=5; [ -z "${BEFORE:-}" ] || RUNS=6
+watchdog $(( 90 + 2 * ROUNDS * (RUNS + 1) * (SECS + 1) ))
+command -v h2load >/dev/null || { echo "no h2load (apt-get install nghttp2-client)" >&2; exit 1; }
 BARE=${BARE:-$TARGET/release/examples/bare_responder}
 [ -x "$BARE" ] || { echo "no $BARE (cargo build --release --examples)" >&2; exit 1; }
 LEVEL=6
@@ -29,8 +41,15 @@ start_nginx
 if [ -n "${BEFORE:-}" ]; then
   AFTER_BIN=$BIN; BIN=$BEFORE; start_service before; BEFORE_PORT=$SVC_PORT; BIN=$AFTER_BIN
 fi
-start_service hot
+H2C="    h2c: true"
+start_service hot "" "$H2C"
 P=http://127.0.0.1:$SVC_PORT
+for _ in 1 2 3 4 5 6; do METRICS_PORT=$(rand_port); port_free "$METRICS_PORT" && break; done
+SVC_LOG=info start_service hotlog "" "$H2C
+    access_log: true
+    metrics:
+      listen: \"127.0.0.1:$METRICS_PORT\""
+L=http://127.0.0.1:$SVC_PORT
 Q=$(share_q "$SMALL" hotperm)
 
 start_bare() { # name body etag -> BARE_PORT
@@ -38,7 +57,7 @@ start_bare() { # name body etag -> BARE_PORT
   for try in 1 2 3 4 5 6; do
     port=$(rand_port)
     port_free "$port" || continue
-    "$BARE" --listen "127.0.0.1:$port" --body "$2" --etag "$3" --compression-level "$LEVEL" > "$TMP/$1.log" 2>&1 &
+    "$BARE" --listen "127.0.0.1:$port" --body "$2" --etag "$3" --compression-level "$LEVEL" --h2c > "$TMP/$1.log" 2>&1 &
     pid=$!; PIDS+=("$pid")
     for _ in $(seq 100); do
       kill -0 "$pid" 2>/dev/null || break
@@ -52,7 +71,7 @@ start_bare() { # name body etag -> BARE_PORT
 
 headers_of() { curl -s -o /dev/null -D - "$1" | tr -d '\r' | grep -v -i -E '^(date|server):' | sed '/^$/d'; }
 
-declare -A OURS_URL BARE_URL BEFORE_URL SIZE
+declare -A OURS_URL LOG_URL BARE_URL BEFORE_URL SIZE
 for kind in search detail; do
   url="$P/api/$kind?$Q"
   for _ in 1 2 3; do curl -s -o /dev/null "$url"; done
@@ -60,6 +79,10 @@ for kind in search detail; do
   etag=$(tr -d '\r' < "$TMP/$kind.hdr" | awk -F': ' 'tolower($1)=="etag"{print $2}')
   start_bare "bare-$kind" "$TMP/$kind.body" "$etag"
   OURS_URL[$kind]=$url
+  LOG_URL[$kind]="$L/api/$kind?$Q"
+  for _ in 1 2 3; do curl -s -o /dev/null "${LOG_URL[$kind]}"; done
+  curl -s -o "$TMP/$kind.log.body" "${LOG_URL[$kind]}"
+  cmp -s "$TMP/$kind.body" "$TMP/$kind.log.body" || { echo "bodies differ with the access log on for $kind" >&2; exit 1; }
   if [ -n "${BEFORE:-}" ]; then
     BEFORE_URL[$kind]="http://127.0.0.1:$BEFORE_PORT/api/$kind?$Q"
     for _ in 1 2 3; do curl -s -o /dev/null "${BEFORE_URL[$kind]}"; done
@@ -80,12 +103,25 @@ enc() { curl -s -o /dev/null -D - "$@" | tr -d '\r' | awk -F': ' 'tolower($1)=="
 echo "compression (ours, level $LEVEL by default): no Accept-Encoding -> '$(enc "${OURS_URL[detail]}")'; Accept-Encoding: gzip -> '$(enc -H 'Accept-Encoding: gzip' "${OURS_URL[detail]}")'; bare with gzip -> '$(enc -H 'Accept-Encoding: gzip' "${BARE_URL[detail]}")'"
 
 rps() { wrk -t2 -c32 -d"${SECS}s" "$@" | awk '/Requests\/sec/{print $2} /Non-2xx|Socket errors/{print "  wrk: " $0 > "/dev/stderr"}'; }
+# h2load over h2c (prior knowledge, as http:// URLs go): req/s, and any
+# request that did not end in a 2xx on stderr.
+h2rps() {
+  h2load -t2 -c32 -m1 -D "$SECS" "$1" > "$TMP/h2load.out" 2>&1
+  awk '/^finished in/{print $4}
+       /^requests:/ && ($10 != 0 || $12 != 0) {print "  h2load: " $0 > "/dev/stderr"}
+       /^status codes:/ && ($5 != 0 || $7 != 0 || $9 != 0) {print "  h2load: " $0 > "/dev/stderr"}' "$TMP/h2load.out"
+}
+h2load -n 10 -c 1 "${OURS_URL[search]}" > "$TMP/h2load.probe" 2>&1
+echo "h2load against ours: $(grep -m1 'Application protocol' "$TMP/h2load.probe"), $(grep -m1 '^status codes' "$TMP/h2load.probe")"
 for kind in search detail; do
-  : > "$TMP/$kind.ours"; : > "$TMP/$kind.bare.rps"; : > "$TMP/$kind.before.rps"
+  for f in ours log bare.rps before.rps ours.h2 bare.h2; do : > "$TMP/$kind.$f"; done
   for r in $(seq "$ROUNDS"); do
     [ -z "${BEFORE:-}" ] || rps "${BEFORE_URL[$kind]}" >> "$TMP/$kind.before.rps"
     rps "${OURS_URL[$kind]}" >> "$TMP/$kind.ours"
+    rps "${LOG_URL[$kind]}" >> "$TMP/$kind.log"
     rps "${BARE_URL[$kind]}" >> "$TMP/$kind.bare.rps"
+    h2rps "${OURS_URL[$kind]}" >> "$TMP/$kind.ours.h2"
+    h2rps "${BARE_URL[$kind]}" >> "$TMP/$kind.bare.h2"
   done
 done
 
@@ -102,24 +138,43 @@ for r in $(seq "$ROUNDS"); do
 done
 
 echo
-echo "### hotpath.sh ($(date -u +%Y-%m-%d), $(nproc) cores, wrk -t2 -c32 -d${SECS}s, $ROUNDS interleaved rounds, no Accept-Encoding)"
+echo "### hotpath.sh ($(date -u +%Y-%m-%d), $(nproc) cores, wrk -t2 -c32 -d${SECS}s and h2load -t2 -c32 -m1 -D $SECS, $ROUNDS interleaved rounds, no Accept-Encoding)"
 echo
-# Per-round ratios (each against the bare responder of the same round) and
+# Per-round ratios (each against the run beside it in the same round) and
 # their median: the machine's drift between rounds cancels out.
 ratio_median() { paste "$1" "$2" | awk '{print $1/$2}' | median; }
-echo "| cached 200 | body bytes | ours req/s (runs) | bare req/s (runs) | ours median | bare median | ours/bare, median of per-round ratios |"
-echo "|---|---:|---|---|---:|---:|---:|"
+runs() { paste -sd' ' "$1"; }
+echo "HTTP/1.1 (wrk):"
+echo
+echo "| cached 200 | body bytes | ours req/s (runs) | access log on (runs) | bare req/s (runs) | ours median | log on median | bare median | log on/off | ours/bare |"
+echo "|---|---:|---|---|---|---:|---:|---:|---:|---:|"
 for kind in search detail; do
-  o=$(median < "$TMP/$kind.ours"); b=$(median < "$TMP/$kind.bare.rps")
-  printf '| /api/%s small board | %s | %s | %s | %.0f | %.0f | %.2f |\n' "$kind" "${SIZE[$kind]}" \
-    "$(paste -sd' ' "$TMP/$kind.ours")" "$(paste -sd' ' "$TMP/$kind.bare.rps")" "$o" "$b" \
-    "$(ratio_median "$TMP/$kind.ours" "$TMP/$kind.bare.rps")"
+  o=$(median < "$TMP/$kind.ours"); l=$(median < "$TMP/$kind.log"); b=$(median < "$TMP/$kind.bare.rps")
+  printf '| /api/%s small board | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.2f | %.2f |\n' "$kind" "${SIZE[$kind]}" \
+    "$(runs "$TMP/$kind.ours")" "$(runs "$TMP/$kind.log")" "$(runs "$TMP/$kind.bare.rps")" "$o" "$l" "$b" \
+    "$(ratio_median "$TMP/$kind.log" "$TMP/$kind.ours")" "$(ratio_median "$TMP/$kind.ours" "$TMP/$kind.bare.rps")"
   if [ -n "${BEFORE:-}" ]; then
     f=$(median < "$TMP/$kind.before.rps")
-    printf '| /api/%s, before (%s) | %s | %s | | %.0f | | %.2f |\n' "$kind" "$(basename "$BEFORE")" "${SIZE[$kind]}" \
-      "$(paste -sd' ' "$TMP/$kind.before.rps")" "$f" "$(ratio_median "$TMP/$kind.before.rps" "$TMP/$kind.bare.rps")"
+    printf '| /api/%s, before (%s) | %s | %s | | | %.0f | | | | %.2f |\n' "$kind" "$(basename "$BEFORE")" "${SIZE[$kind]}" \
+      "$(runs "$TMP/$kind.before.rps")" "$f" "$(ratio_median "$TMP/$kind.before.rps" "$TMP/$kind.bare.rps")"
   fi
 done
+echo
+echo "HTTP/2, h2c with prior knowledge (h2load):"
+echo
+echo "| cached 200 | ours req/s (runs) | bare req/s (runs) | ours median | bare median | ours/bare | ours HTTP/2 / HTTP/1.1 |"
+echo "|---|---|---|---:|---:|---:|---:|"
+for kind in search detail; do
+  o=$(median < "$TMP/$kind.ours.h2"); b=$(median < "$TMP/$kind.bare.h2")
+  printf '| /api/%s small board | %s | %s | %.0f | %.0f | %.2f | %.2f |\n' "$kind" \
+    "$(runs "$TMP/$kind.ours.h2")" "$(runs "$TMP/$kind.bare.h2")" "$o" "$b" \
+    "$(ratio_median "$TMP/$kind.ours.h2" "$TMP/$kind.bare.h2")" "$(ratio_median "$TMP/$kind.ours.h2" "$TMP/$kind.ours")"
+done
+echo
+lines=$(grep -c 'shared_board_api::access' "$TMP/hotlog.log" || true)
+dropped=$(curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | awk '/^board_api_access_log_dropped_total /{print $2}')
+echo "access log (on): ${lines} lines written, ${dropped:-0} dropped (board_api_access_log_dropped_total); a line:"
+grep -m1 'shared_board_api::access' "$TMP/hotlog.log" | cut -c1-300 | sed 's/^/  /'
 echo
 echo "| cached 200, /api/detail small board | body bytes | req/s (runs) | median | Markdown/JSON, median of per-round ratios |"
 echo "|---|---:|---|---:|---:|"
@@ -128,3 +183,4 @@ printf '| Markdown (%s) | %s | %s | %.0f | %.2f |\n' "$MD_HEADER" "$MD_SIZE" "$(
   "$(median < "$TMP/md.ours")" "$(ratio_median "$TMP/md.ours" "$TMP/md.json")"
 echo
 log_problems hot
+log_problems hotlog

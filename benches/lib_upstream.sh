@@ -115,9 +115,10 @@ NGINX
 }
 
 # write_conf FILE FORM PORT [extra board_api lines (already indented by 2)]
+#   [extra board_api.server lines (indented by 4; server form only)]
 # FORM: flat (board_api.listen) or server (board_api.server.listen).
 write_conf() {
-  local file=$1 form=$2 port=$3 extra=${4:-}
+  local file=$1 form=$2 port=$3 extra=${4:-} server_extra=${5:-}
   {
     echo "version: 1"
     echo "threads: 2"
@@ -126,6 +127,7 @@ write_conf() {
     echo "board_api:"
     if [ "$form" = server ]; then
       echo "  server:"; echo "    listen: [\"127.0.0.1:$port\"]"
+      [ -n "$server_extra" ] && printf '%s\n' "$server_extra"
     else
       echo "  listen: [\"127.0.0.1:$port\"]"
     fi
@@ -152,15 +154,16 @@ detect_conf_form() {
   [ -n "$CONF_FORM" ] || { echo "neither config form passes -t:" >&2; cat "$TMP"/probe-*.log >&2; exit 1; }
 }
 
-# start_service NAME [extra board_api lines]: sets SVC_PORT, SVC_PID.
+# start_service NAME [extra board_api lines] [extra board_api.server lines]:
+# sets SVC_PORT, SVC_PID. SVC_LOG sets RUST_LOG for this one (default warn).
 start_service() {
-  local name=$1 extra=${2:-} try port pid
+  local name=$1 extra=${2:-} server_extra=${3:-} try port pid
   [ -n "${CONF_FORM:-}" ] || detect_conf_form
   for try in 1 2 3 4 5 6; do
     port=$(rand_port)
     port_free "$port" || continue
-    write_conf "$TMP/$name.yaml" "$CONF_FORM" "$port" "$extra"
-    RUST_LOG=${RUST_LOG:-warn} "$BIN" -c "$TMP/$name.yaml" > "$TMP/$name.log" 2>&1 &
+    write_conf "$TMP/$name.yaml" "$CONF_FORM" "$port" "$extra" "$server_extra"
+    RUST_LOG=${SVC_LOG:-${RUST_LOG:-warn}} "$BIN" -c "$TMP/$name.yaml" > "$TMP/$name.log" 2>&1 &
     pid=$!
     PIDS+=("$pid")
     for _ in $(seq 100); do

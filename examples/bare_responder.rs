@@ -4,8 +4,10 @@
 //!
 //!   cargo run --release --example bare_responder -- \
 //!       --listen 127.0.0.1:18190 --body /tmp/body.json [--etag 'W/"..."'] \
-//!       [--compression-level 6] [--threads 2]
+//!       [--compression-level 6] [--threads 2] [--h2c]
 //!
+//! `--h2c` also accepts cleartext HTTP/2 with prior knowledge, as the
+//! gateway's `server.h2c: true`.
 //! `--compression-level N` adds Pingora's `ResponseCompression` module at
 //! level N exactly as our service does (`ResponseCompressionBuilder::enable`);
 //! without it no module is added. `benches/hotpath.sh` runs it beside ours on
@@ -85,6 +87,7 @@ fn main() {
     let mut etag = "W/\"00000000000000000000000000000000\"".to_string();
     let mut compression_level = None;
     let mut threads = 2usize;
+    let mut h2c = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || {
@@ -99,8 +102,9 @@ fn main() {
             "--etag" => etag = value(),
             "--compression-level" => compression_level = value().parse().ok(),
             "--threads" => threads = value().parse().unwrap_or(2),
+            "--h2c" => h2c = true,
             _ => {
-                eprintln!("usage: bare_responder --listen ADDR --body FILE [--etag E] [--compression-level N] [--threads N]");
+                eprintln!("usage: bare_responder --listen ADDR --body FILE [--etag E] [--compression-level N] [--threads N] [--h2c]");
                 std::process::exit(2)
             }
         }
@@ -129,6 +133,15 @@ fn main() {
             compression_level,
         },
     );
+    if h2c {
+        // Cleartext HTTP/2 with prior knowledge beside HTTP/1.1, as the
+        // gateway's `server.h2c`.
+        if let Some(app) = proxy.app_logic_mut() {
+            let mut options = pingora_core::apps::HttpServerOptions::default();
+            options.h2c = true;
+            app.server_options = Some(options);
+        }
+    }
     proxy.add_tcp(&listen);
     server.add_service(proxy);
     server.run_forever();

@@ -80,6 +80,11 @@ fn scrub_queries(text: &str) -> String {
     let mut copied = 0;
     let mut i = 0;
     while i < bytes.len() {
+        // Every query start begins with `?` or `%`: skip to the next one.
+        match bytes[i..].iter().position(|&b| b == b'?' || b == b'%') {
+            Some(n) => i += n,
+            None => break,
+        }
         let Some(start) = QUERY_STARTS
             .iter()
             .find(|m| bytes[i..].starts_with(m.as_bytes()))
@@ -112,6 +117,14 @@ fn scrub_markers(text: &str) -> String {
     let mut i = 0;
     let mut copied = 0;
     while i < bytes.len() {
+        // Every marker begins with `u`, `p` or `t`: skip to the next one.
+        match bytes[i..]
+            .iter()
+            .position(|&b| matches!(b, b'u' | b'p' | b't'))
+        {
+            Some(n) => i += n,
+            None => break,
+        }
         let marker = MARKERS.iter().find(|m| {
             bytes[i..].starts_with(m.as_bytes())
                 // `p=` only as a whole parameter name, not the tail of `top=`;
@@ -285,6 +298,16 @@ mod tests {
                 (Level::Error, "failed to acquire reusable stream".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn every_marker_and_query_start_begins_where_the_scanners_look() {
+        assert!(MARKERS
+            .iter()
+            .all(|m| matches!(m.as_bytes()[0], b'u' | b'p' | b't')));
+        assert!(QUERY_STARTS
+            .iter()
+            .all(|m| matches!(m.as_bytes()[0], b'?' | b'%')));
     }
 
     #[test]

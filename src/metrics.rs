@@ -260,6 +260,22 @@ pub fn fleet_stored(bytes: usize) {
     }
 }
 
+/// `board_api_access_log_dropped_total`: access log lines dropped because
+/// the buffer in front of the log's writer was full.
+static ACCESS_DROPPED: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
+    register_int_counter!(
+        "board_api_access_log_dropped_total",
+        "Access log lines dropped because the log's buffer was full"
+    )
+    .ok()
+});
+
+pub fn access_log_dropped() {
+    if let Some(c) = &*ACCESS_DROPPED {
+        c.inc();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +291,7 @@ mod tests {
         evictions(3);
         pool_busy(1);
         cold_queued(2);
+        access_log_dropped();
         let text = prometheus::TextEncoder::new()
             .encode_to_string(&prometheus::gather())
             .expect("encodes");
@@ -292,6 +309,7 @@ mod tests {
             "board_api_cache_evictions_total ",
             "board_api_pool_jobs{state=\"busy\"} ",
             "board_api_cold_loads{state=\"queued\"} ",
+            "board_api_access_log_dropped_total ",
         ] {
             assert!(text.contains(name), "{name} in {text}");
         }

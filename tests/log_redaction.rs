@@ -2,13 +2,20 @@
 //! the share link: every record emitted while serving good and failing
 //! requests is captured behind the same `Redacting` wrapper the binary
 //! installs, and searched. Our own records must be clean even before it.
+//! The access log is on: one line per request, with the path and never the
+//! query, and the board id where a board was read.
 
 mod common;
 
 use common::*;
-use std::sync::Mutex;
+use std::collections::BTreeMap;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
 static RECORDS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+/// Notified on every record, for the access lines written by their thread.
+static WRITTEN: Condvar = Condvar::new();
+const ACCESS: &str = "shared_board_api::access";
 static RAW: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 
 struct Capture;
@@ -39,6 +46,7 @@ impl log::Log for Capture {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push((record.target().to_string(), line));
+        WRITTEN.notify_all();
     }
     fn flush(&self) {}
 }
@@ -51,7 +59,13 @@ fn no_log_line_carries_a_secret() {
     .expect("first logger in this test binary");
     log::set_max_level(log::LevelFilter::Trace);
     let p = "LeakCanary7Qx9";
-    let gw = start_gateway("    batch_size: 1\n    fetch_deadline_ms: 1500\n", "");
+    let gw = start_gateway_with(
+        "    batch_size: 1\n    fetch_deadline_ms: 1500\n",
+        "",
+        "    access_log: true\n",
+    );
+    // What each request got, to hold the access lines to: (path, status, board).
+    let mut sent: Vec<(String, u16, Option<String>)> = Vec::new();
     let boards = [
         BOARD,
         "s-nested-faults",
@@ -63,16 +77,21 @@ fn no_log_line_carries_a_secret() {
     ];
     for board in boards {
         for endpoint in ["search", "detail"] {
-            let _ = request(
+            let r = request(
                 gw.addr,
                 "GET",
                 &format!("/api/{endpoint}?url={}", link(board, p)),
                 &[],
             );
+            sent.push((
+                format!("/api/{endpoint}"),
+                r.status,
+                Some(board.to_string()),
+            ));
         }
     }
     // A refused link and a bad request carrying the permission elsewhere.
-    let _ = request(
+    let refused = request(
         gw.addr,
         "GET",
         &format!(
@@ -81,12 +100,14 @@ fn no_log_line_carries_a_secret() {
         ),
         &[],
     );
-    let _ = request(
+    sent.push(("/api/search".into(), refused.status, None));
+    let extra = request(
         gw.addr,
         "GET",
         &format!("/api/search?url={}&p={p}", link(BOARD, p)),
         &[],
     );
+    sent.push(("/api/search".into(), extra.status, Some(BOARD.to_string())));
     let tokens: Vec<String> = sample()
         .requests()
         .iter()
@@ -98,7 +119,24 @@ fn no_log_line_carries_a_secret() {
         .filter(|t| !t.is_empty())
         .collect();
     assert!(!tokens.is_empty(), "the provider was asked with a token");
-    let records = RECORDS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // Each request's line was queued before its connection closed; wait
+    // for the writer thread to have written them all.
+    let access = |records: &Vec<(String, String)>| -> Vec<String> {
+        records
+            .iter()
+            .filter(|(target, _)| target == ACCESS)
+            .map(|(_, line)| line.clone())
+            .collect()
+    };
+    let records = WRITTEN
+        .wait_timeout_while(
+            RECORDS.lock().unwrap_or_else(|e| e.into_inner()),
+            Duration::from_secs(30),
+            |records| access(records).len() < sent.len(),
+        )
+        .map(|(records, _)| records.clone())
+        .unwrap_or_else(|e| e.into_inner().0.clone());
+    assert_access_lines(&access(&records), &sent);
     assert!(
         records.iter().any(|(_, r)| r.contains("provider")),
         "the client logged: {records:?}"
@@ -120,4 +158,35 @@ fn no_log_line_carries_a_secret() {
             assert!(!line.contains(token.as_str()), "token in log: {line}");
         }
     }
+}
+
+/// One access line per request, at INFO, as one JSON object: the path without
+/// its query, the status the client got, and the board id of every request
+/// that got as far as reading a board (all but the `400`s).
+fn assert_access_lines(lines: &[String], sent: &[(String, u16, Option<String>)]) {
+    type Key = (String, u16, Option<String>);
+    let mut want: BTreeMap<Key, usize> = BTreeMap::new();
+    for (path, status, board) in sent {
+        let board = board.clone().filter(|_| *status != 400);
+        *want.entry((path.clone(), *status, board)).or_default() += 1;
+    }
+    let mut got: BTreeMap<Key, usize> = BTreeMap::new();
+    for line in lines {
+        let json = line
+            .strip_prefix("INFO ")
+            .unwrap_or_else(|| panic!("not at INFO: {line}"));
+        let v: serde_json::Value = serde_json::from_str(json).expect("one JSON object");
+        let path = v["path"].as_str().expect("path").to_string();
+        assert!(!path.contains('?'), "{line}");
+        assert_eq!(v["method"], "GET", "{line}");
+        assert!(v["bytes"].is_u64() && v["ms"].is_number(), "{line}");
+        assert_eq!(v["client"], "127.0.0.1", "{line}");
+        let status = u16::try_from(v["status"].as_u64().expect("status")).expect("u16");
+        if status == 200 {
+            assert!(v["cache"].is_string(), "{line}");
+        }
+        let board = v["board"].as_str().map(str::to_string);
+        *got.entry((path, status, board)).or_default() += 1;
+    }
+    assert_eq!(got, want, "{lines:#?}");
 }

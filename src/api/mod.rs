@@ -168,25 +168,37 @@ impl BoardApi {
         let response = match route::method_action(req.method) {
             MethodAction::Preflight => respond::preflight(req.headers),
             MethodAction::NotAllowed => respond::error(&ApiError::MethodNotAllowed),
-            MethodAction::Read => self
-                .read(endpoint, &req)
-                .await
-                .unwrap_or_else(|e| respond::error(&e)),
+            MethodAction::Read => {
+                let mut served = Served::default();
+                match self.read(endpoint, &req, &mut served).await {
+                    Ok(response) => response,
+                    Err(e) => {
+                        // A failed load still says which board and level.
+                        let mut response = respond::error(&e);
+                        response.served = served;
+                        response
+                    }
+                }
+            }
         };
         metrics::request(endpoint.name(), response.status.as_u16());
         Some(response)
     }
 
+    /// Reads the board and renders the answer; `served` is filled in as
+    /// soon as each fact is known, so an error answer carries them too.
     async fn read(
         &self,
         endpoint: Endpoint,
         req: &RequestParts<'_>,
+        served: &mut Served,
     ) -> Result<ApiResponse, ApiError> {
         let started = Instant::now();
         if let (Some(limiter), Some(ip)) = (&self.limiter, req.client_ip) {
             limiter.check(ip)?;
         }
         let request = self.parsed(endpoint, req.query)?;
+        served.board = Some(Arc::from(request.link.board_id.as_str()));
         let (outcome, source) = self
             .boards
             .document(
@@ -195,6 +207,7 @@ impl BoardApi {
                 request.selection.coverage(),
             )
             .await;
+        served.cache = Some(source.name());
         let cached = source != Source::Miss;
         metrics::cache(cached);
         if !cached {
@@ -247,10 +260,7 @@ impl BoardApi {
             timing::SERVER_TIMING,
             timing::server_timing(source.name(), load, started.elapsed()),
         );
-        response.served = Served {
-            cache: Some(source.name()),
-            board: Some(Arc::from(board_id.as_str())),
-        };
+        response.served = std::mem::take(served);
         Ok(response)
     }
 }

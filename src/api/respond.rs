@@ -35,8 +35,9 @@ pub struct ApiResponse {
 
 /// Facts about an answered request for an access log, free of secrets:
 /// which level of the store answered and which board was asked for (its
-/// id, never the permission id). Empty for answers that read no board
-/// (errors before the fetch, preflights, the playground).
+/// id, never the permission id). Set on errors from the load on too (a
+/// board the provider refused, a provider failure); empty for answers that
+/// read no board (errors before the fetch, preflights, the playground).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Served {
     /// `hit`, `shared`, `miss` or `coalesced`, as in `Server-Timing`.

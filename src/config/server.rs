@@ -1,6 +1,6 @@
 //! `board_api.server`: what only the standalone binary reads (listeners, TLS,
-//! the metrics listener, response compression, the playground). An embedding
-//! host never needs this section.
+//! HTTP/2, the operator listener, response compression, the playground, the
+//! access log). An embedding host never needs this section.
 
 use super::{fail, ConfigError};
 use serde::Deserialize;
@@ -23,6 +23,19 @@ pub(crate) struct ServerConf {
     /// Serve the playground page at `GET /` (default false; on in `--demo`).
     #[serde(default)]
     pub playground: Option<bool>,
+    /// Offer HTTP/2 by ALPN (`h2`, `http/1.1`) on TLS listeners (default true).
+    #[serde(default)]
+    pub http2: Option<bool>,
+    /// Accept cleartext HTTP/2 with prior knowledge (default false).
+    #[serde(default)]
+    pub h2c: Option<bool>,
+    /// One JSON line per API request on `shared_board_api::access` (default false).
+    #[serde(default)]
+    pub access_log: Option<bool>,
+    /// Access log lines waiting to be written before new ones are dropped
+    /// (default 4096).
+    #[serde(default)]
+    pub access_log_buffer: Option<usize>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -50,7 +63,17 @@ pub(crate) struct ServerSettings {
     pub compression_level: u32,
     /// Serve the playground page at `GET /`.
     pub playground: bool,
+    /// ALPN `h2,http/1.1` on TLS listeners.
+    pub http2: bool,
+    /// Cleartext HTTP/2 with prior knowledge on plain listeners.
+    pub h2c: bool,
+    /// `Some(buffer)`: write the access log through a buffer of that many lines.
+    pub access_log: Option<usize>,
 }
+
+/// Access log lines buffered by default: a few seconds of a busy node's
+/// requests while the log's writer catches up, about 1 MiB at most.
+const ACCESS_LOG_BUFFER: usize = 4096;
 
 impl ServerConf {
     pub(crate) fn validate(self) -> Result<ServerSettings, ConfigError> {
@@ -106,12 +129,37 @@ impl ServerConf {
         if compression_level > 9 {
             return fail("board_api.server.compression_level", "must be 0 (off) to 9");
         }
+        let http2 = self.http2.unwrap_or(true);
+        let h2c = self.h2c.unwrap_or(false);
+        if h2c && !http2 {
+            return fail(
+                "board_api.server.h2c",
+                "needs HTTP/2 on (board_api.server.http2 is false)",
+            );
+        }
+        if h2c && self.tls.is_some() {
+            // Every listener is TLS then, where ALPN chooses the protocol.
+            return fail(
+                "board_api.server.h2c",
+                "applies to cleartext listeners only, and board_api.server.tls makes every listener TLS",
+            );
+        }
+        let buffer = self.access_log_buffer.unwrap_or(ACCESS_LOG_BUFFER);
+        if !(1..=1_048_576).contains(&buffer) {
+            return fail(
+                "board_api.server.access_log_buffer",
+                "must be 1 to 1048576 lines",
+            );
+        }
         Ok(ServerSettings {
             listen,
             tls: self.tls,
             metrics_listen,
             compression_level,
             playground: self.playground.unwrap_or(false),
+            http2,
+            h2c,
+            access_log: self.access_log.unwrap_or(false).then_some(buffer),
         })
     }
 }

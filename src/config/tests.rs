@@ -120,11 +120,28 @@ fn errors_name_the_key() {
             "    tls:\n      cert: /nonexistent.pem\n      key: /nonexistent.key\n",
             "board_api.server.tls.cert",
         ),
+        ("    h2c: true\n    http2: false\n", "board_api.server.h2c"),
+        (
+            "    h2c: true\n    tls:\n      cert: Cargo.toml\n      key: Cargo.toml\n",
+            "board_api.server.h2c",
+        ),
+        ("    http2: maybe\n", "board_api"),
+        (
+            "    access_log_buffer: 0\n",
+            "board_api.server.access_log_buffer",
+        ),
     ];
     for (extra, key) in server_cases {
         let err = server(extra).expect_err(extra);
         assert_eq!(err.key, key, "{extra}: {err}");
     }
+    let defaults = server("").expect("defaults");
+    assert!(defaults.server.http2 && !defaults.server.h2c);
+    assert_eq!(defaults.server.access_log, None);
+    let on = server("    h2c: true\n    access_log: true\n    access_log_buffer: 8\n")
+        .expect("h2c and the access log");
+    assert!(on.server.http2 && on.server.h2c);
+    assert_eq!(on.server.access_log, Some(8));
     for level in 0..=9 {
         let s = server(&format!("    compression_level: {level}\n")).expect("in range");
         assert_eq!(s.server.compression_level, level);

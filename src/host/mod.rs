@@ -7,8 +7,11 @@
 //!   [`BoardApi::request_summary`](crate::BoardApi::request_summary) from its
 //!   `request_summary`.
 //! - [`service`]: the standalone `ProxyHttp` service and its listeners, what
-//!   the binary runs.
+//!   the binary runs, with its access log (`access_log`) and the operator
+//!   listener's probes (`probes`).
 
+pub mod access_log;
+mod probes;
 mod seam;
 pub mod service;
 

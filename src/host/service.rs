@@ -1,9 +1,13 @@
 //! Assembles the standalone Pingora service from validated settings; used by
 //! the binary and by the end-to-end tests, so both run the same thing.
 
+use super::access_log::{AccessLog, Entry};
+use super::probes;
 use crate::api::BoardApi;
 use crate::config::{ConfigError, Settings};
 use async_trait::async_trait;
+use pingora_core::apps::HttpServerOptions;
+use pingora_core::listeners::tls::TlsSettings;
 use pingora_core::modules::http::compression::ResponseCompressionBuilder;
 use pingora_core::modules::http::HttpModules;
 use pingora_core::server::configuration::ServerConf;
@@ -12,12 +16,14 @@ use pingora_core::upstreams::peer::HttpPeer;
 use pingora_error::{Error, ErrorType, Result};
 use pingora_proxy::{HttpProxy, ProxyHttp, Session};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The standalone service: every path is answered by the API (unknown ones
 /// with `404 NOT_FOUND`); nothing is proxied.
 pub(crate) struct BoardApiService {
     api: Arc<BoardApi>,
     compression_level: u32,
+    access_log: Option<AccessLog>,
 }
 
 impl BoardApiService {
@@ -25,6 +31,7 @@ impl BoardApiService {
         BoardApiService {
             api,
             compression_level,
+            access_log: None,
         }
     }
 }
@@ -44,7 +51,21 @@ impl ProxyHttp for BoardApiService {
     }
 
     async fn request_filter(&self, session: &mut Session, _ctx: &mut ()) -> Result<bool> {
-        if self.api.handle(session).await? {
+        let started = Instant::now();
+        if let Some(answered) = self.api.serve(session).await? {
+            if let Some(log) = &self.access_log {
+                let req = session.req_header();
+                log.record(Entry {
+                    method: req.method.clone(),
+                    uri: req.uri.clone(),
+                    answered,
+                    elapsed: started.elapsed(),
+                    client: session
+                        .client_addr()
+                        .and_then(|a| a.as_inet())
+                        .map(|a| a.ip()),
+                });
+            }
             return Ok(true);
         }
         // Unreachable with `answer_all_paths`; refuse rather than proxy anywhere.
@@ -72,7 +93,10 @@ impl ProxyHttp for BoardApiService {
     }
 }
 
-/// The listening service for `settings` (TLS when configured).
+/// The listening service for `settings`: TLS when configured (offering
+/// HTTP/2 by ALPN unless `server.http2` is false), cleartext HTTP/2 with
+/// prior knowledge beside HTTP/1.1 with `server.h2c`, and the access log's
+/// writer with `server.access_log`.
 ///
 /// # Errors
 /// The provider client cannot be built, or TLS files cannot be loaded.
@@ -86,21 +110,40 @@ pub(crate) fn service(
             .serve_playground(settings.server.playground)
             .compress_renders(settings.server.compression_level > 0),
     );
-    let mut service = pingora_proxy::http_proxy_service_with_name(
-        conf,
-        BoardApiService::new(api, settings.server.compression_level),
-        "shared-board-api",
-    );
-    for addr in &settings.server.listen {
+    let server = &settings.server;
+    let mut app = BoardApiService::new(api, server.compression_level);
+    app.access_log = server.access_log.map(AccessLog::new);
+    let mut service = pingora_proxy::http_proxy_service_with_name(conf, app, "shared-board-api");
+    if server.h2c {
+        if let Some(proxy) = service.app_logic_mut() {
+            let mut options = HttpServerOptions::default();
+            // Pingora peeks at the connection preface: HTTP/1.1 still works.
+            options.h2c = true;
+            proxy.server_options = Some(options);
+        }
+    }
+    for addr in &server.listen {
         let addr = addr.to_string();
-        match &settings.server.tls {
-            Some(tls) => service
-                .add_tls(
-                    &addr,
-                    &tls.cert.to_string_lossy(),
-                    &tls.key.to_string_lossy(),
-                )
-                .map_err(|e| ConfigError::new("board_api.server.tls", format!("on {addr}: {e}")))?,
+        match &server.tls {
+            Some(tls) => {
+                let tls_error = |e: Box<Error>| {
+                    ConfigError::new("board_api.server.tls", format!("on {addr}: {e}"))
+                };
+                let cert = tls.cert.to_string_lossy();
+                let key = tls.key.to_string_lossy();
+                let mut tls_settings = TlsSettings::intermediate(&cert, &key).map_err(tls_error)?;
+                // Read both files now, so a file without a certificate or a
+                // key is a configuration error rather than a panic when the
+                // listener starts.
+                tls_settings
+                    .set_certificate_chain_file(&cert)
+                    .map_err(tls_error)?;
+                tls_settings.set_private_key_file(&key).map_err(tls_error)?;
+                if server.http2 {
+                    tls_settings.enable_h2();
+                }
+                service.add_tls_with_settings(&addr, None, tls_settings);
+            }
             None => service.add_tcp(&addr),
         }
     }
@@ -109,11 +152,14 @@ pub(crate) fn service(
 
 /// Adds the standalone board API to a bootstrapped Pingora `server`: one
 /// listening service on every `board_api.server.listen` address (TLS with
-/// `server.tls`, default plain TCP), answering every path (unknown ones
-/// `404 NOT_FOUND`) and proxying nothing, with response compression at
-/// `server.compression_level` (default 6; 0 turns it off);
-/// and the Prometheus exporter on `server.metrics.listen` when set (default
-/// none). Nothing listens until the server runs.
+/// `server.tls`, default plain TCP; HTTP/2 by ALPN on TLS unless
+/// `server.http2: false`, cleartext HTTP/2 with `server.h2c: true`),
+/// answering every path (unknown ones `404 NOT_FOUND`) and proxying nothing,
+/// with response compression at `server.compression_level` (default 6; 0
+/// turns it off) and an access log with `server.access_log: true`; and the
+/// operator listener on `server.metrics.listen` when set (default none):
+/// `/metrics`, `/healthz`, and `/readyz`, which follows `server`'s execution
+/// phase. Nothing listens until the server runs.
 ///
 /// ```no_run
 /// use pingora_core::server::Server;
@@ -129,7 +175,7 @@ pub(crate) fn service(
 ///
 /// # Errors
 /// A [`ConfigError`]: the provider client cannot be built
-/// (`board_api.provider`), or a TLS certificate or key cannot be loaded
+/// (`board_api.provider`), a TLS certificate or key cannot be loaded
 /// (`board_api.server.tls`).
 pub fn add_services(
     server: &mut pingora_core::server::Server,
@@ -138,9 +184,8 @@ pub fn add_services(
     let api = service(&server.configuration, settings)?;
     server.add_service(api);
     if let Some(addr) = settings.server.metrics_listen {
-        let mut metrics = pingora_prometheus::prometheus_http_service();
-        metrics.add_tcp(&addr.to_string());
-        server.add_service(metrics);
+        let readiness = probes::Readiness::new(server.watch_execution_phase());
+        server.add_service(probes::service(&addr.to_string(), readiness));
     }
     Ok(())
 }

@@ -294,7 +294,8 @@ pub fn get(target: &str) -> Response {
     request(gateway(), "GET", target, &[])
 }
 
-fn parse_response(raw: &[u8], head: bool) -> Response {
+/// Parses a raw HTTP/1.1 answer (`head`: the request was `HEAD`).
+pub fn parse_response(raw: &[u8], head: bool) -> Response {
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

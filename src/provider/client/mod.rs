@@ -175,18 +175,21 @@ impl ProviderClient {
         let secrets = [permission_id, token.as_deref().unwrap_or_default()];
         let result = result.map_err(|e| e.redacted(&secrets));
         let ms = started.elapsed().as_millis();
+        // DEBUG: one line per load is detail, not news. A failed load is
+        // logged once more by whoever answers for it, at the level of whose
+        // fault it is (the client's, the provider's or ours).
         match &result {
-            Ok(f) => log::info!(
+            Ok(f) => log::debug!(
                 "provider: board {board_id} p={who}: ok, {} boards, {} elements in {ms} ms",
                 f.loaded_boards.len(),
                 f.elements.len()
             ),
             Err(FetchError::Upstream(msg)) => {
-                log::warn!(
+                log::debug!(
                     "provider: board {board_id} p={who}: upstream error after {ms} ms: {msg}"
                 )
             }
-            Err(e) => log::info!("provider: board {board_id} p={who}: {e} after {ms} ms"),
+            Err(e) => log::debug!("provider: board {board_id} p={who}: {e} after {ms} ms"),
         }
         result
     }
@@ -273,7 +276,7 @@ impl ProviderClient {
                 return;
             }
             if depth > MAX_NESTING_DEPTH {
-                log::info!(
+                log::debug!(
                     "provider: nesting depth limit reached, {} boards not fetched",
                     level.len()
                 );
@@ -314,7 +317,7 @@ impl ProviderClient {
                 };
                 let incoming = body.element_count();
                 if fetched.element_count() + incoming > settings.max_elements {
-                    log::info!("provider: max_elements reached, nested boards not merged");
+                    log::debug!("provider: max_elements reached, nested boards not merged");
                     mark(fetched, &ids, UnloadedReason::BoardLimit);
                     for (ids, outcome) in results {
                         let reason = match outcome {
@@ -337,7 +340,8 @@ impl ProviderClient {
                 fetched.merge_answer(body);
             }
             if !complete {
-                log::info!("provider: fetch deadline passed, returning the boards loaded so far");
+                // The provider was too slow for the deadline: a provider failure.
+                log::warn!("provider: fetch deadline passed, returning the boards loaded so far");
                 // The boards the answers merged above revealed: never asked for.
                 let next = discover::boards_to_fetch(fetched, &known);
                 mark(fetched, &next, UnloadedReason::Deadline);
@@ -395,16 +399,23 @@ impl ProviderClient {
                 }
                 Ok(None) => return (results, true),
                 Ok(Some(Err(join_error))) => {
-                    // Which batch it was is lost with the task: its boards
-                    // stay `Pending`, reported as the deadline's.
-                    log::warn!("provider: nested board task failed: {join_error}");
+                    // A task that panicked: our bug. Which batch it was is
+                    // lost with the task: its boards stay `Pending`,
+                    // reported as the deadline's.
+                    log::error!("provider: nested board task failed: {join_error}");
                 }
                 Ok(Some(Ok((index, answer)))) => {
                     let outcome = match answer {
                         Ok(body) => Batch::Answered(body),
                         Err(e) => {
                             let n = results.get(index).map_or(0, |r| r.0.len());
-                            log::info!("provider: nested batch of {n} boards not loaded: {e}");
+                            // A denied or missing nested board is the board's
+                            // content; any other failure is the provider's.
+                            if matches!(e, FetchError::AccessDenied | FetchError::NotFound) {
+                                log::debug!("provider: nested batch of {n} boards not loaded: {e}");
+                            } else {
+                                log::warn!("provider: nested batch of {n} boards not loaded: {e}");
+                            }
                             Batch::Failed(rules::request_failed(&e))
                         }
                     };

@@ -368,7 +368,8 @@ enum Exchanged {
 fn pingora_failure(stage: &str, e: &pingora_error::Error) -> FetchError {
     match e.etype() {
         ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => {
-            log::info!("provider: {stage} timed out: {}", describe(e));
+            // The load's outcome (a timeout) is logged at WARN by its caller.
+            log::debug!("provider: {stage} timed out: {}", describe(e));
             FetchError::Timeout
         }
         _ => FetchError::upstream(format!("{stage}: {}", describe(e))),

@@ -1,0 +1,314 @@
+//! The operator listener of the real binary: `/healthz` and `/readyz` answer
+//! `200` while it runs, `/metrics` is Pingora's exporter as before, any other
+//! path is `404`; once a shutdown (`SIGTERM`) or a `-u` handover (`SIGQUIT`)
+//! has begun, `/readyz` is `503` while the listener still answers.
+//!
+//! The moment is found by an event: Pingora's own log line that follows the
+//! phase change (the grace period starting, the listeners sent to the new
+//! process), read from the child's stderr. The probe then goes over a
+//! connection kept alive from before, as a balancer's would be: Pingora
+//! stops accepting new connections as soon as `SIGTERM` arrives.
+//!
+//! The listeners are bound to port 0 by the test and handed to the binary
+//! through Pingora's upgrade socket, so no port is probed and released.
+
+mod common;
+
+use common::*;
+use pingora_core::server::Fds;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+/// A child binary, killed by its own pid when the test ends, and its
+/// stderr lines as they come.
+struct Binary {
+    child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Binary {
+    fn start(conf: &Path) -> Binary {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shared-board-api"))
+            .args(["-u", "--demo", "-c"])
+            .arg(conf)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the binary");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Binary {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a stderr line containing `needle`.
+    fn wait_for(&mut self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.contains(needle);
+                    self.seen.push(line);
+                    if found {
+                        return;
+                    }
+                }
+                Err(_) => panic!("no line with {needle:?} in:\n{}", self.seen.join("\n")),
+            }
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([name, &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {name} failed");
+    }
+
+    fn wait_exit(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.child.try_wait().expect("wait").is_none() {
+            assert!(Instant::now() < deadline, "the process did not exit");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Hands `listeners` to the process waiting on `sock`, as an old Pingora
+/// process would.
+fn hand_over(listeners: &[TcpListener], sock: &Path) {
+    wait_for_file(sock);
+    // The file appears at bind(), listen() follows at once; Pingora retries
+    // a sender that came too early.
+    std::thread::sleep(Duration::from_millis(20));
+    let mut fds = Fds::new();
+    for listener in listeners {
+        listener.set_nonblocking(true).expect("non-blocking");
+        let addr = listener.local_addr().expect("address");
+        fds.add(addr.to_string(), listener.as_raw_fd());
+    }
+    fds.send_to_sock(sock.to_string_lossy().as_ref())
+        .expect("hand the listeners over");
+}
+
+fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A kept-alive HTTP/1.1 connection.
+struct Conn(BufReader<TcpStream>);
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        Conn(BufReader::new(s))
+    }
+
+    /// `GET path`: the status and the body.
+    fn get(&mut self, path: &str) -> (u16, String) {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: ops\r\n\r\n");
+        self.0.get_mut().write_all(req.as_bytes()).expect("send");
+        let mut status_line = String::new();
+        self.0.read_line(&mut status_line).expect("status line");
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("status line {status_line:?}"));
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            self.0.read_line(&mut line).expect("header");
+            let line = line.trim_end().to_ascii_lowercase();
+            if line.is_empty() {
+                break;
+            }
+            if let Some(v) = line.strip_prefix("content-length:") {
+                length = v.trim().parse().expect("Content-Length");
+            }
+        }
+        let mut body = vec![0; length];
+        self.0.read_exact(&mut body).expect("body");
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+}
+
+/// Probes until `/readyz` says ready, on new connections, as an
+/// orchestrator does.
+fn wait_ready(metrics: SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if TcpStream::connect(metrics).is_ok() && Conn::open(metrics).get("/readyz").0 == 200 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+struct Setup {
+    dir: PathBuf,
+    conf: PathBuf,
+    sock: PathBuf,
+    listeners: Vec<TcpListener>,
+    main: SocketAddr,
+    metrics: SocketAddr,
+}
+
+fn setup(name: &str, grace_seconds: u32) -> Setup {
+    let dir = std::env::temp_dir().join(format!("sba-probes-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let sock = dir.join("upgrade.sock");
+    let _ = std::fs::remove_file(&sock);
+    let listeners: Vec<TcpListener> = (0..2)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    let main = listeners[0].local_addr().expect("address");
+    let metrics = listeners[1].local_addr().expect("address");
+    let conf = dir.join("gateway.yaml");
+    std::fs::write(
+        &conf,
+        format!(
+            "version: 1\nthreads: 2\npid_file: {}\nupgrade_sock: {}\n\
+             grace_period_seconds: {grace_seconds}\ngraceful_shutdown_timeout_seconds: 1\n\
+             board_api:\n  server:\n    listen: [\"{main}\"]\n    metrics:\n      listen: \"{metrics}\"\n\
+             \x20 provider:\n    name: milanote\n    share_host: app.milanote.com\n\
+             \x20   origin: https://app.milanote.com\n",
+            dir.join("pid").display(),
+            sock.display()
+        ),
+    )
+    .expect("write config");
+    Setup {
+        dir,
+        conf,
+        sock,
+        listeners,
+        main,
+        metrics,
+    }
+}
+
+#[test]
+fn probes_answer_and_readiness_fails_once_a_shutdown_begins() {
+    // A grace period long enough that the listener still answers after the
+    // event; the test kills the process once it has seen what it needs.
+    let s = setup("term", 30);
+    let mut old = Binary::start(&s.conf);
+    hand_over(&s.listeners, &s.sock);
+    wait_ready(s.metrics);
+
+    let (status, body) = Conn::open(s.metrics).get("/healthz");
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    assert_eq!(Conn::open(s.metrics).get("/anything").0, 404);
+    assert_eq!(Conn::open(s.metrics).get("/").0, 404);
+    // /metrics: Pingora's exporter, as before, with the API's counters.
+    let search = request(
+        s.main,
+        "GET",
+        &format!("/api/search?url={}", link(BOARD, PERMISSION)),
+        &[],
+    );
+    assert_eq!(search.status, 200);
+    let metrics = request(s.metrics, "GET", "/metrics", &[]);
+    assert_eq!(metrics.status, 200);
+    assert_eq!(
+        metrics.header("content-type"),
+        Some("text/plain; version=0.0.4")
+    );
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert!(
+        text.contains("board_api_requests_total{endpoint=\"search\",status=\"200\"} 1"),
+        "{text}"
+    );
+    let gzip = request(s.metrics, "GET", "/metrics", &[("Accept-Encoding", "gzip")]);
+    assert_eq!(gzip.header("content-encoding"), Some("gzip"));
+    // The API is not on this listener, nor the probes on the API's.
+    let api = request(s.main, "GET", "/readyz", &[]);
+    api.assert_error(404, "NOT_FOUND", None);
+
+    let mut readyz = Conn::open(s.metrics);
+    let mut healthz = Conn::open(s.metrics);
+    assert_eq!(readyz.get("/readyz"), (200, "ready\n".to_string()));
+    assert_eq!(healthz.get("/healthz").0, 200);
+
+    old.signal("-TERM");
+    // Pingora logs this after the GracefulTerminate phase, as the grace
+    // period starts.
+    old.wait_for("grace period");
+    assert_eq!(readyz.get("/readyz"), (503, "not ready\n".to_string()));
+    assert_eq!(healthz.get("/healthz"), (200, "ok\n".to_string()));
+    drop(old);
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
+
+#[test]
+fn readiness_fails_on_the_old_process_during_an_upgrade() {
+    let s = setup("upgrade", 1);
+    let mut old = Binary::start(&s.conf);
+    hand_over(&s.listeners, &s.sock);
+    wait_ready(s.metrics);
+    let mut readyz = Conn::open(s.metrics);
+    assert_eq!(readyz.get("/readyz").0, 200);
+    // The old process has its listeners; the new one waits on the socket.
+    let _ = std::fs::remove_file(&s.sock);
+    let mut new = Binary::start(&s.conf);
+    // The old process retries sending until the new one listens.
+    wait_for_file(&s.sock);
+    old.signal("-QUIT");
+    // Logged after the upgrade phase began and the listeners went to the
+    // new process; the old one keeps accepting for a few seconds more.
+    old.wait_for("listener sockets sent");
+    assert_eq!(readyz.get("/readyz"), (503, "not ready\n".to_string()));
+    old.wait_exit();
+    // Only the new process answers now, and it is ready.
+    wait_ready(s.metrics);
+    assert_eq!(Conn::open(s.metrics).get("/healthz").0, 200);
+    let r = request(
+        s.main,
+        "GET",
+        &format!("/api/search?url={}", link(BOARD, PERMISSION)),
+        &[],
+    );
+    assert_eq!(r.status, 200);
+    new.signal("-TERM");
+    new.wait_exit();
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
