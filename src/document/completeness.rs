@@ -3,7 +3,8 @@
 //! when a document is built, carried beside it by every cache level, and
 //! reported to clients in the `Board-Completeness` header.
 
-use super::types::{BoardDocument, NodeKind, UnloadedReason};
+use super::kinds::UnloadedReason;
+use super::types::{BoardDocument, NodeKind};
 use serde_json::Value;
 use std::fmt;
 

@@ -3,12 +3,16 @@
 //! board is ([`Completeness`]).
 
 pub mod completeness;
+pub mod kinds;
+pub mod leaves;
 pub mod model;
 pub mod sanitize;
 pub mod schema;
 pub mod types;
 
 pub use completeness::Completeness;
+pub use kinds::*;
+pub use leaves::*;
 pub use types::*;
 
 /// How much of a board a loaded document holds.

@@ -1,0 +1,200 @@
+//! The leaf shapes of BoardDocument v1 that node fields share: scalars and
+//! raw JSON passed through as the provider sent them, a node's place and
+//! times, icons, images, files and rich text. They use nothing else of the
+//! document, so [`super::kinds`] and [`super::types`] both build on them.
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// A JSON scalar passed through as the provider sent it (string, number or boolean).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Scalar(pub Value);
+
+impl Scalar {
+    /// `Some` for a string, number or boolean; `None` for null, arrays and objects.
+    pub fn from_value(value: &Value) -> Option<Scalar> {
+        match value {
+            Value::String(_) | Value::Number(_) | Value::Bool(_) => Some(Scalar(value.clone())),
+            Value::Null | Value::Array(_) | Value::Object(_) => None,
+        }
+    }
+}
+
+impl JsonSchema for Scalar {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Scalar".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": ["string", "number", "boolean"] })
+    }
+}
+
+/// Raw JSON kept as the provider sent it (rich-text blocks, unknown content).
+/// The selector model treats it as a leaf.
+///
+/// Held as compact JSON text, not as a value tree: the bulk of a board is
+/// rich text, and a tree costs several times its text in memory and a walk
+/// to write. Serializing a `Raw` copies its text.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct Raw(Box<RawValue>);
+
+impl Raw {
+    /// A raw value from compact JSON text that the caller has already
+    /// depth-bounded and sanitized (the normalizer's `raw_leaf`).
+    pub fn from_json(json: Box<RawValue>) -> Raw {
+        Raw(json)
+    }
+
+    /// `value` written as it is, for tests and hand-built documents. The
+    /// normalizer never uses this: its raw values are bounded and sanitized.
+    pub fn verbatim(value: &Value) -> Raw {
+        let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
+        Raw(RawValue::from_string(text).unwrap_or_else(|_| RawValue::NULL.to_owned()))
+    }
+
+    /// The compact JSON text.
+    pub fn json(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The value as a tree.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+}
+
+impl PartialEq for Raw {
+    fn eq(&self, other: &Raw) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl JsonSchema for Raw {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Raw".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!(true)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Location {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub section: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_board: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Position {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub y: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<Scalar>,
+}
+
+/// All `YYYY-MM-DDTHH:MM:SS.sssZ` (UTC).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Timestamps {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub significant_modified_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location_modified_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Icon {
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub svg_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub png_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Image {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thumbnail_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub large_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub huge_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub width: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub height: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary_color: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub colors: Option<Vec<Raw>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transparent: Option<Scalar>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct File {
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extension: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filename: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<Scalar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uploaded_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// Rich text: the raw blocks (TipTap/ProseMirror `content` nodes or Draft.js
+/// `blocks`) and their plain text.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RichText {
+    pub blocks: Vec<Raw>,
+    pub plain_text: String,
+}
