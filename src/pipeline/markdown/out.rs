@@ -150,13 +150,20 @@ impl Out {
     }
 
     /// Board text, escaped (see the module docs).
+    ///
+    /// Past a line's first character, text is copied in runs up to the
+    /// next byte that needs care ([`NEEDS_CARE`]); those bytes are all
+    /// ASCII, so a run always ends on a character boundary.
     pub fn text(&mut self, text: &str, flow: Flow) {
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '\n' || c == '\r' {
-                if c == '\r' && chars.peek() == Some(&'\n') {
-                    chars.next();
-                }
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            if b == b'\n' || b == b'\r' {
+                i += if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
                 match flow {
                     Flow::Breaks => self.hard_break(),
                     Flow::OneLine => self.push_plain(' '),
@@ -166,25 +173,39 @@ impl Out {
             self.line_prefix();
             self.after_marker = false;
             if self.fresh {
-                if c == ' ' || c == '\t' {
+                if b == b' ' || b == b'\t' {
+                    i += 1;
                     continue;
                 }
                 self.fresh = false;
-                if matches!(c, '-' | '+' | '=') {
+                if matches!(b, b'-' | b'+' | b'=') {
                     self.buf.push('\\');
-                } else if c.is_ascii_digit() {
-                    self.buf.push(c);
-                    while let Some(&d) = chars.peek().filter(|d| d.is_ascii_digit()) {
-                        self.buf.push(d);
-                        chars.next();
-                    }
-                    if matches!(chars.peek(), Some('.' | ')')) {
+                } else if b.is_ascii_digit() {
+                    let end = i + bytes[i..].iter().take_while(|d| d.is_ascii_digit()).count();
+                    self.buf.push_str(&text[i..end]);
+                    if matches!(bytes.get(end), Some(b'.' | b')')) {
                         self.buf.push('\\');
                     }
+                    i = end;
                     continue;
                 }
             }
-            self.push_escaped(c);
+            let run = bytes[i..]
+                .iter()
+                .position(|&b| NEEDS_CARE[usize::from(b)])
+                .unwrap_or(bytes.len() - i);
+            if run > 0 {
+                self.buf.push_str(&text[i..i + run]);
+                i += run;
+                continue;
+            }
+            if b == 0 {
+                self.buf.push('\u{FFFD}');
+            } else {
+                self.buf.push('\\');
+                self.buf.push(char::from(b));
+            }
+            i += 1;
         }
     }
 
@@ -192,17 +213,6 @@ impl Out {
         self.line_prefix();
         if !(self.fresh && c == ' ') {
             self.buf.push(c);
-        }
-    }
-
-    fn push_escaped(&mut self, c: char) {
-        match c {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '&' | '|' | '~' | '#' => {
-                self.buf.push('\\');
-                self.buf.push(c);
-            }
-            '\0' => self.buf.push('\u{FFFD}'),
-            c => self.buf.push(c),
         }
     }
 
@@ -263,6 +273,19 @@ impl Out {
     }
 }
 
+/// The bytes [`Out::text`] does not copy as they are: line ends, NUL (written
+/// as U+FFFD) and the characters it escapes with a backslash.
+const NEEDS_CARE: [bool; 256] = {
+    let mut table = [false; 256];
+    let special = b"\n\r\0\\`*_[]<>&|~#";
+    let mut i = 0;
+    while i < special.len() {
+        table[special[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// `http:` or `https:`, any case; nothing else becomes a link target.
 pub fn is_web_url(url: &str) -> bool {
     let url = url.trim_start().as_bytes();
@@ -285,6 +308,7 @@ pub fn longest_run(text: &str, c: char) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     fn para(text: &str) -> String {
         let mut out = Out::with_capacity(64);
@@ -317,6 +341,87 @@ mod tests {
         ];
         for (input, expected) in cases {
             assert_eq!(para(input), expected, "{input:?}");
+        }
+    }
+
+    /// The escaping rules written one character at a time, as plainly as
+    /// they read in the module docs: [`Out::text`]'s runs must agree.
+    fn text_by_chars(out: &mut Out, text: &str, flow: Flow) {
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\n' || c == '\r' {
+                if c == '\r' && chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                match flow {
+                    Flow::Breaks => out.hard_break(),
+                    Flow::OneLine => out.push_plain(' '),
+                }
+                continue;
+            }
+            out.line_prefix();
+            out.after_marker = false;
+            if out.fresh {
+                if c == ' ' || c == '\t' {
+                    continue;
+                }
+                out.fresh = false;
+                if matches!(c, '-' | '+' | '=') {
+                    out.buf.push('\\');
+                } else if c.is_ascii_digit() {
+                    out.buf.push(c);
+                    while let Some(&d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                        out.buf.push(d);
+                        chars.next();
+                    }
+                    if matches!(chars.peek(), Some('.' | ')')) {
+                        out.buf.push('\\');
+                    }
+                    continue;
+                }
+            }
+            match c {
+                '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '&' | '|' | '~' | '#' => {
+                    out.buf.push('\\');
+                    out.buf.push(c);
+                }
+                '\0' => out.buf.push('\u{FFFD}'),
+                c => out.buf.push(c),
+            }
+        }
+    }
+
+    /// Characters that take every path of the escaping rules.
+    const TRICKY: &[char] = &[
+        ' ', '\t', '\r', '\n', '\0', '#', '*', '_', '`', '~', '|', '<', '>', '&', '[', ']', '\\',
+        '+', '=', '-', '.', ')', '1', '9', 'a', 'é', '€',
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn text_in_runs_writes_what_one_char_at_a_time_writes(
+            pieces in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(TRICKY.to_vec()), 0..12)
+                    .prop_map(|chars| chars.into_iter().collect::<String>()),
+                0..6,
+            ),
+            one_line in proptest::bool::ANY,
+        ) {
+            let flow = if one_line { Flow::OneLine } else { Flow::Breaks };
+            let (mut fast, mut slow) = (Out::with_capacity(64), Out::with_capacity(64));
+            for (i, piece) in pieces.iter().enumerate() {
+                for out in [&mut fast, &mut slow] {
+                    out.begin_block();
+                    if i % 2 == 1 {
+                        out.marker("- ");
+                    }
+                }
+                fast.text(piece, flow);
+                text_by_chars(&mut slow, piece, flow);
+                fast.end_block();
+                slow.end_block();
+            }
+            proptest::prop_assert_eq!(fast.finish(), slow.finish());
         }
     }
 
