@@ -11,6 +11,10 @@
 //!
 //! The listeners are bound to port 0 by the test and handed to the binary
 //! through Pingora's upgrade socket, so no port is probed and released.
+//!
+//! The same real binary also writes its access log here, through its own
+//! logger (which holds access lines until the log's thread has drained its
+//! queue): every line arrives, in order, without a flush from outside.
 
 mod common;
 
@@ -63,6 +67,32 @@ impl Binary {
             child,
             lines,
             seen: Vec::new(),
+        }
+    }
+
+    /// Waits until `count` stderr lines seen so far contain `needle`; those
+    /// lines.
+    fn wait_for_count(&mut self, needle: &str, count: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let found: Vec<String> = self
+                .seen
+                .iter()
+                .filter(|l| l.contains(needle))
+                .cloned()
+                .collect();
+            if found.len() >= count {
+                return found;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(_) => panic!(
+                    "{} of {count} lines with {needle:?} in:\n{}",
+                    found.len(),
+                    self.seen.join("\n")
+                ),
+            }
         }
     }
 
@@ -193,6 +223,11 @@ struct Setup {
 }
 
 fn setup(name: &str, grace_seconds: u32) -> Setup {
+    setup_with(name, grace_seconds, "")
+}
+
+/// [`setup`] with `server_extra` added to `board_api.server`.
+fn setup_with(name: &str, grace_seconds: u32, server_extra: &str) -> Setup {
     let dir = std::env::temp_dir().join(format!("sba-probes-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let sock = dir.join("upgrade.sock");
@@ -208,7 +243,7 @@ fn setup(name: &str, grace_seconds: u32) -> Setup {
         format!(
             "version: 1\nthreads: 2\npid_file: {}\nupgrade_sock: {}\n\
              grace_period_seconds: {grace_seconds}\ngraceful_shutdown_timeout_seconds: 1\n\
-             board_api:\n  server:\n    listen: [\"{main}\"]\n    metrics:\n      listen: \"{metrics}\"\n\
+             board_api:\n  server:\n    listen: [\"{main}\"]\n{server_extra}    metrics:\n      listen: \"{metrics}\"\n\
              \x20 provider:\n    name: milanote\n    share_host: app.milanote.com\n\
              \x20   origin: https://app.milanote.com\n",
             dir.join("pid").display(),
@@ -310,5 +345,50 @@ fn readiness_fails_on_the_old_process_during_an_upgrade() {
     assert_eq!(r.status, 200);
     new.signal("-TERM");
     new.wait_exit();
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
+
+#[test]
+fn the_binary_writes_one_access_line_per_request_in_order() {
+    let s = setup_with("access", 1, "    access_log: true\n");
+    let mut gw = Binary::start(&s.conf);
+    hand_over(&s.listeners, &s.sock);
+    wait_ready(s.metrics);
+    let search = format!("/api/search?url={}", link(BOARD, PERMISSION));
+    // The demo's permission id is the word `demo`, which other lines hold:
+    // the bad link carries one that nothing else says.
+    let bad = format!("/api/detail?url={}", link("bad id!", "Secr3tP3rm"));
+    // A repeating pattern of outcomes, so the order of the lines shows.
+    let sent: Vec<(&str, u16)> = (0..40)
+        .map(|i| match i % 4 {
+            0 | 1 => (search.as_str(), 200),
+            2 => (bad.as_str(), 400),
+            _ => ("/api/elsewhere", 404),
+        })
+        .collect();
+    for (path, status) in &sent {
+        assert_eq!(request(s.main, "GET", path, &[]).status, *status, "{path}");
+    }
+    // Nothing but the queue running dry flushes these lines: a writer that
+    // held them would leave this waiting.
+    let lines = gw.wait_for_count("shared_board_api::access", sent.len());
+    assert_eq!(lines.len(), sent.len(), "{lines:#?}");
+    for (line, (_, status)) in lines.iter().zip(&sent) {
+        assert!(line.contains(" INFO "), "{line}");
+        let json = line.split_once("] ").map(|(_, j)| j).expect("a message");
+        let json: serde_json::Value = serde_json::from_str(json).expect("a JSON line");
+        assert_eq!(json["status"], *status, "{line}");
+        let path = json["path"].as_str().expect("path");
+        assert!(path.starts_with("/api/") && !path.contains('?'), "{line}");
+    }
+    assert!(
+        gw.seen
+            .iter()
+            .all(|l| !l.contains("Secr3tP3rm") && !l.contains("p%3Ddemo") && !l.contains("p=demo")),
+        "{:#?}",
+        gw.seen
+    );
+    gw.signal("-TERM");
+    gw.wait_exit();
     let _ = std::fs::remove_dir_all(&s.dir);
 }

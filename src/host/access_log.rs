@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// The log target of access lines, to route or filter them apart
 /// (`RUST_LOG=shared_board_api::access=off` silences them).
-pub const TARGET: &str = "shared_board_api::access";
+pub const TARGET: &str = crate::logging::ACCESS_TARGET;
 
 /// The sending end of the buffer; the writer thread ends when it is dropped.
 pub(crate) struct AccessLog {
@@ -81,6 +81,9 @@ fn write_all(rx: &Receiver<Entry>) {
         while let Ok(entry) = rx.try_recv() {
             write(&entry);
         }
+        // The binary's logger holds access lines until now, to write them
+        // in one go (`logging::init`); any other logger writes them at once.
+        log::logger().flush();
         std::thread::sleep(PAUSE);
         let next = match rx.try_recv() {
             Err(TryRecvError::Empty) => rx.recv().ok(),
