@@ -4,9 +4,15 @@
 //! palettes, drawings), so reading a large board costs little more than
 //! scanning it. Any JSON reads: a member of an unexpected type is simply
 //! not what a rule looks for, so rendering never fails on a shape.
+//!
+//! Arrays, objects and unescaped strings live in one arena ([`Bump`]) for
+//! the length of a render: a board is hundreds of thousands of small
+//! objects (text nodes, marks, cells), and allocating and freeing each on
+//! the heap was most of the render's time.
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use std::borrow::Cow;
+use bumpalo::collections::Vec as BumpVec;
+pub use bumpalo::Bump;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
 /// Members never rendered, skipped while reading (wherever they appear:
@@ -28,15 +34,15 @@ const SKIPPED: &[&str] = &[
     "faviconUrl",
 ];
 
-/// A JSON value borrowed from the selected document.
-#[derive(Debug, Clone, PartialEq)]
+/// A JSON value borrowed from the selected document and its arena.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum V<'a> {
     Null,
     Bool(bool),
     Num(Num),
-    Str(Cow<'a, str>),
-    Arr(Vec<V<'a>>),
-    Obj(Vec<(Cow<'a, str>, V<'a>)>),
+    Str(&'a str),
+    Arr(&'a [V<'a>]),
+    Obj(&'a [(&'a str, V<'a>)]),
 }
 
 /// A JSON number as serde_json reads it.
@@ -57,21 +63,22 @@ impl fmt::Display for Num {
     }
 }
 
-static EMPTY: Vec<V<'static>> = Vec::new();
-
 impl<'a> V<'a> {
-    /// Reads compact or pretty JSON.
+    /// Reads compact or pretty JSON into `arena`.
     ///
     /// # Errors
     /// The bytes are not JSON, or nest deeper than serde_json's limit.
-    pub fn parse(json: &'a [u8]) -> Result<V<'a>, serde_json::Error> {
-        serde_json::from_slice(json)
+    pub fn parse(json: &'a [u8], arena: &'a Bump) -> Result<V<'a>, serde_json::Error> {
+        let mut reader = serde_json::Deserializer::from_slice(json);
+        let value = Seed(arena).deserialize(&mut reader)?;
+        reader.end()?;
+        Ok(value)
     }
 
     /// The member `key` of an object.
     pub fn get(&self, key: &str) -> Option<&V<'a>> {
         match self {
-            V::Obj(members) => members.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            V::Obj(members) => members.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
             _ => None,
         }
     }
@@ -103,108 +110,115 @@ impl<'a> V<'a> {
     }
 
     /// The items of an array; none for anything else.
-    pub fn items(&self) -> &[V<'a>] {
+    pub fn items(&self) -> &'a [V<'a>] {
         match self {
             V::Arr(items) => items,
-            _ => &EMPTY,
+            _ => &[],
         }
     }
 
     /// The items of the array member `key`.
-    pub fn list(&self, key: &str) -> &[V<'a>] {
-        self.get(key).map_or(&EMPTY, V::items)
+    pub fn list(&self, key: &str) -> &'a [V<'a>] {
+        self.get(key).map_or(&[], V::items)
     }
 }
 
-impl<'de> Deserialize<'de> for V<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ValueVisitor)
+/// Reads one value into the arena.
+#[derive(Clone, Copy)]
+struct Seed<'a>(&'a Bump);
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Seed<'a> {
+    type Value = V<'a>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<V<'a>, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
-struct ValueVisitor;
-
-impl<'de> Visitor<'de> for ValueVisitor {
-    type Value = V<'de>;
+impl<'de: 'a, 'a> Visitor<'de> for Seed<'a> {
+    type Value = V<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_unit<E>(self) -> Result<V<'de>, E> {
+    fn visit_unit<E>(self) -> Result<V<'a>, E> {
         Ok(V::Null)
     }
 
-    fn visit_bool<E>(self, b: bool) -> Result<V<'de>, E> {
+    fn visit_bool<E>(self, b: bool) -> Result<V<'a>, E> {
         Ok(V::Bool(b))
     }
 
-    fn visit_u64<E>(self, n: u64) -> Result<V<'de>, E> {
+    fn visit_u64<E>(self, n: u64) -> Result<V<'a>, E> {
         Ok(V::Num(Num::U(n)))
     }
 
-    fn visit_i64<E>(self, n: i64) -> Result<V<'de>, E> {
+    fn visit_i64<E>(self, n: i64) -> Result<V<'a>, E> {
         Ok(V::Num(Num::I(n)))
     }
 
-    fn visit_f64<E>(self, n: f64) -> Result<V<'de>, E> {
+    fn visit_f64<E>(self, n: f64) -> Result<V<'a>, E> {
         Ok(V::Num(Num::F(n)))
     }
 
-    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<V<'de>, E> {
-        Ok(V::Str(Cow::Borrowed(s)))
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<V<'a>, E> {
+        Ok(V::Str(s))
     }
 
-    fn visit_str<E>(self, s: &str) -> Result<V<'de>, E> {
-        Ok(V::Str(Cow::Owned(s.to_owned())))
+    fn visit_str<E>(self, s: &str) -> Result<V<'a>, E> {
+        Ok(V::Str(self.0.alloc_str(s)))
     }
 
-    fn visit_string<E>(self, s: String) -> Result<V<'de>, E> {
-        Ok(V::Str(Cow::Owned(s)))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<V<'de>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(item) = seq.next_element()? {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<V<'a>, A::Error> {
+        let mut items = BumpVec::with_capacity_in(seq.size_hint().unwrap_or(0).min(64), self.0);
+        while let Some(item) = seq.next_element_seed(self)? {
             items.push(item);
         }
-        Ok(V::Arr(items))
+        Ok(V::Arr(items.into_bump_slice()))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<V<'de>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<V<'a>, A::Error> {
         // Most objects of a board (text nodes, marks, cells) hold a few
         // members: room for four saves the first regrowths.
-        let mut members = Vec::with_capacity(4);
-        while let Some(Key(key)) = map.next_key()? {
-            if SKIPPED.contains(&&*key) {
+        let mut members = BumpVec::with_capacity_in(4, self.0);
+        while let Some(key) = map.next_key_seed(Key(self.0))? {
+            if SKIPPED.contains(&key) {
                 map.next_value::<IgnoredAny>()?;
             } else {
-                members.push((key, map.next_value()?));
+                members.push((key, map.next_value_seed(self)?));
             }
         }
-        Ok(V::Obj(members))
+        Ok(V::Obj(members.into_bump_slice()))
     }
 }
 
-/// An object key, borrowed when it holds no escapes.
-struct Key<'a>(Cow<'a, str>);
+/// Reads an object key: borrowed when it holds no escapes, else copied
+/// into the arena.
+#[derive(Clone, Copy)]
+struct Key<'a>(&'a Bump);
 
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object key")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(s.to_owned())))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Key<'a> {
+    type Value = &'a str;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<&'a str, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for Key<'a> {
+    type Value = &'a str;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<&'a str, E> {
+        Ok(s)
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<&'a str, E> {
+        Ok(self.0.alloc_str(s))
     }
 }
 
@@ -216,9 +230,14 @@ mod tests {
     fn strings_borrow_and_skipped_members_are_left_out() {
         let json =
             br#"{"id":"a","title":"T\u00e9","location":{"x":1},"n":-2,"f":1.5,"b":[true,null]}"#;
-        let v = V::parse(json).expect("json");
-        assert!(matches!(v.get("id"), Some(V::Str(Cow::Borrowed("a")))));
-        assert!(matches!(v.get("title"), Some(V::Str(Cow::Owned(t))) if t == "Té"));
+        let arena = Bump::new();
+        let v = V::parse(json, &arena).expect("json");
+        // Borrowed: the very bytes of the input.
+        let Some(V::Str(id)) = v.get("id") else {
+            panic!("id")
+        };
+        assert_eq!(id.as_ptr(), json[7..].as_ptr());
+        assert_eq!(v.get("title").and_then(V::as_str), Some("Té"));
         assert_eq!(v.get("location"), None);
         assert_eq!(v.get("n").and_then(V::as_num), Some(Num::I(-2)));
         assert_eq!(
