@@ -66,10 +66,17 @@ impl fmt::Display for Num {
 impl<'a> V<'a> {
     /// Reads compact or pretty JSON into `arena`.
     ///
+    /// The bytes are checked as UTF-8 once, whole, and then read as text:
+    /// read as bytes, serde_json checks every string it borrows again, one
+    /// call each.
+    ///
     /// # Errors
     /// The bytes are not JSON, or nest deeper than serde_json's limit.
     pub fn parse(json: &'a [u8], arena: &'a Bump) -> Result<V<'a>, serde_json::Error> {
-        let mut reader = serde_json::Deserializer::from_slice(json);
+        let json = std::str::from_utf8(json).map_err(|_| {
+            <serde_json::Error as de::Error>::custom("the document is not UTF-8")
+        })?;
+        let mut reader = serde_json::Deserializer::from_str(json);
         let value = Seed(arena).deserialize(&mut reader)?;
         reader.end()?;
         Ok(value)
