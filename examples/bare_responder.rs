@@ -15,8 +15,6 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use std::fmt::Write as _;
-use std::time::Instant;
 use http::header;
 use pingora_core::modules::http::compression::ResponseCompressionBuilder;
 use pingora_core::modules::http::HttpModules;
@@ -26,6 +24,8 @@ use pingora_core::upstreams::peer::HttpPeer;
 use pingora_core::{Error, ErrorType, Result};
 use pingora_http::ResponseHeader;
 use pingora_proxy::{ProxyHttp, Session};
+use std::fmt::Write as _;
+use std::time::Instant;
 
 struct Bare {
     body: Bytes,

@@ -73,9 +73,8 @@ impl<'a> V<'a> {
     /// # Errors
     /// The bytes are not JSON, or nest deeper than serde_json's limit.
     pub fn parse(json: &'a [u8], arena: &'a Bump) -> Result<V<'a>, serde_json::Error> {
-        let json = std::str::from_utf8(json).map_err(|_| {
-            <serde_json::Error as de::Error>::custom("the document is not UTF-8")
-        })?;
+        let json = std::str::from_utf8(json)
+            .map_err(|_| <serde_json::Error as de::Error>::custom("the document is not UTF-8"))?;
         let mut reader = serde_json::Deserializer::from_str(json);
         let value = Seed(arena).deserialize(&mut reader)?;
         reader.end()?;
