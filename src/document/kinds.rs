@@ -1,7 +1,7 @@
 //! The fields of each node type of BoardDocument v1, one struct per type
-//! (what `NodeKind` carries), and why a nested board was not loaded.
-//! [`super::types`] holds the document, the node and the leaf shapes these
-//! fields use; the schema is derived from both.
+//! (what `NodeKind` in [`super::types`] carries), and why a nested board was
+//! not loaded. The shapes these fields share are in [`super::leaves`]; the
+//! schema is derived from all three.
 
 use super::leaves::{File, Icon, Image, Raw, RichText, Scalar};
 use schemars::JsonSchema;

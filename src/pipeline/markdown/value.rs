@@ -5,8 +5,9 @@
 //! scanning it. Any JSON reads: a member of an unexpected type is simply
 //! not what a rule looks for, so rendering never fails on a shape.
 //!
-//! Arrays, objects and unescaped strings live in one arena ([`Bump`]) for
-//! the length of a render: a board is hundreds of thousands of small
+//! Arrays, objects, and the strings that held escapes (copied out
+//! unescaped), live in one arena ([`Bump`]) for the length of a render;
+//! every other string is a slice of the input: a board is hundreds of thousands of small
 //! objects (text nodes, marks, cells), and allocating and freeing each on
 //! the heap was most of the render's time.
 
