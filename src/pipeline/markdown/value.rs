@@ -11,9 +11,9 @@
 //! objects (text nodes, marks, cells), and allocating and freeing each on
 //! the heap was most of the render's time.
 
-use bumpalo::collections::Vec as BumpVec;
 pub use bumpalo::Bump;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::cell::RefCell;
 use std::fmt;
 
 /// Members never rendered, skipped while reading (wherever they appear:
@@ -77,7 +77,12 @@ impl<'a> V<'a> {
         let json = std::str::from_utf8(json)
             .map_err(|_| <serde_json::Error as de::Error>::custom("the document is not UTF-8"))?;
         let mut reader = serde_json::Deserializer::from_str(json);
-        let value = Seed(arena).deserialize(&mut reader)?;
+        let scratch = Scratch::default();
+        let value = Seed {
+            arena,
+            scratch: &scratch,
+        }
+        .deserialize(&mut reader)?;
         reader.end()?;
         Ok(value)
     }
@@ -130,11 +135,25 @@ impl<'a> V<'a> {
     }
 }
 
+/// The items and members of the containers being read, one stack each for
+/// a whole parse: a container gathers its entries on top of the stack and
+/// copies them into the arena at their final size when it closes (serde_json
+/// does not know an array's length in advance, and a `Vec` grown inside the
+/// arena would leave each smaller buffer behind).
+#[derive(Default)]
+struct Scratch<'a> {
+    items: RefCell<Vec<V<'a>>>,
+    members: RefCell<Vec<(&'a str, V<'a>)>>,
+}
+
 /// Reads one value into the arena.
 #[derive(Clone, Copy)]
-struct Seed<'a>(&'a Bump);
+struct Seed<'a, 's> {
+    arena: &'a Bump,
+    scratch: &'s Scratch<'a>,
+}
 
-impl<'de: 'a, 'a> DeserializeSeed<'de> for Seed<'a> {
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Seed<'a, '_> {
     type Value = V<'a>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<V<'a>, D::Error> {
@@ -142,7 +161,7 @@ impl<'de: 'a, 'a> DeserializeSeed<'de> for Seed<'a> {
     }
 }
 
-impl<'de: 'a, 'a> Visitor<'de> for Seed<'a> {
+impl<'de: 'a, 'a> Visitor<'de> for Seed<'a, '_> {
     type Value = V<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -174,29 +193,36 @@ impl<'de: 'a, 'a> Visitor<'de> for Seed<'a> {
     }
 
     fn visit_str<E>(self, s: &str) -> Result<V<'a>, E> {
-        Ok(V::Str(self.0.alloc_str(s)))
+        Ok(V::Str(self.arena.alloc_str(s)))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<V<'a>, A::Error> {
-        let mut items = BumpVec::with_capacity_in(seq.size_hint().unwrap_or(0).min(64), self.0);
+        // The stack is back at `start` whenever an item returns: each
+        // container takes its own entries off it before returning.
+        let start = self.scratch.items.borrow().len();
         while let Some(item) = seq.next_element_seed(self)? {
-            items.push(item);
+            self.scratch.items.borrow_mut().push(item);
         }
-        Ok(V::Arr(items.into_bump_slice()))
+        let mut items = self.scratch.items.borrow_mut();
+        let slice = self.arena.alloc_slice_copy(&items[start..]);
+        items.truncate(start);
+        Ok(V::Arr(slice))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<V<'a>, A::Error> {
-        // Most objects of a board (text nodes, marks, cells) hold a few
-        // members: room for four saves the first regrowths.
-        let mut members = BumpVec::with_capacity_in(4, self.0);
-        while let Some(key) = map.next_key_seed(Key(self.0))? {
+        let start = self.scratch.members.borrow().len();
+        while let Some(key) = map.next_key_seed(Key(self.arena))? {
             if SKIPPED.contains(&key) {
                 map.next_value::<IgnoredAny>()?;
             } else {
-                members.push((key, map.next_value_seed(self)?));
+                let value = map.next_value_seed(self)?;
+                self.scratch.members.borrow_mut().push((key, value));
             }
         }
-        Ok(V::Obj(members.into_bump_slice()))
+        let mut members = self.scratch.members.borrow_mut();
+        let slice = self.arena.alloc_slice_copy(&members[start..]);
+        members.truncate(start);
+        Ok(V::Obj(slice))
     }
 }
 
@@ -253,5 +279,37 @@ mod tests {
         );
         assert_eq!(v.list("b"), &[V::Bool(true), V::Null]);
         assert!(v.list("id").is_empty() && v.list("none").is_empty());
+    }
+
+    /// The value as serde_json's, to compare shapes.
+    fn plain(v: &V) -> serde_json::Value {
+        match v {
+            V::Null => serde_json::Value::Null,
+            V::Bool(b) => (*b).into(),
+            V::Num(n) => serde_json::from_str(&n.to_string()).expect("number"),
+            V::Str(s) => (*s).into(),
+            V::Arr(items) => items.iter().map(plain).collect(),
+            V::Obj(members) => members
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), plain(v)))
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+        }
+    }
+
+    #[test]
+    fn nested_containers_keep_their_own_entries() {
+        for json in [
+            r#"{"a":[1,[2,[],3],{"b":[4,{"c":[]}]},5],"d":{"e":{"f":{}}},"g":"h"}"#,
+            r#"[[[[1]]],[],[{"x":[{"y":[true,null]}],"z":2}],3]"#,
+            r#"{"blocks":[{"type":"p","content":[{"text":"a\"b"},{"text":"c"}]},{"type":"q"}]}"#,
+            r#"[]"#,
+            r#"{}"#,
+        ] {
+            let arena = Bump::new();
+            let v = V::parse(json.as_bytes(), &arena).expect("json");
+            let expected: serde_json::Value = serde_json::from_str(json).expect("json");
+            assert_eq!(plain(&v), expected, "{json}");
+        }
     }
 }
