@@ -261,13 +261,14 @@ pub const ACCESS_TARGET: &str = "shared_board_api::access";
 /// A logger was already installed in this process.
 #[cfg(feature = "demo")]
 pub fn init() -> Result<(), SetLoggerError> {
-    let general =
-        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).build();
+    // Both read the same `RUST_LOG` and format the same way.
+    let builder =
+        || env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"));
+    let general = builder().build();
     let batch = Arc::new(Mutex::new(Vec::with_capacity(BATCH)));
-    let access =
-        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-            .target(env_logger::Target::Pipe(Box::new(Held(Arc::clone(&batch)))))
-            .build();
+    let access = builder()
+        .target(env_logger::Target::Pipe(Box::new(Held(Arc::clone(&batch)))))
+        .build();
     let level = general.filter().max(access.filter());
     Redacting::new(Split {
         general,
