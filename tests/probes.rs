@@ -74,26 +74,25 @@ impl Binary {
     /// lines.
     fn wait_for_count(&mut self, needle: &str, count: usize) -> Vec<String> {
         let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let found: Vec<String> = self
-                .seen
-                .iter()
-                .filter(|l| l.contains(needle))
-                .cloned()
-                .collect();
-            if found.len() >= count {
-                return found;
-            }
+        let mut found = self.seen.iter().filter(|l| l.contains(needle)).count();
+        while found < count {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
+                Ok(line) => {
+                    found += usize::from(line.contains(needle));
+                    self.seen.push(line);
+                }
                 Err(_) => panic!(
-                    "{} of {count} lines with {needle:?} in:\n{}",
-                    found.len(),
+                    "{found} of {count} lines with {needle:?} in:\n{}",
                     self.seen.join("\n")
                 ),
             }
         }
+        self.seen
+            .iter()
+            .filter(|l| l.contains(needle))
+            .cloned()
+            .collect()
     }
 
     /// Every stderr line left, once the process has exited.

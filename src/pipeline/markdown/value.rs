@@ -6,10 +6,10 @@
 //! not what a rule looks for, so rendering never fails on a shape.
 //!
 //! Arrays, objects, and the strings that held escapes (copied out
-//! unescaped), live in one arena ([`Bump`]) for the length of a render;
-//! every other string is a slice of the input: a board is hundreds of thousands of small
-//! objects (text nodes, marks, cells), and allocating and freeing each on
-//! the heap was most of the render's time.
+//! unescaped) live in one arena ([`Bump`]) for the length of a render;
+//! every other string is a slice of the input. A board is hundreds of
+//! thousands of small objects (text nodes, marks, cells), and allocating
+//! and freeing each on the heap was most of the render's time.
 
 pub use bumpalo::Bump;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
