@@ -18,7 +18,9 @@
 //!
 //! `render/tiptap-7000/<json|markdown>/<view>`: the render alone, on the
 //! loaded 7,000-card board, as JSON and as Markdown, per view; the body
-//! sizes (identity and gzip) are printed first.
+//! sizes (identity and gzip) are printed first. `markdown-two-pass` is the
+//! reference Markdown render (select into JSON bytes, read them with
+//! serde_json), the serving path before the one-pass reader.
 //!
 //! Run: `cargo bench --bench pipeline -- --warm-up-time 1 --measurement-time 3`
 //! (only the renders: add `render/`)
@@ -246,6 +248,17 @@ fn render(c: &mut Criterion) {
                 b.iter(|| board.render_as(representation, "detail", black_box(s)))
             });
         }
+        // The Markdown as it was rendered before the one-pass reader: the
+        // selection into JSON bytes, then serde_json reading those.
+        group.bench_with_input(
+            BenchmarkId::new("markdown-two-pass", view),
+            &selection,
+            |b, s| {
+                b.iter(|| {
+                    reference::rendered_markdown("detail", black_box(s), board.document_json())
+                })
+            },
+        );
     }
     group.finish();
 }

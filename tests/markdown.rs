@@ -34,8 +34,17 @@ fn golden(name: &str, text: &str) {
     assert_eq!(text, expected, "{name} differs from its golden file");
 }
 
+/// The Markdown of the whole of `doc`, through the serving reader, checked
+/// against the reference reader on the way.
 fn render(doc: &Value) -> String {
-    markdown::render(&serde_json::to_vec(doc).expect("serializes")).expect("renders")
+    let json = serde_json::to_vec(doc).expect("serializes");
+    let text = markdown::render(&Selection::view(View::Full), &json).expect("renders");
+    assert_eq!(
+        text,
+        markdown::render_reference(&json).expect("renders"),
+        "the two readers differ"
+    );
+    text
 }
 
 /// What a GFM reader sees in a render.

@@ -5,10 +5,12 @@
 //! the way the provider client merges them, for every view and for includes
 //! and excludes. An outline (the document without element bodies) renders
 //! every selection that needs no body exactly as the full document does.
+//! The Markdown of every selection, selected and read in one pass, is the
+//! Markdown of the selected JSON read by serde_json.
 
 use serde_json::{Map, Value};
 use shared_board_api::internals::document::{Completeness, Coverage};
-use shared_board_api::internals::pipeline::{load, reference};
+use shared_board_api::internals::pipeline::{load, markdown, reference, Representation};
 use shared_board_api::internals::provider::fetched::comments_of;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
@@ -93,6 +95,7 @@ fn assert_same(fetched: &Fetched, what: &str) -> usize {
     .expect("an outline builds where the document does");
     assert_eq!(outline.completeness(), fast.completeness(), "{what}");
     let mut outlined = 0;
+    let mut markdown = 0;
     for selection in selections() {
         for scope in ["search", "detail"] {
             let a = fast.render(scope, &selection).expect("renders");
@@ -104,6 +107,33 @@ fn assert_same(fetched: &Fetched, what: &str) -> usize {
                 selection.canonical()
             );
             assert_eq!(a.etag, b.etag, "{what}: {scope} {}", selection.canonical());
+            // Markdown: selected and read in one pass, against selecting
+            // into JSON and reading that with serde_json.
+            let md = fast
+                .render_as(Representation::Markdown, scope, &selection)
+                .expect("renders");
+            let md_reference =
+                reference::rendered_markdown(scope, &selection, fast.document_json())
+                    .expect("renders");
+            assert_eq!(
+                String::from_utf8_lossy(&md.body),
+                String::from_utf8_lossy(&md_reference.body),
+                "{what}: Markdown {scope} {}",
+                selection.canonical()
+            );
+            assert_eq!(md.etag, md_reference.etag, "{what}: Markdown {scope}");
+            // And what the writer was given, which the text may not show.
+            let mut selected = Vec::new();
+            selection
+                .apply_bytes(fast.document_json(), &mut selected)
+                .expect("selects");
+            assert_eq!(
+                markdown::read(&selection, fast.document_json()).expect("reads"),
+                markdown::read_reference(&selected).expect("reads"),
+                "{what}: Markdown value {}",
+                selection.canonical()
+            );
+            markdown += usize::from(!md.body.is_empty());
             if selection.coverage() == Coverage::Outline {
                 let c = outline.render(scope, &selection).expect("renders");
                 assert_eq!(
@@ -121,6 +151,8 @@ fn assert_same(fetched: &Fetched, what: &str) -> usize {
     }
     // Compact, its excludes, and the body-free includes.
     assert!(outlined >= 2 * 6, "{what}: {outlined} outline renders");
+    // Every selection but those that keep nothing the writer shows.
+    assert!(markdown >= 2 * 20, "{what}: {markdown} Markdown renders");
     // An outline holds no body.
     let doc: Value = serde_json::from_slice(outline.document_json()).expect("JSON");
     let mut stack = vec![&doc];

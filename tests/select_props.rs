@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use shared_board_api::internals::document::model::{self, Model};
 use shared_board_api::internals::document::sanitize::{is_sensitive, sanitize, SENSITIVE_KEYS};
 use shared_board_api::internals::document::*;
-use shared_board_api::internals::pipeline::{reference, LoadedBoard};
+use shared_board_api::internals::pipeline::{markdown, reference, LoadedBoard, Representation};
 use shared_board_api::internals::select::{Selection, View};
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -464,7 +464,8 @@ proptest! {
     }
 
     /// The serving path (selection over the document's bytes) gives the
-    /// reference's bytes and ETag for every view, include and exclude.
+    /// reference's bytes and ETag for every view, include and exclude, as
+    /// JSON and as Markdown.
     #[test]
     fn byte_rendering_matches_the_reference(
         doc in document(),
@@ -491,6 +492,24 @@ proptest! {
                     "{}", selection.canonical()
                 );
                 prop_assert_eq!(fast.etag, slow.etag);
+                let fast = board
+                    .render_as(Representation::Markdown, scope, selection)
+                    .expect("renders");
+                let slow = reference::rendered_markdown(scope, selection, board.document_json())
+                    .expect("renders");
+                prop_assert_eq!(
+                    String::from_utf8_lossy(&fast.body),
+                    String::from_utf8_lossy(&slow.body),
+                    "Markdown {}", selection.canonical()
+                );
+                prop_assert_eq!(fast.etag, slow.etag);
+                let mut selected = Vec::new();
+                selection.apply_bytes(board.document_json(), &mut selected).expect("selects");
+                prop_assert_eq!(
+                    markdown::read(selection, board.document_json()).expect("reads"),
+                    markdown::read_reference(&selected).expect("reads"),
+                    "Markdown value {}", selection.canonical()
+                );
             }
         }
     }

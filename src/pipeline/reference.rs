@@ -4,7 +4,7 @@
 //! [`super::load::build`] and [`super::LoadedBoard::render`] to the exact
 //! bytes and ETags it produces.
 
-use super::render::{render, RenderError, Rendered};
+use super::render::{render, render_markdown_reference, RenderError, Rendered};
 use crate::document::sanitize::sanitize;
 use crate::provider::error::FetchError;
 use crate::provider::normalize::normalize;
@@ -35,4 +35,19 @@ pub fn rendered(
     document: &Value,
 ) -> Result<Rendered, RenderError> {
     render(scope, &selection.canonical(), &selection.apply(document))
+}
+
+/// The Markdown body and ETag of `selection` on `doc`, the compact JSON of a
+/// sanitized document: selected into JSON bytes, which serde_json reads for
+/// the writer. [`super::LoadedBoard::render_as`] selects and reads in one
+/// pass and must give the same bytes.
+///
+/// # Errors
+/// As [`super::render::render_markdown`].
+pub fn rendered_markdown(
+    scope: &str,
+    selection: &Selection,
+    doc: &[u8],
+) -> Result<Rendered, RenderError> {
+    render_markdown_reference(scope, selection, &selection.canonical(), doc)
 }

@@ -152,9 +152,9 @@ pub fn render_envelope(
 }
 
 /// The Markdown of `selection` applied to `doc` (the compact JSON of a
-/// sanitized document, used as it is when the selection is `full`) and its
-/// ETag: the representation, the endpoint, the canonical selection and the
-/// Markdown itself, which leaves `fetchedAt` out. Hashing the text rather
+/// sanitized document), selected and read in one pass, and its ETag: the
+/// representation, the endpoint, the canonical selection and the Markdown
+/// itself, which leaves `fetchedAt` out. Hashing the text rather
 /// than the selected JSON hashes a tenth of the bytes, and no JSON tag can
 /// equal it.
 ///
@@ -167,16 +167,13 @@ pub fn render_markdown(
     canonical: &str,
     doc: &[u8],
 ) -> Result<Rendered, RenderError> {
-    let mut selected = Vec::new();
-    let data = if selection.is_full() {
-        doc
-    } else {
-        selected.reserve(4096);
-        selection.apply_bytes(doc, &mut selected)?;
-        &selected
-    };
-    let text = markdown::render(data).map_err(|e| RenderError(Reason::Markdown(e)))?;
-    drop(selected);
+    let text = markdown::render(selection, doc)?;
+    Ok(markdown_rendered(scope, canonical, text))
+}
+
+/// The Markdown `text` of one selection as a [`Rendered`], its ETag hashed
+/// over the representation, the endpoint, the canonical selection and the text.
+pub(crate) fn markdown_rendered(scope: &str, canonical: &str, text: String) -> Rendered {
     let mut hasher = Xxh3::new();
     for part in [
         b"text/markdown".as_slice(),
@@ -187,10 +184,28 @@ pub fn render_markdown(
         hasher.update(b"\0");
     }
     hasher.update(text.as_bytes());
-    Ok(Rendered {
+    Rendered {
         body: exact(text.into_bytes()),
         etag: weak_etag(hasher.digest128()),
-    })
+    }
+}
+
+/// [`render_markdown`] the reference way: the selection applied into JSON
+/// bytes, which serde_json then reads for the writer.
+///
+/// # Errors
+/// As [`render_markdown`].
+pub(crate) fn render_markdown_reference(
+    scope: &str,
+    selection: &Selection,
+    canonical: &str,
+    doc: &[u8],
+) -> Result<Rendered, RenderError> {
+    let mut selected = Vec::with_capacity(4096);
+    selection.apply_bytes(doc, &mut selected)?;
+    let text =
+        markdown::render_reference(&selected).map_err(|e| RenderError(Reason::Markdown(e)))?;
+    Ok(markdown_rendered(scope, canonical, text))
 }
 
 /// The start of every success body.

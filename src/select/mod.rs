@@ -266,6 +266,38 @@ impl Selection {
         }
     }
 
+    /// [`Selection::apply_bytes`] into any [`stream::Sink`], for a reader
+    /// that builds something other than bytes from the selected document
+    /// (the Markdown render). `scratch` holds the intermediate bytes of an
+    /// `exclude` over a view, which the sink may borrow from.
+    ///
+    /// # Errors
+    /// [`stream::Malformed`] when `doc` is not compact JSON.
+    pub fn apply_into<'a>(
+        &self,
+        doc: &'a [u8],
+        scratch: &'a mut Vec<u8>,
+        out: &mut impl stream::Sink<'a>,
+    ) -> Result<(), stream::Malformed> {
+        match &self.plan {
+            Plan::Full => {
+                let end = out.value(doc, 0)?;
+                if end == doc.len() {
+                    Ok(())
+                } else {
+                    Err(stream::Malformed)
+                }
+            }
+            Plan::Include(program) => stream::include(program, doc, out),
+            Plan::Exclude(None, program) => stream::exclude(program, doc, out),
+            Plan::Exclude(Some(base), program) => {
+                stream::include(base, doc, scratch)?;
+                let viewed: &'a Vec<u8> = scratch;
+                stream::exclude(program, viewed, out)
+            }
+        }
+    }
+
     /// True for the `full` view: the document as it is.
     pub fn is_full(&self) -> bool {
         matches!(self.plan, Plan::Full)

@@ -1,14 +1,17 @@
 //! The `include` and `exclude` walks of [`super::apply`], run over the
 //! compact JSON bytes of a sanitized document instead of a value tree: the
-//! automaton steps on each key as it is read, kept bytes are copied straight
-//! to the output, and an object is opened lazily (its `{` is taken back when
-//! nothing inside it was kept), so no pruned copy of the document is built.
+//! automaton steps on each key as it is read, and what is kept goes to a
+//! [`Sink`] in document order. The JSON response's sink (`Vec<u8>`) copies
+//! kept bytes straight to the output; the Markdown reader's builds its value
+//! from them, so both representations are selected by the same walk and no
+//! pruned copy of the document is built for either. An object is opened
+//! lazily (taken back when nothing inside it was kept).
 //!
 //! The input is what this service serialized: compact JSON, valid UTF-8,
 //! object keys escaped by serde_json. Keys with an escape sequence can never
 //! be model keys (those are `[A-Za-z][A-Za-z0-9_]*`), so they are looked up
 //! as written and step to nothing, exactly as their unescaped text would.
-//! Malformed input is reported as `None`, never a panic. The walks recurse
+//! Malformed input is reported as [`Malformed`], never a panic. The walks recurse
 //! along the document, whose depth the normalizer bounds.
 
 use super::compile::{Program, Step};
@@ -18,13 +21,135 @@ use crate::document::model::{self, Model, NodeId};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Malformed;
 
-type Walk<T> = Result<T, Malformed>;
+pub type Walk<T> = Result<T, Malformed>;
+
+/// Where a walk writes what it keeps, in document order: compact JSON bytes
+/// (`Vec<u8>`, the JSON response) or a value built from them (the Markdown
+/// reader). A walk writes an object or array before it knows whether
+/// anything inside will be kept, and goes back to a [`Sink::mark`] when
+/// nothing was, so a sink must be able to forget everything after a mark.
+pub trait Sink<'a> {
+    /// A point to go back to.
+    type Mark: Copy;
+
+    fn mark(&self) -> Self::Mark;
+
+    /// Forgets everything written since `mark` was taken.
+    fn rollback(&mut self, mark: Self::Mark);
+
+    fn open_object(&mut self);
+
+    /// Starts an entry of the open object (`first` when none was written
+    /// before it in this object): `key` is the key's text as written
+    /// (escapes included), `raw` the bytes `"key":`.
+    ///
+    /// # Errors
+    /// [`Malformed`] when the key's escapes cannot be read.
+    fn key(&mut self, first: bool, key: &'a str, raw: &'a [u8]) -> Walk<()>;
+
+    fn close_object(&mut self);
+
+    /// Opens an array; its items follow, each after [`Sink::item`].
+    fn open_array(&mut self);
+
+    /// Starts an item (`first` when none was written before it).
+    fn item(&mut self, first: bool);
+
+    fn close_array(&mut self);
+
+    /// `{}`, written as a whole value.
+    fn empty_object(&mut self);
+
+    /// The value that starts at `doc[at]`, kept whole; returns the index
+    /// just past it.
+    ///
+    /// # Errors
+    /// [`Malformed`] when no compact JSON value starts there.
+    fn value(&mut self, doc: &'a [u8], at: usize) -> Walk<usize>;
+
+    /// Where a selector ends at the model position `node`: the value that
+    /// starts at `doc[at]`, less the objects that are or become empty at
+    /// model positions below it and anywhere inside leaves; returns whether
+    /// anything was kept (nothing is written when not) and the index just
+    /// past the value. The default walks it entry by entry through this
+    /// sink; a sink may do the same in one piece, to the same effect.
+    ///
+    /// # Errors
+    /// [`Malformed`] when no compact JSON value starts there.
+    fn keep_whole(
+        &mut self,
+        model: &Model,
+        node: NodeId,
+        doc: &'a [u8],
+        at: usize,
+    ) -> Walk<(bool, usize)>
+    where
+        Self: Sized,
+    {
+        let mut r = Reader { b: doc, i: at };
+        let kept = keep_whole(model, &mut r, node, self)?;
+        Ok((kept, r.i))
+    }
+}
+
+/// The JSON response's sink: kept bytes are copied as they are.
+impl<'a> Sink<'a> for Vec<u8> {
+    type Mark = usize;
+
+    fn mark(&self) -> usize {
+        self.len()
+    }
+
+    fn rollback(&mut self, mark: usize) {
+        self.truncate(mark);
+    }
+
+    fn open_object(&mut self) {
+        self.push(b'{');
+    }
+
+    fn key(&mut self, first: bool, _: &'a str, raw: &'a [u8]) -> Walk<()> {
+        if !first {
+            self.push(b',');
+        }
+        self.extend_from_slice(raw);
+        Ok(())
+    }
+
+    fn close_object(&mut self) {
+        self.push(b'}');
+    }
+
+    fn open_array(&mut self) {
+        self.push(b'[');
+    }
+
+    fn item(&mut self, first: bool) {
+        if !first {
+            self.push(b',');
+        }
+    }
+
+    fn close_array(&mut self) {
+        self.push(b']');
+    }
+
+    fn empty_object(&mut self) {
+        self.extend_from_slice(b"{}");
+    }
+
+    fn value(&mut self, doc: &'a [u8], at: usize) -> Walk<usize> {
+        let end = skip(doc, at)?;
+        self.extend_from_slice(&doc[at..end]);
+        Ok(end)
+    }
+}
 
 /// `include` over `doc` (a JSON object), appended to `out`: `{}` when nothing is kept.
 ///
 /// # Errors
 /// [`Malformed`] when `doc` is not compact JSON.
-pub fn include(program: &Program, doc: &[u8], out: &mut Vec<u8>) -> Walk<()> {
+pub fn include<'a>(program: &Program, doc: &'a [u8], out: &mut impl Sink<'a>) -> Walk<()> {
     let mut r = Reader { b: doc, i: 0 };
     let kept = match (program.start(), r.peek()?) {
         (Some(start), b'{') => include_object(program, &mut r, start, out)?,
@@ -34,7 +159,7 @@ pub fn include(program: &Program, doc: &[u8], out: &mut Vec<u8>) -> Walk<()> {
         }
     };
     if !kept {
-        out.extend_from_slice(b"{}");
+        out.empty_object();
     }
     r.end()
 }
@@ -43,14 +168,14 @@ pub fn include(program: &Program, doc: &[u8], out: &mut Vec<u8>) -> Walk<()> {
 ///
 /// # Errors
 /// [`Malformed`] when `doc` is not compact JSON.
-pub fn exclude(program: &Program, doc: &[u8], out: &mut Vec<u8>) -> Walk<()> {
+pub fn exclude<'a>(program: &Program, doc: &'a [u8], out: &mut impl Sink<'a>) -> Walk<()> {
     let mut r = Reader { b: doc, i: 0 };
     match (program.start(), r.peek()?) {
         (Some(start), b'{') => {
-            let mark = out.len();
+            let mark = out.mark();
             if exclude_object(program, &mut r, start, out)? {
-                out.truncate(mark);
-                out.extend_from_slice(b"{}");
+                out.rollback(mark);
+                out.empty_object();
             }
         }
         _ => r.copy_value(out)?,
@@ -77,6 +202,16 @@ pub fn entries(doc: &[u8], mut entry: impl FnMut(&str, &[u8])) -> Walk<()> {
         }
     }
     r.end()
+}
+
+/// The index just past the compact JSON value that starts at `doc[at]`.
+///
+/// # Errors
+/// [`Malformed`] when no value starts there or it does not end.
+pub fn skip(doc: &[u8], at: usize) -> Walk<usize> {
+    let mut r = Reader { b: doc, i: at };
+    r.skip_value()?;
+    Ok(r.i)
 }
 
 /// A cursor over compact JSON.
@@ -160,10 +295,9 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn copy_value(&mut self, out: &mut Vec<u8>) -> Walk<()> {
-        let start = self.i;
-        self.skip_value()?;
-        out.extend_from_slice(&self.b[start..self.i]);
+    /// The value at the cursor, whole, into `out`.
+    fn copy_value(&mut self, out: &mut impl Sink<'a>) -> Walk<()> {
+        self.i = out.value(self.b, self.i)?;
         Ok(())
     }
 
@@ -207,27 +341,33 @@ fn is_container(c: u8) -> bool {
     c == b'{' || c == b'['
 }
 
-/// Starts an entry: a comma when one was written before, then `"key":`.
-fn entry(out: &mut Vec<u8>, written: usize, key: &[u8]) {
-    if written > 0 {
-        out.push(b',');
-    }
-    out.extend_from_slice(key);
-}
-
 /// The kept keys of the object at the cursor, written as an object; false
 /// (and nothing written) when none is kept.
-fn include_object(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u8>) -> Walk<bool> {
+fn include_object<'a, S: Sink<'a>>(
+    program: &Program,
+    r: &mut Reader<'a>,
+    state: u32,
+    out: &mut S,
+) -> Walk<bool> {
     pruned_object(r, out, |key, r, out| match program.step(state, key) {
         Step::Skip => r.skip_value().map(|()| false),
-        Step::End(node) => keep_whole(model::get(), r, node as NodeId, out),
+        Step::End(node) => {
+            let (kept, end) = out.keep_whole(model::get(), node as NodeId, r.b, r.i)?;
+            r.i = end;
+            Ok(kept)
+        }
         Step::Descend(next) => include_value(program, r, next, out),
     })
 }
 
 /// Where selectors pass through: objects descend, arrays keep the items that
 /// produced something and are always written; a scalar produces nothing.
-fn include_value(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u8>) -> Walk<bool> {
+fn include_value<'a, S: Sink<'a>>(
+    program: &Program,
+    r: &mut Reader<'a>,
+    state: u32,
+    out: &mut S,
+) -> Walk<bool> {
     match r.peek()? {
         b'{' => include_object(program, r, state, out),
         b'[' => array(r, out, |r, out| include_value(program, r, state, out)),
@@ -238,7 +378,12 @@ fn include_value(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u8
 /// Where a selector ends: the value whole, less the objects that are or
 /// become empty at model positions and anywhere inside leaves; false when
 /// the value itself is such an object (nothing written).
-fn keep_whole(model: &Model, r: &mut Reader, node: NodeId, out: &mut Vec<u8>) -> Walk<bool> {
+fn keep_whole<'a, S: Sink<'a>>(
+    model: &Model,
+    r: &mut Reader<'a>,
+    node: NodeId,
+    out: &mut S,
+) -> Walk<bool> {
     let here = model.node(node);
     if here.is_leaf() {
         return prune_raw(r, out);
@@ -255,7 +400,7 @@ fn keep_whole(model: &Model, r: &mut Reader, node: NodeId, out: &mut Vec<u8>) ->
 }
 
 /// [`keep_whole`] inside a leaf, where every key is raw.
-fn prune_raw(r: &mut Reader, out: &mut Vec<u8>) -> Walk<bool> {
+fn prune_raw<'a, S: Sink<'a>>(r: &mut Reader<'a>, out: &mut S) -> Walk<bool> {
     match r.peek()? {
         b'{' => pruned_object(r, out, |_, r, out| prune_raw(r, out)),
         b'[' => array(r, out, prune_raw),
@@ -266,87 +411,90 @@ fn prune_raw(r: &mut Reader, out: &mut Vec<u8>) -> Walk<bool> {
 /// The object at the cursor, each entry written when `value` (called after
 /// its key is written) says so; false, and nothing written, when no entry
 /// is, so an object emptied this way is pruned.
-fn pruned_object(
-    r: &mut Reader,
-    out: &mut Vec<u8>,
-    mut value: impl FnMut(&str, &mut Reader, &mut Vec<u8>) -> Walk<bool>,
+fn pruned_object<'a, S: Sink<'a>>(
+    r: &mut Reader<'a>,
+    out: &mut S,
+    mut value: impl FnMut(&'a str, &mut Reader<'a>, &mut S) -> Walk<bool>,
 ) -> Walk<bool> {
-    let mark = out.len();
+    let mark = out.mark();
     if r.open(b'{', b'}')? {
         return Ok(false);
     }
-    out.push(b'{');
+    out.open_object();
     let mut written = 0;
     loop {
         let (key, key_bytes) = r.key()?;
-        let before = out.len();
-        entry(out, written, key_bytes);
+        let before = out.mark();
+        out.key(written == 0, key, key_bytes)?;
         if value(key, r, out)? {
             written += 1;
         } else {
-            out.truncate(before);
+            out.rollback(before);
         }
         if !r.next(b'}')? {
             break;
         }
     }
     if written == 0 {
-        out.truncate(mark);
+        out.rollback(mark);
         return Ok(false);
     }
-    out.push(b'}');
+    out.close_object();
     Ok(true)
 }
 
 /// An array whose items are written by `item` (false: the item is dropped);
 /// the array itself is always written.
-fn array(
-    r: &mut Reader,
-    out: &mut Vec<u8>,
-    mut item: impl FnMut(&mut Reader, &mut Vec<u8>) -> Walk<bool>,
+fn array<'a, S: Sink<'a>>(
+    r: &mut Reader<'a>,
+    out: &mut S,
+    mut item: impl FnMut(&mut Reader<'a>, &mut S) -> Walk<bool>,
 ) -> Walk<bool> {
-    out.push(b'[');
+    out.open_array();
     if !r.open(b'[', b']')? {
         let mut written = 0;
         loop {
-            let before = out.len();
-            if written > 0 {
-                out.push(b',');
-            }
+            let before = out.mark();
+            out.item(written == 0);
             if item(r, out)? {
                 written += 1;
             } else {
-                out.truncate(before);
+                out.rollback(before);
             }
             if !r.next(b']')? {
                 break;
             }
         }
     }
-    out.push(b']');
+    out.close_array();
     Ok(true)
 }
 
 /// The object at the cursor less every key where a selector ends; true when
 /// it had keys and lost all of them (the caller drops what was written).
-fn exclude_object(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u8>) -> Walk<bool> {
+fn exclude_object<'a, S: Sink<'a>>(
+    program: &Program,
+    r: &mut Reader<'a>,
+    state: u32,
+    out: &mut S,
+) -> Walk<bool> {
     if r.open(b'{', b'}')? {
-        out.extend_from_slice(b"{}");
+        out.empty_object();
         return Ok(false);
     }
-    out.push(b'{');
+    out.open_object();
     let mut written = 0;
     loop {
         let (key, key_bytes) = r.key()?;
-        let before = out.len();
+        let before = out.mark();
         let kept = match program.step(state, key) {
             Step::Skip => {
-                entry(out, written, key_bytes);
+                out.key(written == 0, key, key_bytes)?;
                 r.copy_value(out).map(|()| true)?
             }
             Step::End(_) => r.skip_value().map(|()| false)?,
             Step::Descend(next) => {
-                entry(out, written, key_bytes);
+                out.key(written == 0, key, key_bytes)?;
                 match r.peek()? {
                     b'{' => !exclude_object(program, r, next, out)?,
                     b'[' => exclude_array(program, r, next, out).map(|()| true)?,
@@ -357,18 +505,23 @@ fn exclude_object(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u
         if kept {
             written += 1;
         } else {
-            out.truncate(before);
+            out.rollback(before);
         }
         if !r.next(b'}')? {
             break;
         }
     }
-    out.push(b'}');
+    out.close_object();
     Ok(written == 0)
 }
 
 /// Items that are objects emptied by the exclusion are dropped; the array stays.
-fn exclude_array(program: &Program, r: &mut Reader, state: u32, out: &mut Vec<u8>) -> Walk<()> {
+fn exclude_array<'a, S: Sink<'a>>(
+    program: &Program,
+    r: &mut Reader<'a>,
+    state: u32,
+    out: &mut S,
+) -> Walk<()> {
     array(r, out, |r, out| match r.peek()? {
         b'{' => exclude_object(program, r, state, out).map(|emptied| !emptied),
         b'[' => exclude_array(program, r, state, out).map(|()| true),

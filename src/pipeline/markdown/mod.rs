@@ -2,10 +2,10 @@
 //! that ask for `text/markdown`: the representation agents and text tools
 //! read, smaller than the JSON tree.
 //!
-//! The selection is applied first (view, include, exclude), so what is
-//! written is what the JSON response of the same request would hold. The
-//! bytes are read once into a value that borrows their strings
-//! ([`value`]), then written straight into one output buffer ([`out`]):
+//! What is written is what the JSON response of the same request would
+//! hold: the selection's walk (view, include, exclude) reads the cached
+//! document once into a value that borrows its strings ([`read`],
+//! [`value`]), which is then written straight into one output buffer ([`out`]):
 //! the board tree ([`nodes`]), rich text ([`rich`], [`draft`]) and tables
 //! ([`table`]). `fetchedAt`, `source` and `version` are not written, so
 //! the text depends only on what the ETag covers.
@@ -18,20 +18,73 @@
 mod draft;
 mod nodes;
 mod out;
+mod read;
 mod rich;
 mod table;
 mod value;
 
-/// The Markdown of `data`, the compact JSON of a selected document.
+use crate::select::stream::Malformed;
+use crate::select::Selection;
+
+/// The Markdown of `selection` applied to `doc`, the compact JSON of a
+/// sanitized document: one pass over `doc` selects and reads it
+/// ([`read`]), then the writer walks the value.
 ///
 /// # Errors
-/// `data` is not JSON, or nests deeper than the JSON reader allows.
-pub fn render(data: &[u8]) -> Result<String, serde_json::Error> {
-    // The Markdown of a board runs at about a third of its JSON's size.
-    let mut out = out::Out::with_capacity(data.len() / 3 + 256);
-    // The value takes about half the JSON's size; one chunk up front.
+/// [`Malformed`] when `doc` is not compact JSON or nests deeper than 127 containers.
+pub fn render(selection: &Selection, doc: &[u8]) -> Result<String, Malformed> {
+    // The value takes about half the JSON's size when the selection keeps
+    // most of it: one chunk up front, grown as needed otherwise.
+    let arena = value::Bump::with_capacity(if selection.is_full() {
+        doc.len() / 2
+    } else {
+        doc.len() / 16
+    });
+    let mut scratch = Vec::new();
+    let mut tree = read::Tree::new(&arena);
+    selection.apply_into(doc, &mut scratch, &mut tree)?;
+    Ok(write(&tree.finish()?, doc.len()))
+}
+
+/// The reference reading: the compact or pretty JSON of an already selected
+/// document read with serde_json ([`value::V::parse`]), then written. Not
+/// the serving path; the tests and the benchmark hold [`render`] to it.
+///
+/// # Errors
+/// `data` is not JSON, or nests deeper than serde_json allows.
+pub fn render_reference(data: &[u8]) -> Result<String, serde_json::Error> {
     let arena = value::Bump::with_capacity(data.len() / 2);
-    let data = value::V::parse(data, &arena)?;
-    nodes::document(&mut out, &data);
-    Ok(out.finish())
+    let value = value::V::parse(data, &arena)?;
+    Ok(write(&value, data.len()))
+}
+
+/// What the writer is given for `selection` on `doc`, as a plain JSON
+/// value: for the tests that hold the one-pass reader to
+/// [`read_reference`], which shows differences the text may hide.
+///
+/// # Errors
+/// As [`render`].
+pub fn read(selection: &Selection, doc: &[u8]) -> Result<serde_json::Value, Malformed> {
+    let arena = value::Bump::new();
+    let mut scratch = Vec::new();
+    let mut tree = read::Tree::new(&arena);
+    selection.apply_into(doc, &mut scratch, &mut tree)?;
+    Ok(tree.finish()?.plain())
+}
+
+/// What the writer is given when it reads the selected JSON `data` with
+/// serde_json, as a plain JSON value.
+///
+/// # Errors
+/// As [`render_reference`].
+pub fn read_reference(data: &[u8]) -> Result<serde_json::Value, serde_json::Error> {
+    let arena = value::Bump::new();
+    Ok(value::V::parse(data, &arena)?.plain())
+}
+
+fn write(data: &value::V, json_len: usize) -> String {
+    // The Markdown of a board runs at about a third of its JSON's size.
+    let mut out = out::Out::with_capacity(json_len / 3 + 256);
+    nodes::document(&mut out, data);
+    out.finish()
 }

@@ -16,24 +16,27 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use std::cell::RefCell;
 use std::fmt;
 
-/// Members never rendered, skipped while reading (wherever they appear:
+/// Members never rendered, left out while reading (wherever they appear:
 /// inside a rich-text block such a key is not read either).
-const SKIPPED: &[&str] = &[
-    "location",
-    "timestamps",
-    "icon",
-    "defaultColorPalette",
-    "textStyles",
-    "columnWidths",
-    "drawing",
-    "entityRanges",
-    "colors",
-    "control",
-    "lineStyle",
-    "background",
-    "provider",
-    "faviconUrl",
-];
+pub fn skipped(key: &str) -> bool {
+    matches!(
+        key,
+        "location"
+            | "timestamps"
+            | "icon"
+            | "defaultColorPalette"
+            | "textStyles"
+            | "columnWidths"
+            | "drawing"
+            | "entityRanges"
+            | "colors"
+            | "control"
+            | "lineStyle"
+            | "background"
+            | "provider"
+            | "faviconUrl"
+    )
+}
 
 /// A JSON value borrowed from the selected document and its arena.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,6 +121,25 @@ impl<'a> V<'a> {
         match self {
             V::Num(n) => Some(*n),
             _ => None,
+        }
+    }
+
+    /// The value as serde_json's, to compare what two readers give.
+    pub fn plain(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match self {
+            V::Null => Value::Null,
+            V::Bool(b) => Value::Bool(*b),
+            V::Num(Num::U(n)) => Value::from(*n),
+            V::Num(Num::I(n)) => Value::from(*n),
+            V::Num(Num::F(n)) => Value::from(*n),
+            V::Str(s) => Value::from(*s),
+            V::Arr(items) => items.iter().map(V::plain).collect(),
+            V::Obj(members) => members
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.plain()))
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
         }
     }
 
@@ -212,7 +234,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Seed<'a, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<V<'a>, A::Error> {
         let start = self.scratch.members.borrow().len();
         while let Some(key) = map.next_key_seed(Key(self.arena))? {
-            if SKIPPED.contains(&key) {
+            if skipped(key) {
                 map.next_value::<IgnoredAny>()?;
             } else {
                 let value = map.next_value_seed(self)?;
@@ -281,22 +303,6 @@ mod tests {
         assert!(v.list("id").is_empty() && v.list("none").is_empty());
     }
 
-    /// The value as serde_json's, to compare shapes.
-    fn plain(v: &V) -> serde_json::Value {
-        match v {
-            V::Null => serde_json::Value::Null,
-            V::Bool(b) => (*b).into(),
-            V::Num(n) => serde_json::from_str(&n.to_string()).expect("number"),
-            V::Str(s) => (*s).into(),
-            V::Arr(items) => items.iter().map(plain).collect(),
-            V::Obj(members) => members
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), plain(v)))
-                .collect::<serde_json::Map<_, _>>()
-                .into(),
-        }
-    }
-
     #[test]
     fn nested_containers_keep_their_own_entries() {
         for json in [
@@ -309,7 +315,7 @@ mod tests {
             let arena = Bump::new();
             let v = V::parse(json.as_bytes(), &arena).expect("json");
             let expected: serde_json::Value = serde_json::from_str(json).expect("json");
-            assert_eq!(plain(&v), expected, "{json}");
+            assert_eq!(v.plain(), expected, "{json}");
         }
     }
 }

@@ -1,0 +1,642 @@
+//! Reads the selected document into the value the Markdown writer walks
+//! ([`V`]), in the same pass that selects it: [`Tree`] is a
+//! [`Sink`] of the selection's walk over the cached compact JSON, so the
+//! walk's kept entries become the value's entries directly, and what it
+//! keeps whole (a subtree, or the whole document for `full`) is read here.
+//! Selecting into JSON bytes and reading those again cost the JSON render
+//! and then a second read of its output.
+//!
+//! The reader takes what this service wrote: compact JSON (no whitespace),
+//! UTF-8. Anything else is [`Malformed`], never a panic. It gives exactly
+//! the value that [`V::parse`] gives for the same bytes: strings borrowed
+//! from the input unless they hold escapes, numbers as serde_json reads
+//! them, the members in [`skipped`] left out, nesting limited to 127
+//! containers as serde_json limits it. `tests/pipeline_differential.rs`
+//! (every fixture, every kind of selection) and a proptest in
+//! `tests/select_props.rs` hold the Markdown rendered through this reader
+//! to the Markdown of the selected JSON read by [`V::parse`].
+
+use super::value::{skipped, Num, V};
+use crate::document::model::{Model, NodeId};
+use crate::select::stream::{self, Malformed, Sink, Walk};
+use bumpalo::Bump;
+
+/// serde_json's nesting limit (it refuses the 128th nested container), so
+/// both readers refuse the same documents.
+const MAX_DEPTH: usize = 127;
+
+/// The bytes that end a run of plain string text: the quote, the escape,
+/// and the control characters JSON does not allow unescaped.
+static STOPS: [bool; 256] = {
+    let mut stops = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        stops[c] = true;
+        c += 1;
+    }
+    stops[b'"' as usize] = true;
+    stops[b'\\' as usize] = true;
+    stops
+};
+
+/// The value being built: the containers still open, each gathering its
+/// entries on the shared stacks (copied into the arena at their final size
+/// when it closes), the key of the entry being written, and the finished
+/// root.
+pub struct Tree<'a> {
+    arena: &'a Bump,
+    items: Vec<V<'a>>,
+    members: Vec<(&'a str, V<'a>)>,
+    open: Vec<Open<'a>>,
+    /// The key of the next value in the innermost open object; `None` after
+    /// a key in [`skipped`], whose value is then left out.
+    key: Option<&'a str>,
+    root: Option<V<'a>>,
+    /// The document being read, checked as UTF-8 once (a render reads one,
+    /// or two for an exclude over a view): every string is then a slice of it.
+    doc: &'a str,
+    /// Unescaped text, before it is copied into the arena.
+    text: String,
+}
+
+/// An open container: an object gathers on `members`, an array on `items`,
+/// from `start`; `key` is the key it goes under in its parent.
+#[derive(Clone, Copy)]
+struct Open<'a> {
+    object: bool,
+    start: usize,
+    key: Option<&'a str>,
+}
+
+/// A point [`Tree`] can go back to: the height of every stack.
+#[derive(Clone, Copy)]
+pub struct Mark<'a> {
+    items: usize,
+    members: usize,
+    open: usize,
+    key: Option<&'a str>,
+    root: bool,
+}
+
+/// How a value is kept where a selector ended ([`Sink::keep_whole`]).
+#[derive(Clone, Copy)]
+enum Keep<'m> {
+    /// At a model position: the containers of its fields are kept this way
+    /// one position down, anything else whole; an emptied object is dropped.
+    Model(&'m Model, NodeId),
+    /// Inside a leaf: every object that is or becomes empty is dropped.
+    Raw,
+    /// As it is.
+    Whole,
+}
+
+impl<'m> Keep<'m> {
+    /// How a value at the model position `node` is kept.
+    fn at(model: &'m Model, node: NodeId) -> Keep<'m> {
+        if model.node(node).is_leaf() {
+            Keep::Raw
+        } else {
+            Keep::Model(model, node)
+        }
+    }
+}
+
+/// A string read: its text, the index past its closing quote, and whether
+/// it held an escape.
+type Read<'a> = (&'a str, usize, bool);
+
+impl<'a> Tree<'a> {
+    pub fn new(arena: &'a Bump) -> Tree<'a> {
+        Tree {
+            arena,
+            items: Vec::new(),
+            members: Vec::new(),
+            open: Vec::new(),
+            key: None,
+            root: None,
+            doc: "",
+            text: String::new(),
+        }
+    }
+
+    /// The value the walk wrote.
+    ///
+    /// # Errors
+    /// [`Malformed`] when nothing, or something unfinished, was written.
+    pub fn finish(self) -> Walk<V<'a>> {
+        match (self.root, self.open.is_empty()) {
+            (Some(root), true) => Ok(root),
+            _ => Err(Malformed),
+        }
+    }
+
+    /// `doc` as text, checked once per document.
+    fn text_of(&mut self, doc: &'a [u8]) -> Walk<&'a str> {
+        if !std::ptr::eq(self.doc.as_bytes(), doc) {
+            self.doc = std::str::from_utf8(doc).map_err(|_| Malformed)?;
+        }
+        Ok(self.doc)
+    }
+
+    /// Puts a finished value where it belongs: under the pending key of the
+    /// innermost open object (nowhere when that key is skipped), as the next
+    /// item of the innermost array, or as the root.
+    fn attach(&mut self, value: V<'a>) {
+        match self.open.last() {
+            Some(open) if open.object => {
+                if let Some(key) = self.key.take() {
+                    self.members.push((key, value));
+                }
+            }
+            Some(_) => self.items.push(value),
+            None => self.root = Some(value),
+        }
+    }
+
+    /// Whether the next value goes under a skipped key.
+    fn leaves_out_next(&self) -> bool {
+        self.key.is_none() && self.open.last().is_some_and(|open| open.object)
+    }
+
+    /// The value at `s[i]`, kept as `keep` says (`None`: dropped), and the
+    /// index just past it. `depth` counts the containers around it.
+    fn read(
+        &mut self,
+        s: &'a str,
+        i: usize,
+        keep: Keep,
+        depth: usize,
+    ) -> Walk<(Option<V<'a>>, usize)> {
+        let b = s.as_bytes();
+        let scalar = match b.get(i) {
+            Some(b'"') => self.string(s, i).map(|(text, end, _)| (V::Str(text), end)),
+            Some(b'{') => return self.object(s, i, keep, depth + 1),
+            Some(b'[') => return self.array(s, i, keep, depth + 1),
+            Some(b't') => literal(b, i, b"true", V::Bool(true)),
+            Some(b'f') => literal(b, i, b"false", V::Bool(false)),
+            Some(b'n') => literal(b, i, b"null", V::Null),
+            Some(b'-' | b'0'..=b'9') => number(s, i),
+            _ => Err(Malformed),
+        };
+        scalar.map(|(value, end)| (Some(value), end))
+    }
+
+    fn object(
+        &mut self,
+        s: &'a str,
+        mut i: usize,
+        keep: Keep,
+        depth: usize,
+    ) -> Walk<(Option<V<'a>>, usize)> {
+        if depth > MAX_DEPTH {
+            return Err(Malformed);
+        }
+        let b = s.as_bytes();
+        let prunes = !matches!(keep, Keep::Whole);
+        i += 1;
+        if b.get(i) == Some(&b'}') {
+            return Ok(((!prunes).then_some(V::Obj(&[])), i + 1));
+        }
+        let start = self.members.len();
+        // Entries kept, counting those under skipped keys, which are kept
+        // out of the value but still keep the object from being pruned.
+        let mut kept = 0;
+        loop {
+            let (key, end, escaped) = self.string(s, i)?;
+            if b.get(end) != Some(&b':') {
+                return Err(Malformed);
+            }
+            i = end + 1;
+            let inner = match keep {
+                Keep::Model(model, node) => match (escaped, b.get(i)) {
+                    // The walk looks keys up as written: an escaped one is
+                    // never a field.
+                    (false, Some(b'{' | b'[')) => model
+                        .node(node)
+                        .child(key)
+                        .map_or(Keep::Whole, |child| Keep::at(model, child)),
+                    _ => Keep::Whole,
+                },
+                other => other,
+            };
+            if skipped(key) && matches!(inner, Keep::Whole) {
+                i = stream::skip(b, i)?;
+                kept += 1;
+            } else {
+                let (value, end) = self.read(s, i, inner, depth)?;
+                i = end;
+                if let Some(value) = value {
+                    kept += 1;
+                    if !skipped(key) {
+                        self.members.push((key, value));
+                    }
+                }
+            }
+            match b.get(i) {
+                Some(b',') => i += 1,
+                Some(b'}') => break,
+                _ => return Err(Malformed),
+            }
+        }
+        let members = self.arena.alloc_slice_copy(&self.members[start..]);
+        self.members.truncate(start);
+        let value = (!prunes || kept > 0).then_some(V::Obj(members));
+        Ok((value, i + 1))
+    }
+
+    fn array(
+        &mut self,
+        s: &'a str,
+        mut i: usize,
+        keep: Keep,
+        depth: usize,
+    ) -> Walk<(Option<V<'a>>, usize)> {
+        if depth > MAX_DEPTH {
+            return Err(Malformed);
+        }
+        let b = s.as_bytes();
+        i += 1;
+        if b.get(i) == Some(&b']') {
+            return Ok((Some(V::Arr(&[])), i + 1));
+        }
+        let start = self.items.len();
+        loop {
+            let (item, end) = self.read(s, i, keep, depth)?;
+            self.items.extend(item);
+            i = end;
+            match b.get(i) {
+                Some(b',') => i += 1,
+                Some(b']') => break,
+                _ => return Err(Malformed),
+            }
+        }
+        let items = self.arena.alloc_slice_copy(&self.items[start..]);
+        self.items.truncate(start);
+        Ok((Some(V::Arr(items)), i + 1))
+    }
+
+    /// The string at `s[i]` (its opening quote): a slice of `s` when it
+    /// holds no escape, else unescaped into the arena.
+    fn string(&mut self, s: &'a str, i: usize) -> Walk<Read<'a>> {
+        let b = s.as_bytes();
+        if b.get(i) != Some(&b'"') {
+            return Err(Malformed);
+        }
+        let start = i + 1;
+        let run = b
+            .get(start..)
+            .and_then(|rest| rest.iter().position(|&c| STOPS[usize::from(c)]))
+            .ok_or(Malformed)?;
+        let j = start + run;
+        match b[j] {
+            b'"' => Ok((s.get(start..j).ok_or(Malformed)?, j + 1, false)),
+            b'\\' => self.unescape(s, start, j),
+            _ => Err(Malformed),
+        }
+    }
+
+    /// The rest of a string from its first escape at `s[j]`, unescaped into
+    /// the arena.
+    fn unescape(&mut self, s: &'a str, start: usize, mut j: usize) -> Walk<Read<'a>> {
+        let b = s.as_bytes();
+        let mut text = std::mem::take(&mut self.text);
+        text.clear();
+        text.push_str(s.get(start..j).ok_or(Malformed)?);
+        loop {
+            // At a backslash.
+            j = escape(b, j + 1, &mut text)?;
+            let run = b
+                .get(j..)
+                .and_then(|rest| rest.iter().position(|&c| STOPS[usize::from(c)]))
+                .ok_or(Malformed)?;
+            text.push_str(s.get(j..j + run).ok_or(Malformed)?);
+            j += run;
+            match b[j] {
+                b'"' => break,
+                b'\\' => {}
+                _ => return Err(Malformed),
+            }
+        }
+        let copied = self.arena.alloc_str(&text);
+        self.text = text;
+        Ok((copied, j + 1, true))
+    }
+}
+
+/// One escape after its `\` at `b[j]`, pushed onto `text`; the index past it.
+fn escape(b: &[u8], j: usize, text: &mut String) -> Walk<usize> {
+    let c = match b.get(j) {
+        Some(b'"') => '"',
+        Some(b'\\') => '\\',
+        Some(b'/') => '/',
+        Some(b'b') => '\u{8}',
+        Some(b'f') => '\u{c}',
+        Some(b'n') => '\n',
+        Some(b'r') => '\r',
+        Some(b't') => '\t',
+        Some(b'u') => {
+            let high = hex4(b, j + 1)?;
+            let (code, end) = match high {
+                0xD800..=0xDBFF => {
+                    if b.get(j + 5..j + 7) != Some(b"\\u") {
+                        return Err(Malformed);
+                    }
+                    let low = hex4(b, j + 7)?;
+                    if !(0xDC00..=0xDFFF).contains(&low) {
+                        return Err(Malformed);
+                    }
+                    (0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00), j + 11)
+                }
+                0xDC00..=0xDFFF => return Err(Malformed),
+                _ => (high, j + 5),
+            };
+            text.push(char::from_u32(code).ok_or(Malformed)?);
+            return Ok(end);
+        }
+        _ => return Err(Malformed),
+    };
+    text.push(c);
+    Ok(j + 1)
+}
+
+/// The four hex digits at `b[i..i + 4]`.
+fn hex4(b: &[u8], i: usize) -> Walk<u32> {
+    let digits = b.get(i..i + 4).ok_or(Malformed)?;
+    digits.iter().try_fold(0, |code, &d| {
+        let digit = char::from(d).to_digit(16).ok_or(Malformed)?;
+        Ok(code * 16 + digit)
+    })
+}
+
+fn literal<'a>(b: &[u8], i: usize, word: &[u8], value: V<'a>) -> Walk<(V<'a>, usize)> {
+    if b.get(i..i + word.len()) == Some(word) {
+        Ok((value, i + word.len()))
+    } else {
+        Err(Malformed)
+    }
+}
+
+/// The number at `s[i]`, read by serde_json itself so that every value
+/// (`-0`, integers past `u64`, the rounding of floats) is the one it reads.
+/// Numbers are rare in what is rendered (most are in skipped members).
+fn number<'a>(s: &str, i: usize) -> Walk<(V<'a>, usize)> {
+    let rest = s.get(i..).ok_or(Malformed)?;
+    let len = rest
+        .bytes()
+        .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+        .unwrap_or(rest.len());
+    let n: serde_json::Number = serde_json::from_str(&rest[..len]).map_err(|_| Malformed)?;
+    let n = if let Some(u) = n.as_u64() {
+        Num::U(u)
+    } else if let Some(s) = n.as_i64() {
+        Num::I(s)
+    } else {
+        Num::F(n.as_f64().ok_or(Malformed)?)
+    };
+    Ok((V::Num(n), i + len))
+}
+
+impl<'a> Sink<'a> for Tree<'a> {
+    type Mark = Mark<'a>;
+
+    fn mark(&self) -> Mark<'a> {
+        Mark {
+            items: self.items.len(),
+            members: self.members.len(),
+            open: self.open.len(),
+            key: self.key,
+            root: self.root.is_some(),
+        }
+    }
+
+    fn rollback(&mut self, mark: Mark<'a>) {
+        self.items.truncate(mark.items);
+        self.members.truncate(mark.members);
+        self.open.truncate(mark.open);
+        self.key = mark.key;
+        if !mark.root {
+            self.root = None;
+        }
+    }
+
+    fn open_object(&mut self) {
+        let key = self.key.take();
+        self.open.push(Open {
+            object: true,
+            start: self.members.len(),
+            key,
+        });
+    }
+
+    fn key(&mut self, _: bool, key: &'a str, raw: &'a [u8]) -> Walk<()> {
+        let key = if key.contains('\\') {
+            let raw = std::str::from_utf8(raw).map_err(|_| Malformed)?;
+            self.string(raw, 0)?.0
+        } else {
+            key
+        };
+        self.key = (!skipped(key)).then_some(key);
+        Ok(())
+    }
+
+    fn close_object(&mut self) {
+        if let Some(open) = self.open.pop() {
+            let members = self.arena.alloc_slice_copy(&self.members[open.start..]);
+            self.members.truncate(open.start);
+            self.key = open.key;
+            self.attach(V::Obj(members));
+        }
+    }
+
+    fn open_array(&mut self) {
+        let key = self.key.take();
+        self.open.push(Open {
+            object: false,
+            start: self.items.len(),
+            key,
+        });
+    }
+
+    fn item(&mut self, _: bool) {}
+
+    fn close_array(&mut self) {
+        if let Some(open) = self.open.pop() {
+            let items = self.arena.alloc_slice_copy(&self.items[open.start..]);
+            self.items.truncate(open.start);
+            self.key = open.key;
+            self.attach(V::Arr(items));
+        }
+    }
+
+    fn empty_object(&mut self) {
+        self.attach(V::Obj(&[]));
+    }
+
+    fn value(&mut self, doc: &'a [u8], at: usize) -> Walk<usize> {
+        if self.leaves_out_next() {
+            return stream::skip(doc, at);
+        }
+        let doc = self.text_of(doc)?;
+        let (value, end) = self.read(doc, at, Keep::Whole, self.open.len())?;
+        self.attach(value.ok_or(Malformed)?);
+        Ok(end)
+    }
+
+    fn keep_whole(
+        &mut self,
+        model: &Model,
+        node: NodeId,
+        doc: &'a [u8],
+        at: usize,
+    ) -> Walk<(bool, usize)> {
+        let doc = self.text_of(doc)?;
+        let (value, end) = self.read(doc, at, Keep::at(model, node), self.open.len())?;
+        let kept = value.is_some();
+        if let Some(value) = value {
+            // Under a skipped key it is kept, and left out of the value.
+            if !self.leaves_out_next() {
+                self.attach(value);
+            }
+        }
+        Ok((kept, end))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value of the whole of `json`, read by [`Tree`].
+    fn read<'a>(json: &'a [u8], arena: &'a Bump) -> Walk<V<'a>> {
+        let mut tree = Tree::new(arena);
+        let end = tree.value(json, 0)?;
+        if end != json.len() {
+            return Err(Malformed);
+        }
+        tree.finish()
+    }
+
+    #[test]
+    fn reads_as_serde_json_does() {
+        for json in [
+            r#"{"a":[1,[2,[],3],{"b":[4,{"c":[]}]},5],"d":{"e":{"f":{}}},"g":"h"}"#,
+            r#"[[[[1]]],[],[{"x":[{"y":[true,null,false]}],"z":2}],3]"#,
+            r#"{"t":"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00 x","\u0041":1}"#,
+            r#"{"location":{"x":1},"title":"kept","drawing":[1,2],"n":-0}"#,
+            r#"[0,-0,1,-1,18446744073709551615,18446744073709551616,-9223372036854775808,-9223372036854775809,1.5,-2.5e-3,1e-400,1.7976931348623157e308]"#,
+            r#""Grüße, 世界""#,
+            r#"{}"#,
+            r#"[]"#,
+        ] {
+            let arena = Bump::new();
+            let fast = read(json.as_bytes(), &arena).expect(json);
+            let reference = V::parse(json.as_bytes(), &arena).expect(json);
+            assert_eq!(format!("{fast:?}"), format!("{reference:?}"), "{json}");
+        }
+    }
+
+    /// Shapes the typed documents never take, where the one-pass selection
+    /// could part from selecting into bytes: members in [`skipped`] holding
+    /// scalars or only empty objects, a model field's name written with an
+    /// escape, empty objects at model positions and inside leaves.
+    #[test]
+    fn selects_as_the_byte_walk_then_serde_json_do() {
+        use crate::select::{Selection, View};
+        let doc = concat!(
+            r#"{"version":1,"source":{"provider":"m","boardId":"b"},"#,
+            r#""board":{"id":"b","type":"BOARD","title":"T","icon":{},"children":["#,
+            r#"{"id":"n","type":"CARD","location":"x"},"#,
+            r#"{"id":"m","type":"CARD","location":{"position":{}},"timestamps":{}},"#,
+            r#"{"location":"x"},{"id":"q","type":"CARD","\u0063ontent":{"a":{}}},"#,
+            r#"{"id":"k","type":"CARD","content":{"k":{},"#,
+            r#""v":[[{}],{"e":{}},1],"location":{},"drawing":{"x":{}}},"children":[]},"#,
+            r#"{"id":"r","type":"CARD","richText":{"blocks":[{"type":"p","content":[{},"#,
+            r#"{"type":"text","text":"a\"b","marks":[{}]}]}],"plainText":"a"},"#,
+            r#""timestamps":{"createdAt":"t"}},"#,
+            r#"{"id":"e","type":"TABLE","table":{"rows":[[{}],[{"value":1},{}]]}}"#,
+            r#"]}}"#
+        );
+        let mut selections: Vec<Selection> = [View::Full, View::Standard, View::Compact]
+            .into_iter()
+            .map(Selection::view)
+            .collect();
+        for list in [
+            "board.children",
+            "board.children.content",
+            "board.children.location",
+            "board.children.richText",
+            "board.**.timestamps",
+            "board.children.table.rows",
+            "board.icon,board.children.id",
+            "**",
+        ] {
+            selections.push(Selection::include(list).expect("valid"));
+            for view in [View::Full, View::Standard] {
+                selections.push(Selection::exclude(view, list).expect("valid"));
+            }
+        }
+        for selection in &selections {
+            let arena = Bump::new();
+            let mut scratch = Vec::new();
+            let mut tree = Tree::new(&arena);
+            selection
+                .apply_into(doc.as_bytes(), &mut scratch, &mut tree)
+                .expect("reads");
+            let mut selected = Vec::new();
+            selection
+                .apply_bytes(doc.as_bytes(), &mut selected)
+                .expect("selects");
+            assert_eq!(
+                tree.finish().expect("a value").plain(),
+                V::parse(&selected, &arena).expect("JSON").plain(),
+                "{}",
+                selection.canonical()
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_input_is_an_error_not_a_panic() {
+        let deep = "[".repeat(128) + &"]".repeat(128);
+        for bad in [
+            "",
+            "{",
+            "[",
+            "\"",
+            "\"a",
+            "{\"a\"}",
+            "{\"a\":}",
+            "{\"a\":1,}",
+            "[1,]",
+            "tru",
+            "nul",
+            "-",
+            "1.",
+            "01",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"\\ud800\"",
+            "\"\\udc00\"",
+            "\"\\ud800\\u0041\"",
+            "\"a\nb\"",
+            "{1:2}",
+            "[1]x",
+            "1E400",
+            &deep,
+        ] {
+            let arena = Bump::new();
+            assert!(read(bad.as_bytes(), &arena).is_err(), "{bad:?}");
+            assert!(V::parse(bad.as_bytes(), &arena).is_err(), "{bad:?}");
+        }
+        // Whitespace is JSON, but never in what this service wrote.
+        for spaced in ["[1 ]", " 1", "{\"a\": 1}", "[\n]"] {
+            let arena = Bump::new();
+            assert!(read(spaced.as_bytes(), &arena).is_err(), "{spaced:?}");
+        }
+        let arena = Bump::new();
+        let ok = "[".repeat(127) + &"]".repeat(127);
+        assert!(read(ok.as_bytes(), &arena).is_ok());
+        assert!(V::parse(ok.as_bytes(), &arena).is_ok());
+        assert!(read(b"\"\xff\"", &arena).is_err());
+    }
+}
