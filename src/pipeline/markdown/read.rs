@@ -219,9 +219,10 @@ impl<'a> Tree<'a> {
                 },
                 other => other,
             };
-            if skipped(key) && matches!(inner, Keep::Whole) {
-                i = stream::skip(b, i)?;
-                kept += 1;
+            if skipped(key) {
+                let (keeps, end) = keeps(b, i, inner)?;
+                kept += usize::from(keeps);
+                i = end;
             } else {
                 let (value, end) = self.read(s, i, inner, depth)?;
                 i = end;
@@ -323,6 +324,51 @@ impl<'a> Tree<'a> {
     }
 }
 
+/// Whether [`Tree::read`] would keep the value at `b[i]` (as `keep`
+/// says), and the index past it, without building it: for the values of
+/// skipped members, which are left out but keep their object from being
+/// pruned. Only an object can be dropped, and it is kept as soon as one
+/// of its entries is.
+fn keeps(b: &[u8], i: usize, keep: Keep) -> Walk<(bool, usize)> {
+    if matches!(keep, Keep::Whole) || b.get(i) != Some(&b'{') {
+        return Ok((true, stream::skip(b, i)?));
+    }
+    let open = i;
+    let mut i = i + 1;
+    if b.get(i) == Some(&b'}') {
+        return Ok((false, i + 1));
+    }
+    loop {
+        let key_start = i;
+        i = stream::skip(b, i)?;
+        if b.get(key_start) != Some(&b'"') || b.get(i) != Some(&b':') {
+            return Err(Malformed);
+        }
+        let key = &b[key_start + 1..i - 1];
+        i += 1;
+        let inner = match keep {
+            Keep::Model(model, node) => match b.get(i) {
+                Some(b'{' | b'[') => std::str::from_utf8(key)
+                    .ok()
+                    .and_then(|key| model.node(node).child(key))
+                    .map_or(Keep::Whole, |child| Keep::at(model, child)),
+                _ => Keep::Whole,
+            },
+            other => other,
+        };
+        let (kept, end) = keeps(b, i, inner)?;
+        if kept {
+            return Ok((true, stream::skip(b, open)?));
+        }
+        i = end;
+        match b.get(i) {
+            Some(b',') => i += 1,
+            Some(b'}') => return Ok((false, i + 1)),
+            _ => return Err(Malformed),
+        }
+    }
+}
+
 /// One escape after its `\` at `b[j]`, pushed onto `text`; the index past it.
 fn escape(b: &[u8], j: usize, text: &mut String) -> Walk<usize> {
     let c = match b.get(j) {
@@ -376,22 +422,38 @@ fn literal<'a>(b: &[u8], i: usize, word: &[u8], value: V<'a>) -> Walk<(V<'a>, us
     }
 }
 
-/// The number at `s[i]`, read by serde_json itself so that every value
-/// (`-0`, integers past `u64`, the rounding of floats) is the one it reads.
-/// Numbers are rare in what is rendered (most are in skipped members).
+/// The number at `s[i]`. A plain integer of up to 18 digits (positions,
+/// indexes, sizes) is read here; anything else by serde_json itself, so that
+/// every value (`-0`, integers past `u64`, the rounding of floats, what is
+/// not a number) is the one it reads.
 fn number<'a>(s: &str, i: usize) -> Walk<(V<'a>, usize)> {
     let rest = s.get(i..).ok_or(Malformed)?;
     let len = rest
         .bytes()
         .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
         .unwrap_or(rest.len());
-    let n: serde_json::Number = serde_json::from_str(&rest[..len]).map_err(|_| Malformed)?;
-    let n = if let Some(u) = n.as_u64() {
-        Num::U(u)
-    } else if let Some(s) = n.as_i64() {
-        Num::I(s)
-    } else {
-        Num::F(n.as_f64().ok_or(Malformed)?)
+    let text = &rest[..len];
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(digits) => (true, digits),
+        None => (false, text),
+    };
+    let plain = (1..=18).contains(&digits.len())
+        && digits.bytes().all(|c| c.is_ascii_digit())
+        && (digits.len() == 1 || !digits.starts_with('0'));
+    let n = match digits.parse::<i64>() {
+        Ok(0) if plain && negative => Num::F(-0.0),
+        Ok(n) if plain && negative => Num::I(-n),
+        Ok(n) if plain => Num::U(n.unsigned_abs()),
+        _ => {
+            let n: serde_json::Number = serde_json::from_str(text).map_err(|_| Malformed)?;
+            if let Some(u) = n.as_u64() {
+                Num::U(u)
+            } else if let Some(s) = n.as_i64() {
+                Num::I(s)
+            } else {
+                Num::F(n.as_f64().ok_or(Malformed)?)
+            }
+        }
     };
     Ok((V::Num(n), i + len))
 }
@@ -523,7 +585,7 @@ mod tests {
             r#"[[[[1]]],[],[{"x":[{"y":[true,null,false]}],"z":2}],3]"#,
             r#"{"t":"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00 x","\u0041":1}"#,
             r#"{"location":{"x":1},"title":"kept","drawing":[1,2],"n":-0}"#,
-            r#"[0,-0,1,-1,18446744073709551615,18446744073709551616,-9223372036854775808,-9223372036854775809,1.5,-2.5e-3,1e-400,1.7976931348623157e308]"#,
+            r#"[0,-0,1,-1,7,-12,999999999999999999,-999999999999999999,1000000000000000000,18446744073709551615,18446744073709551616,-9223372036854775808,-9223372036854775809,1.5,-2.5e-3,1e-400,1.7976931348623157e308]"#,
             r#""Grüße, 世界""#,
             r#"{}"#,
             r#"[]"#,
@@ -548,6 +610,8 @@ mod tests {
             r#"{"id":"n","type":"CARD","location":"x"},"#,
             r#"{"id":"m","type":"CARD","location":{"position":{}},"timestamps":{}},"#,
             r#"{"location":"x"},{"id":"q","type":"CARD","\u0063ontent":{"a":{}}},"#,
+            r#"{"location":{}},{"timestamps":{"a":{},"b":{"c":{}}}},{"location":{"a":{},"b":1}},"#,
+            r#"{"id":"w","content":{"drawing":{"a":{}}}},{"id":"z","content":{"location":[]}},"#,
             r#"{"id":"k","type":"CARD","content":{"k":{},"#,
             r#""v":[[{}],{"e":{}},1],"location":{},"drawing":{"x":{}}},"children":[]},"#,
             r#"{"id":"r","type":"CARD","richText":{"blocks":[{"type":"p","content":[{},"#,
@@ -613,6 +677,10 @@ mod tests {
             "-",
             "1.",
             "01",
+            "-01",
+            "+1",
+            "1e",
+            "--1",
             "\"\\x\"",
             "\"\\u12\"",
             "\"\\ud800\"",
