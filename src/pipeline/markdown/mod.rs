@@ -43,7 +43,8 @@ pub fn render(selection: &Selection, doc: &[u8]) -> Result<String, Malformed> {
     let mut scratch = Vec::new();
     let mut tree = read::Tree::new(&arena);
     selection.apply_into(doc, &mut scratch, &mut tree)?;
-    Ok(write(&tree.finish()?, doc.len()))
+    let value = tree.finish()?;
+    Ok(write(&value, arena.allocated_bytes()))
 }
 
 /// The reference reading: the compact or pretty JSON of an already selected
@@ -55,7 +56,7 @@ pub fn render(selection: &Selection, doc: &[u8]) -> Result<String, Malformed> {
 pub fn render_reference(data: &[u8]) -> Result<String, serde_json::Error> {
     let arena = value::Bump::with_capacity(data.len() / 2);
     let value = value::V::parse(data, &arena)?;
-    Ok(write(&value, data.len()))
+    Ok(write(&value, arena.allocated_bytes()))
 }
 
 /// What the writer is given for `selection` on `doc`, as a plain JSON
@@ -82,10 +83,12 @@ pub fn read_reference(data: &[u8]) -> Result<serde_json::Value, serde_json::Erro
     Ok(value::V::parse(data, &arena)?.plain())
 }
 
-fn write(data: &value::V, json_len: usize) -> String {
-    // The Markdown of a board runs at a tenth to a seventh of its JSON's
-    // size; the body is shrunk to its length when it is cached.
-    let mut out = out::Out::with_capacity(json_len / 6 + 256);
+/// The Markdown of `data`, whose value takes `value_bytes` of its arena.
+fn write(data: &value::V, value_bytes: usize) -> String {
+    // The Markdown of a board runs at about a fifteenth of the value it is
+    // written from (a tenth of the JSON); the body is shrunk to its length
+    // when it is cached.
+    let mut out = out::Out::with_capacity(value_bytes / 8 + 256);
     nodes::document(&mut out, data);
     out.finish()
 }

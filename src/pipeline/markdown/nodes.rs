@@ -8,6 +8,7 @@
 use super::out::{is_web_url, Flow, Out, Sep};
 use super::rich::{self, heading_text, task_marker};
 use super::value::V;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Elements by id, for naming the ends of lines; built on the first line.
@@ -304,7 +305,7 @@ fn label(node: &V) -> String {
             }
             label
         }
-        _ => kind_name(node.str("type").unwrap_or("element")),
+        _ => kind_name(node.str("type").unwrap_or("element")).into_owned(),
     }
 }
 
@@ -330,8 +331,32 @@ fn note_inline(out: &mut Out, what: &str, detail: Option<&str>) {
     out.markup("*");
 }
 
-/// `TASK_LIST` -> `Task list`.
-fn kind_name(kind: &str) -> String {
+/// `TASK_LIST` -> `Task list`: written for every element without a title,
+/// so the types a board holds are named without an allocation.
+fn kind_name(kind: &str) -> Cow<'static, str> {
+    Cow::Borrowed(match kind {
+        "BOARD" => "Board",
+        "CARD" => "Card",
+        "COLUMN" => "Column",
+        "DOCUMENT" => "Document",
+        "TASK" => "Task",
+        "TASK_LIST" => "Task list",
+        "LINK" => "Link",
+        "IMAGE" => "Image",
+        "FILE" => "File",
+        "TABLE" => "Table",
+        "LINE" => "Line",
+        "COMMENT_THREAD" => "Comment thread",
+        "COLOR_SWATCH" => "Color swatch",
+        "SKETCH" => "Sketch",
+        "ANNOTATION" => "Annotation",
+        "UNKNOWN" => "Unknown",
+        other => return Cow::Owned(spelled(other)),
+    })
+}
+
+/// A type name spelled out: underscores as spaces, the first letter capital.
+fn spelled(kind: &str) -> String {
     let mut name = kind.replace('_', " ").to_lowercase();
     if let Some(first) = name.get(..1) {
         let upper = first.to_uppercase();
@@ -367,4 +392,36 @@ fn human_size(bytes: f64) -> String {
         unit += 1;
     }
     format!("{size:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_names_are_the_types_spelled_out() {
+        for kind in [
+            "BOARD",
+            "CARD",
+            "COLUMN",
+            "DOCUMENT",
+            "TASK",
+            "TASK_LIST",
+            "LINK",
+            "IMAGE",
+            "FILE",
+            "TABLE",
+            "LINE",
+            "COMMENT_THREAD",
+            "COLOR_SWATCH",
+            "SKETCH",
+            "ANNOTATION",
+            "UNKNOWN",
+        ] {
+            assert!(matches!(kind_name(kind), Cow::Borrowed(_)), "{kind}");
+            assert_eq!(kind_name(kind), spelled(kind), "{kind}");
+        }
+        assert_eq!(kind_name("NEW_KIND"), "New kind");
+        assert_eq!(kind_name("element"), "Element");
+    }
 }
