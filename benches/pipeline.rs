@@ -20,7 +20,8 @@
 //! loaded 7,000-card board, as JSON and as Markdown, per view; the body
 //! sizes (identity and gzip) are printed first. `markdown-two-pass` is the
 //! reference Markdown render (select into JSON bytes, read them with
-//! serde_json), the serving path before the one-pass reader.
+//! serde_json), the serving path before the one-pass reader; `<json|markdown>+gzip`
+//! the render and its gzip body, as the cache compresses it once.
 //!
 //! Run: `cargo bench --bench pipeline -- --warm-up-time 1 --measurement-time 3`
 //! (only the renders: add `render/`)
@@ -246,6 +247,21 @@ fn render(c: &mut Criterion) {
         ] {
             group.bench_with_input(BenchmarkId::new(name, view), &selection, |b, s| {
                 b.iter(|| board.render_as(representation, "detail", black_box(s)))
+            });
+        }
+        // The first compressed answer of a representation: its render, then
+        // gzip as the cache compresses it once (what every browser and agent
+        // that sends Accept-Encoding costs the first time).
+        for (name, representation) in [
+            ("json+gzip", Representation::Json),
+            ("markdown+gzip", Representation::Markdown),
+        ] {
+            group.bench_with_input(BenchmarkId::new(name, view), &selection, |b, s| {
+                b.iter(|| {
+                    board
+                        .render_as(representation, "detail", black_box(s))
+                        .map(|r| compress(Encoding::Gzip, &r.body))
+                })
             });
         }
         // The Markdown as it was rendered before the one-pass reader: the

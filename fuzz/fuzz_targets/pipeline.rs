@@ -4,8 +4,10 @@
 //! as compact bytes) and the reference (`pipeline::reference`: value tree,
 //! sanitize walk) -> the same document bytes, then the same body and ETag
 //! for every view, an include and excludes (the answer's own `include`
-//! string is tried too when it is a valid list). Arbitrary bytes handed to
-//! the byte renderer must be an error or a body, never a panic.
+//! string is tried too when it is a valid list), as JSON and as Markdown (the
+//! one-pass Markdown reader against selecting into JSON and reading that
+//! with serde_json). Arbitrary bytes handed to either renderer must be an
+//! error or a body, never a panic.
 //!
 //! Run: `RUSTC_BOOTSTRAP=1 cargo fuzz run pipeline` (from the repository root).
 
@@ -14,7 +16,7 @@
 use shared_board_api::internals::document::Coverage;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use shared_board_api::internals::pipeline::{load, reference, LoadedBoard};
+use shared_board_api::internals::pipeline::{load, reference, LoadedBoard, Representation};
 use shared_board_api::internals::provider::answer::Answer;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
@@ -29,6 +31,9 @@ fuzz_target!(|data: &[u8]| {
     // Whatever the bytes, rendering them as a document never panics.
     let raw = LoadedBoard::from_json(data.to_vec());
     let _ = raw.render("detail", &Selection::view(View::Standard));
+    for view in [View::Full, View::Standard, View::Compact] {
+        let _ = raw.render_as(Representation::Markdown, "detail", &Selection::view(view));
+    }
 
     // The one-pass reader accepts exactly what a whole-value parse accepts.
     let answer = Answer::parse(data);
@@ -86,6 +91,13 @@ fuzz_target!(|data: &[u8]| {
         let b = reference::rendered("detail", selection, &slow).expect("renders");
         assert_eq!(a.body, b.body, "{}", selection.canonical());
         assert_eq!(a.etag, b.etag);
+        let md = fast
+            .render_as(Representation::Markdown, "detail", selection)
+            .expect("renders");
+        let md_reference = reference::rendered_markdown("detail", selection, fast.document_json())
+            .expect("renders");
+        assert_eq!(md.body, md_reference.body, "Markdown {}", selection.canonical());
+        assert_eq!(md.etag, md_reference.etag);
         if selection.coverage() == Coverage::Outline {
             let outline = outline.as_ref().expect("an outline builds where the document does");
             let c = outline.render("detail", selection).expect("renders");

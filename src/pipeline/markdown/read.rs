@@ -12,9 +12,10 @@
 //! from the input unless they hold escapes, numbers as serde_json reads
 //! them, the members in [`skipped`] left out, nesting limited to 127
 //! containers as serde_json limits it. `tests/pipeline_differential.rs`
-//! (every fixture, every kind of selection) and a proptest in
-//! `tests/select_props.rs` hold the Markdown rendered through this reader
-//! to the Markdown of the selected JSON read by [`V::parse`].
+//! (every fixture, every kind of selection), a proptest in
+//! `tests/select_props.rs`, the unit cases below and the `pipeline` fuzz
+//! target hold the value read here, and the Markdown written from it, to
+//! the selected JSON read by [`V::parse`].
 
 use super::value::{skipped, Num, V};
 use crate::document::model::{Model, NodeId};
@@ -220,7 +221,7 @@ impl<'a> Tree<'a> {
                 other => other,
             };
             if skipped(key) {
-                let (keeps, end) = keeps(b, i, inner)?;
+                let (keeps, end) = keeps(b, i, inner, depth)?;
                 kept += usize::from(keeps);
                 i = end;
             } else {
@@ -329,9 +330,12 @@ impl<'a> Tree<'a> {
 /// skipped members, which are left out but keep their object from being
 /// pruned. Only an object can be dropped, and it is kept as soon as one
 /// of its entries is.
-fn keeps(b: &[u8], i: usize, keep: Keep) -> Walk<(bool, usize)> {
+fn keeps(b: &[u8], i: usize, keep: Keep, depth: usize) -> Walk<(bool, usize)> {
     if matches!(keep, Keep::Whole) || b.get(i) != Some(&b'{') {
         return Ok((true, stream::skip(b, i)?));
+    }
+    if depth + 1 > MAX_DEPTH {
+        return Err(Malformed);
     }
     let open = i;
     let mut i = i + 1;
@@ -356,7 +360,7 @@ fn keeps(b: &[u8], i: usize, keep: Keep) -> Walk<(bool, usize)> {
             },
             other => other,
         };
-        let (kept, end) = keeps(b, i, inner)?;
+        let (kept, end) = keeps(b, i, inner, depth + 1)?;
         if kept {
             return Ok((true, stream::skip(b, open)?));
         }
@@ -696,6 +700,19 @@ mod tests {
             assert!(read(bad.as_bytes(), &arena).is_err(), "{bad:?}");
             assert!(V::parse(bad.as_bytes(), &arena).is_err(), "{bad:?}");
         }
+        // Nesting past the limit under a member that is only weighed, not
+        // built, is refused too (and does not exhaust the stack).
+        let nested = "{\"a\":".repeat(100_000) + "1" + &"}".repeat(100_000);
+        let doc = format!(
+            r#"{{"board":{{"children":[{{"richText":{{"blocks":[{{"drawing":{nested}}}]}}}}]}}}}"#
+        );
+        let standard = crate::select::Selection::view(crate::select::View::Standard);
+        let arena = Bump::new();
+        let (mut scratch, mut tree) = (Vec::new(), Tree::new(&arena));
+        assert_eq!(
+            standard.apply_into(doc.as_bytes(), &mut scratch, &mut tree),
+            Err(Malformed)
+        );
         // Whitespace is JSON, but never in what this service wrote.
         for spaced in ["[1 ]", " 1", "{\"a\": 1}", "[\n]"] {
             let arena = Bump::new();
