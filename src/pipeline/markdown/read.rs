@@ -49,8 +49,9 @@ pub struct Tree<'a> {
     items: Vec<V<'a>>,
     members: Vec<(&'a str, V<'a>)>,
     open: Vec<Open<'a>>,
-    /// The key of the next value in the innermost open object; `None` after
-    /// a key in [`skipped`], whose value is then left out.
+    /// The key of the next value in the innermost open object, unescaped.
+    /// Whether it is [`skipped`] is asked only when a value comes: most
+    /// keys the walk reads are dropped with their value unread.
     key: Option<&'a str>,
     root: Option<V<'a>>,
     /// The document being read, checked as UTF-8 once (a render reads one,
@@ -145,7 +146,7 @@ impl<'a> Tree<'a> {
     fn attach(&mut self, value: V<'a>) {
         match self.open.last() {
             Some(open) if open.object => {
-                if let Some(key) = self.key.take() {
+                if let Some(key) = self.key.take().filter(|key| !skipped(key)) {
                     self.members.push((key, value));
                 }
             }
@@ -156,7 +157,7 @@ impl<'a> Tree<'a> {
 
     /// Whether the next value goes under a skipped key.
     fn leaves_out_next(&self) -> bool {
-        self.key.is_none() && self.open.last().is_some_and(|open| open.object)
+        self.open.last().is_some_and(|open| open.object) && self.key.is_none_or(skipped)
     }
 
     /// The value at `s[i]`, kept as `keep` says (`None`: dropped), and the
@@ -495,13 +496,13 @@ impl<'a> Sink<'a> for Tree<'a> {
     }
 
     fn key(&mut self, _: bool, key: &'a str, raw: &'a [u8]) -> Walk<()> {
-        let key = if key.contains('\\') {
+        let key = if key.bytes().any(|b| b == b'\\') {
             let raw = std::str::from_utf8(raw).map_err(|_| Malformed)?;
             self.string(raw, 0)?.0
         } else {
             key
         };
-        self.key = (!skipped(key)).then_some(key);
+        self.key = Some(key);
         Ok(())
     }
 

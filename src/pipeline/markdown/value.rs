@@ -10,6 +10,10 @@
 //! every other string is a slice of the input. A board is hundreds of
 //! thousands of small objects (text nodes, marks, cells), and allocating
 //! and freeing each on the heap was most of the render's time.
+//!
+//! The serving path builds the value while it selects ([`super::read`]);
+//! [`V::parse`], serde_json reading already selected JSON, is the
+//! reference it is held to.
 
 pub use bumpalo::Bump;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -68,7 +72,8 @@ impl fmt::Display for Num {
 }
 
 impl<'a> V<'a> {
-    /// Reads compact or pretty JSON into `arena`.
+    /// Reads compact or pretty JSON into `arena` with serde_json: the
+    /// reference reading (see the module docs).
     ///
     /// The bytes are checked as UTF-8 once, whole, and then read as text:
     /// read as bytes, serde_json checks every string it borrows again, one
