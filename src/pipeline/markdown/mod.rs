@@ -36,8 +36,8 @@ pub fn render(selection: &Selection, doc: &[u8]) -> Result<String, Malformed> {
     // The arena starts at half the JSON for `full` and grows by doubling:
     // the value of a whole board takes about one and a half times its JSON
     // (8 MB for the 5.7 MB bench board). Starting at that size in one chunk
-    // measured no faster (4 interleaved rounds) and moved the allocator's
-    // behaviour for the renders after it. A pruned selection starts small.
+    // measured no faster in 4 interleaved rounds, and the `standard` renders
+    // benched after it slower. A pruned selection starts small.
     let arena = value::Bump::with_capacity(if selection.is_full() {
         doc.len() / 2
     } else {
