@@ -664,6 +664,50 @@ mod tests {
         }
     }
 
+    /// Any JSON value: arbitrary Unicode text (quotes, backslashes, control
+    /// characters, astral planes, all escaped by serde_json), every kind of
+    /// number, nesting, and keys that are sometimes skipped members.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::Value;
+        // Mostly the characters serde_json escapes, which arbitrary Unicode
+        // text seldom holds.
+        let text = prop_oneof![any::<String>(), "[a\"\\\\\\x00-\\x1f/\u{e9}\u{1F600}]{0,8}",];
+        let key = prop_oneof![
+            text.clone(),
+            proptest::sample::select(vec!["type", "text", "location", "drawing", "content"])
+                .prop_map(str::to_owned),
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            text.prop_map(Value::from),
+        ];
+        leaf.prop_recursive(6, 64, 8, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::from),
+                proptest::collection::vec((key.clone(), inner), 0..8)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_compact_json_reads_as_serde_json_reads_it(value in any_json()) {
+            let json = serde_json::to_vec(&value).expect("serializes");
+            let arena = Bump::new();
+            let fast = read(&json, &arena).expect("reads");
+            let reference = V::parse(&json, &arena).expect("parses");
+            proptest::prop_assert_eq!(fast.plain(), reference.plain());
+        }
+    }
+
     #[test]
     fn malformed_input_is_an_error_not_a_panic() {
         let deep = "[".repeat(128) + &"]".repeat(128);
