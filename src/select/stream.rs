@@ -21,6 +21,7 @@ use crate::document::model::{self, Model, NodeId};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Malformed;
 
+/// What a step of a walk gives: a value, or [`Malformed`] input.
 pub type Walk<T> = Result<T, Malformed>;
 
 /// Where a walk writes what it keeps, in document order: compact JSON bytes
