@@ -161,7 +161,9 @@ impl<'a> Tree<'a> {
     }
 
     /// The value at `s[i]`, kept as `keep` says (`None`: dropped), and the
-    /// index just past it. `depth` counts the containers around it.
+    /// index just past it. `depth` counts the containers around it; a
+    /// container past [`MAX_DEPTH`] is refused here, for objects and arrays
+    /// alike.
     fn read(
         &mut self,
         s: &'a str,
@@ -172,6 +174,7 @@ impl<'a> Tree<'a> {
         let b = s.as_bytes();
         let scalar = match b.get(i) {
             Some(b'"') => self.string(s, i).map(|(text, end, _)| (V::Str(text), end)),
+            Some(b'{' | b'[') if depth >= MAX_DEPTH => Err(Malformed),
             Some(b'{') => return self.object(s, i, keep, depth + 1),
             Some(b'[') => return self.array(s, i, keep, depth + 1),
             Some(b't') => literal(b, i, b"true", V::Bool(true)),
@@ -190,9 +193,6 @@ impl<'a> Tree<'a> {
         keep: Keep,
         depth: usize,
     ) -> Walk<(Option<V<'a>>, usize)> {
-        if depth > MAX_DEPTH {
-            return Err(Malformed);
-        }
         let b = s.as_bytes();
         let prunes = !matches!(keep, Keep::Whole);
         i += 1;
@@ -254,9 +254,6 @@ impl<'a> Tree<'a> {
         keep: Keep,
         depth: usize,
     ) -> Walk<(Option<V<'a>>, usize)> {
-        if depth > MAX_DEPTH {
-            return Err(Malformed);
-        }
         let b = s.as_bytes();
         i += 1;
         if b.get(i) == Some(&b']') {
