@@ -155,6 +155,41 @@ impl<'a> Tree<'a> {
         }
     }
 
+    /// The entries gathered on top of the object's (`object`) or the
+    /// array's stack since `start`, taken off it into the arena at their
+    /// final size.
+    fn gather(&mut self, object: bool, start: usize) -> V<'a> {
+        if object {
+            let members = self.arena.alloc_slice_copy(&self.members[start..]);
+            self.members.truncate(start);
+            V::Obj(members)
+        } else {
+            let items = self.arena.alloc_slice_copy(&self.items[start..]);
+            self.items.truncate(start);
+            V::Arr(items)
+        }
+    }
+
+    /// Opens a container the walk writes into, under the pending key.
+    fn open(&mut self, object: bool) {
+        let start = if object {
+            self.members.len()
+        } else {
+            self.items.len()
+        };
+        let key = self.key.take();
+        self.open.push(Open { object, start, key });
+    }
+
+    /// Closes the innermost open container and puts it where it belongs.
+    fn close(&mut self) {
+        if let Some(open) = self.open.pop() {
+            let value = self.gather(open.object, open.start);
+            self.key = open.key;
+            self.attach(value);
+        }
+    }
+
     /// Whether the next value goes under a skipped key.
     fn leaves_out_next(&self) -> bool {
         self.open.last().is_some_and(|open| open.object) && self.key.is_none_or(skipped)
@@ -241,10 +276,8 @@ impl<'a> Tree<'a> {
                 _ => return Err(Malformed),
             }
         }
-        let members = self.arena.alloc_slice_copy(&self.members[start..]);
-        self.members.truncate(start);
-        let value = (!prunes || kept > 0).then_some(V::Obj(members));
-        Ok((value, i + 1))
+        let value = self.gather(true, start);
+        Ok(((!prunes || kept > 0).then_some(value), i + 1))
     }
 
     fn array(
@@ -270,9 +303,7 @@ impl<'a> Tree<'a> {
                 _ => return Err(Malformed),
             }
         }
-        let items = self.arena.alloc_slice_copy(&self.items[start..]);
-        self.items.truncate(start);
-        Ok((Some(V::Arr(items)), i + 1))
+        Ok((Some(self.gather(false, start)), i + 1))
     }
 
     /// The string at `s[i]` (its opening quote): a slice of `s` when it
@@ -484,12 +515,7 @@ impl<'a> Sink<'a> for Tree<'a> {
     }
 
     fn open_object(&mut self) {
-        let key = self.key.take();
-        self.open.push(Open {
-            object: true,
-            start: self.members.len(),
-            key,
-        });
+        self.open(true);
     }
 
     fn key(&mut self, _: bool, key: &'a str, raw: &'a [u8]) -> Walk<()> {
@@ -504,32 +530,17 @@ impl<'a> Sink<'a> for Tree<'a> {
     }
 
     fn close_object(&mut self) {
-        if let Some(open) = self.open.pop() {
-            let members = self.arena.alloc_slice_copy(&self.members[open.start..]);
-            self.members.truncate(open.start);
-            self.key = open.key;
-            self.attach(V::Obj(members));
-        }
+        self.close();
     }
 
     fn open_array(&mut self) {
-        let key = self.key.take();
-        self.open.push(Open {
-            object: false,
-            start: self.items.len(),
-            key,
-        });
+        self.open(false);
     }
 
     fn item(&mut self, _: bool) {}
 
     fn close_array(&mut self) {
-        if let Some(open) = self.open.pop() {
-            let items = self.arena.alloc_slice_copy(&self.items[open.start..]);
-            self.items.truncate(open.start);
-            self.key = open.key;
-            self.attach(V::Arr(items));
-        }
+        self.close();
     }
 
     fn empty_object(&mut self) {
