@@ -568,10 +568,8 @@ impl<'a> Sink<'a> for Tree<'a> {
         let (value, end) = self.read(doc, at, Keep::at(model, node), self.open.len())?;
         let kept = value.is_some();
         if let Some(value) = value {
-            // Under a skipped key it is kept, and left out of the value.
-            if !self.leaves_out_next() {
-                self.attach(value);
-            }
+            // Under a skipped key it is kept, and attach() leaves it out.
+            self.attach(value);
         }
         Ok((kept, end))
     }
