@@ -163,7 +163,7 @@ fn scrub_markers(text: &str) -> String {
 /// A [`log::Log`] that passes every record's message through [`scrub`]
 /// before handing it to the logger it wraps. Level filtering, target, module
 /// path, file and line are the inner logger's and the record's, unchanged,
-/// with one exception ([`demoted`]).
+/// with one exception (`demoted`: one Pingora record passed on at `DEBUG`).
 ///
 /// Wrap the process logger with it (env_logger, a tracing bridge, a file
 /// logger: any `log::Log`) so that no record, ours or a dependency's, carries

@@ -119,7 +119,7 @@ impl BoardApi {
     }
 
     /// Standalone mode with the playground page at `GET /` and `HEAD /`
-    /// (`board_api.server.playground`); without [`Self::answer_all_paths`]
+    /// (`board_api.server.playground`); without standalone mode (`answer_all_paths`)
     /// it has no effect, so an embedding host never serves it.
     pub fn serve_playground(mut self, on: bool) -> Self {
         self.playground = on;

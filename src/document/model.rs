@@ -27,7 +27,7 @@ pub const LEAF_NAMES: [&str; 6] = [
     "columnWidths",
 ];
 
-/// Index of a node in [`Model::nodes`].
+/// Index of a node in the model's node table (`Model::nodes`).
 pub type NodeId = usize;
 
 /// One position of the model: the fields an object there may have.

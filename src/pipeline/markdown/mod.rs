@@ -4,15 +4,15 @@
 //!
 //! What is written is what the JSON response of the same request would
 //! hold: the selection's walk (view, include, exclude) reads the cached
-//! document once into a value that borrows its strings ([`read`],
-//! [`value`]), which is then written straight into one output buffer ([`out`]):
-//! the board tree ([`nodes`]), rich text ([`rich`], [`draft`]) and tables
-//! ([`table`]). `fetchedAt`, `source` and `version` are not written, so
+//! document once into a value that borrows its strings (`read`,
+//! `value`), which is then written straight into one output buffer (`out`):
+//! the board tree (`nodes`), rich text (`rich`, `draft`) and tables
+//! (`table`). `fetchedAt`, `source` and `version` are not written, so
 //! the text depends only on what the ETag covers.
 //!
 //! Board text is untrusted: it is escaped so it never becomes HTML or
 //! Markdown structure, and only `http:`/`https:` URLs become link or image
-//! targets (see [`out`]). The document has already been sanitized, so no
+//! targets (see `out`). The document has already been sanitized, so no
 //! token or permission id is in it to write.
 
 mod draft;
@@ -28,7 +28,7 @@ use crate::select::Selection;
 
 /// The Markdown of `selection` applied to `doc`, the compact JSON of a
 /// sanitized document: one pass over `doc` selects and reads it
-/// ([`read`]), then the writer walks the value.
+/// (`read`), then the writer walks the value.
 ///
 /// # Errors
 /// [`Malformed`] when `doc` is not compact JSON or nests deeper than 127 containers.
@@ -51,7 +51,7 @@ pub fn render(selection: &Selection, doc: &[u8]) -> Result<String, Malformed> {
 }
 
 /// The reference reading: the compact or pretty JSON of an already selected
-/// document read with serde_json ([`value::V::parse`]), then written. Not
+/// document read with serde_json (`value::V::parse`), then written. Not
 /// the serving path; the tests and the benchmark hold [`render`] to it.
 ///
 /// # Errors

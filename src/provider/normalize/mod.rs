@@ -2,7 +2,7 @@
 //! Called by the provider after the fetch and before
 //! sanitize; pure, no I/O.
 //!
-//! The work is split by concern: [`raw`] (lenient readers, depth-bounded raw
+//! The work is split by concern: `raw` (lenient readers, depth-bounded raw
 //! copies), `fields` (one element's fields, one row per element type),
 //! `order` (children order), `tree` (the tree, built without recursion).
 //! Same input, same bytes: nothing depends on hash-map iteration order.
