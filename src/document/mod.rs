@@ -6,6 +6,7 @@ pub mod completeness;
 pub mod kinds;
 pub mod leaves;
 pub mod model;
+pub mod reading;
 pub mod sanitize;
 pub mod schema;
 pub mod types;

@@ -13,6 +13,7 @@
 //! equal (`1`, `1.0`, `"1"`) fall through to the next key, and `id` (unique in
 //! a board) settles the rest, so the order is total and deterministic.
 
+use crate::document::reading::numeric;
 use crate::document::{Location, Scalar};
 use serde_json::Value;
 use std::cmp::Ordering;
@@ -60,15 +61,6 @@ impl Part {
             _ => self.rank().cmp(&other.rank()),
         }
     }
-}
-
-/// A finite number written as a decimal string.
-fn numeric(s: &str) -> Option<f64> {
-    let first = s.bytes().next()?;
-    if !(first.is_ascii_digit() || matches!(first, b'-' | b'+' | b'.')) {
-        return None;
-    }
-    s.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
 /// What the fallback order compares, `id` last.
