@@ -27,6 +27,8 @@ fn accept_decides_the_representation() {
         (Some("text/markdown"), MARKDOWN),
         (Some("text/markdown, */*;q=0.1"), MARKDOWN),
         (Some("text/markdown;q=0.5, application/json"), JSON),
+        (Some("text/markdown, text/html, */*"), MARKDOWN),
+        (Some("text/markdown, application/json"), JSON),
         (Some("text/*"), MARKDOWN),
         (Some(browser), JSON),
         (Some("*/*"), JSON),

@@ -4,9 +4,12 @@
 //! Each of `text/markdown` and `application/json` takes the q-value of the
 //! most specific media range that matches it (`type/subtype`, then
 //! `type/*`, then `*/*`; the highest q among equally specific ranges; 0 when
-//! none matches). Markdown is chosen only when its q is strictly higher than
-//! JSON's, so ties, `*/*`, a browser's default `Accept` and a header naming
-//! neither type all get JSON: there is no `406`. A malformed header (bad
+//! none matches). Markdown is chosen when its q is strictly higher than
+//! JSON's, or when the two tie and `text/markdown` is named outright while
+//! JSON is acceptable only through `*/*` or `application/*`: an agent's usual
+//! `text/markdown, text/html, */*` means Markdown, while an explicit
+//! `application/json` at the same q still wins. `*/*`, a browser's default
+//! `Accept` and a header naming neither type get JSON: there is no `406`. A malformed header (bad
 //! token, bad q-value, `*/subtype`, an unclosed quoted string, non-ASCII
 //! bytes) counts as absent, which also means JSON. Parameters other than `q`
 //! are read and ignored. Called by the API for every read request; pure.
@@ -23,12 +26,17 @@ pub fn negotiate(headers: &HeaderMap) -> Representation {
             return Representation::Json;
         }
     }
-    if prefs.markdown.q() > prefs.json.q() {
+    let (markdown, json) = (prefs.markdown.q(), prefs.json.q());
+    let named_outright = prefs.markdown.specificity() == EXACT && prefs.json.specificity() < EXACT;
+    if markdown > json || (markdown == json && markdown > 0 && named_outright) {
         Representation::Markdown
     } else {
         Representation::Json
     }
 }
+
+/// The specificity of `type/subtype`; `type/*` is 2 and `*/*` 1.
+const EXACT: u8 = 3;
 
 /// Best match so far for one media type: (specificity, q in thousandths).
 #[derive(Default, Clone, Copy)]
@@ -44,6 +52,11 @@ impl Best {
 
     fn q(self) -> u16 {
         self.0.map_or(0, |(_, q)| q)
+    }
+
+    /// How the best match named the type (0 when nothing matched).
+    fn specificity(self) -> u8 {
+        self.0.map_or(0, |(s, _)| s)
     }
 }
 
@@ -75,7 +88,7 @@ fn parse_line(line: &[u8], prefs: &mut Prefs) -> Option<()> {
             (b"*", b"*") => 1,
             (b"*", _) => return None,
             (_, b"*") => 2,
-            _ => 3,
+            _ => EXACT,
         };
         let names = |t: &[u8], s: &[u8]| {
             (kind.eq_ignore_ascii_case(t) || kind == b"*")
@@ -240,6 +253,43 @@ mod tests {
                 of(&[header]),
                 *expected,
                 "{}",
+                String::from_utf8_lossy(header)
+            );
+        }
+    }
+
+    /// What agents, tools and browsers send, and what each gets.
+    #[test]
+    fn usual_headers() {
+        let cases: &[(&str, &[u8], Representation)] = &[
+            // Agents and text tools that prefer Markdown.
+            ("agent", b"text/markdown, text/html, */*", M),
+            ("agent, q on the rest", b"text/markdown, text/html;q=0.9, */*;q=0.8", M),
+            ("agent, plain text second", b"text/markdown, text/plain, */*", M),
+            ("markdown beside application/*", b"text/markdown, application/*", M),
+            ("markdown beside application/* at a lower q", b"text/markdown;q=0.5, application/*", J),
+            ("explicit JSON at the same q", b"text/markdown, application/json", J),
+            ("explicit JSON first", b"application/json, text/markdown", J),
+            ("explicit JSON with */*", b"text/markdown, application/json, */*", J),
+            ("markdown below */*", b"text/markdown;q=0.5, */*", J),
+            ("text/* ties */*", b"text/*, */*", J),
+            ("markdown refused", b"text/markdown;q=0, */*", J),
+            // HTTP clients' defaults.
+            ("curl", b"*/*", J),
+            ("fetch()", b"*/*", J),
+            ("python-requests", b"*/*", J),
+            ("a JSON API client", b"application/json", J),
+            ("a JSON client with a fallback", b"application/json, text/plain, */*", J),
+            // Browsers' navigation defaults.
+            ("Chrome", b"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7", J),
+            ("Firefox", b"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", J),
+            ("Safari", b"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", J),
+        ];
+        for (who, header, expected) in cases {
+            assert_eq!(
+                of(&[header]),
+                *expected,
+                "{who}: {}",
                 String::from_utf8_lossy(header)
             );
         }
