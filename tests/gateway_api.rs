@@ -376,6 +376,13 @@ fn selector_errors_name_the_parameter_and_item() {
     let r = search(&format!("{l}&include={}", encode("version,,board.id")));
     r.assert_error(400, "INVALID_FIELD_SELECTOR", Some("include"));
     assert_eq!(r.json()["error"]["message"], "Unknown field selector: ");
+    // A near miss names the selector meant, in the same error shape.
+    let r = search(&format!("{l}&include={}", encode("board.children.titel")));
+    r.assert_error(400, "INVALID_FIELD_SELECTOR", Some("include"));
+    assert_eq!(
+        r.json()["error"]["message"],
+        "Unknown field selector: board.children.titel; did you mean `board.children.title`?"
+    );
 }
 
 #[test]

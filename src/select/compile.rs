@@ -184,10 +184,12 @@ impl<'a> Chain<'a> {
 /// `NoMatch` naming the selector.
 pub fn validate(selector: &Selector) -> Result<(), ParseError> {
     let model = model::get();
-    if Chain::new(model, selector.segments()).is_live(0, Model::ROOT) {
+    let matches = |segments: &[Segment]| Chain::new(model, segments).is_live(0, Model::ROOT);
+    if matches(selector.segments()) {
         Ok(())
     } else {
-        Err(ParseError::item(ErrorKind::NoMatch, selector.text()))
+        let suggestion = super::suggest::nearest(selector.segments(), matches);
+        Err(ParseError::item(ErrorKind::NoMatch, selector.text()).suggesting(suggestion))
     }
 }
 

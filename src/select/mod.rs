@@ -23,6 +23,7 @@ pub mod apply;
 pub mod compile;
 pub mod parse;
 pub mod stream;
+mod suggest;
 
 use crate::document::{Coverage, BODY_FIELDS};
 use compile::Program;
@@ -410,6 +411,38 @@ mod tests {
                     format!("Unknown field selector: {item}"),
                     "{list}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_selector_near_a_valid_one_names_it() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("board.children.titel", Some("board.children.title")),
+            ("board.chilren.title", Some("board.children.title")),
+            ("board.Title", Some("board.title")),
+            ("board.**.richtext.plainText", Some("board.**.richText.plainText")),
+            ("**.timestamp", Some("**.timestamps")),
+            ("fetchedat", Some("fetchedAt")),
+            // Two names wrong, or nothing near: no suggestion.
+            ("board.chilren.titel", None),
+            ("nope", None),
+            ("board.caption", None),
+            // Sensitive fields are not in the model, so never suggested.
+            ("board.**.password", None),
+            ("**.Token", None),
+            // A leaf has no fields to suggest.
+            ("board.children.drawing.svg", None),
+        ];
+        for (bad, nearest) in cases {
+            let err = Selection::include(bad).expect_err(bad);
+            let expected = match nearest {
+                Some(s) => format!("Unknown field selector: {bad}; did you mean `{s}`?"),
+                None => format!("Unknown field selector: {bad}"),
+            };
+            assert_eq!(err.message, expected);
+            if let Some(s) = nearest {
+                assert!(Selection::include(s).is_ok(), "{s} is valid");
             }
         }
     }

@@ -72,18 +72,31 @@ pub enum ErrorKind {
 pub struct ParseError {
     kind: ErrorKind,
     item: Option<Box<str>>,
+    /// For [`ErrorKind::NoMatch`]: the nearest selector that matches.
+    suggestion: Option<Box<str>>,
 }
 
 impl ParseError {
     pub(crate) fn whole(kind: ErrorKind) -> ParseError {
-        ParseError { kind, item: None }
+        ParseError {
+            kind,
+            item: None,
+            suggestion: None,
+        }
     }
 
     pub(crate) fn item(kind: ErrorKind, item: &str) -> ParseError {
         ParseError {
             kind,
             item: Some(item.into()),
+            suggestion: None,
         }
+    }
+
+    /// The same error, naming `suggestion` as the nearest valid selector.
+    pub(crate) fn suggesting(mut self, suggestion: Option<String>) -> ParseError {
+        self.suggestion = suggestion.map(Into::into);
+        self
     }
 
     /// The kind of error.
@@ -98,7 +111,9 @@ impl ParseError {
 }
 
 impl fmt::Display for ParseError {
-    /// The client-facing message. Every item error reads `Unknown field selector: <item>`.
+    /// The client-facing message. Every item error reads `Unknown field
+    /// selector: <item>`, followed by `; did you mean `<selector>`?` when a
+    /// selector one name away matches the model.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             ErrorKind::TooLong => write!(
@@ -113,11 +128,17 @@ impl fmt::Display for ParseError {
             ErrorKind::EmptyItem
             | ErrorKind::InvalidSegment
             | ErrorKind::TooManySegments
-            | ErrorKind::NoMatch => write!(
-                f,
-                "Unknown field selector: {}",
-                self.item.as_deref().unwrap_or_default()
-            ),
+            | ErrorKind::NoMatch => {
+                write!(
+                    f,
+                    "Unknown field selector: {}",
+                    self.item.as_deref().unwrap_or_default()
+                )?;
+                match &self.suggestion {
+                    Some(s) => write!(f, "; did you mean `{s}`?"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
