@@ -42,6 +42,14 @@
 //! [`logging::Redacting`] around the host's logger so that no record, ours or
 //! Pingora's, carries a share link's permission id.
 //!
+//! # Hosts without a Pingora `Session`
+//!
+//! A gateway that lets a plugin answer with a response value instead of
+//! writing to the `Session` itself (pingap is one; `pingap-plugin/` in this
+//! repository is that plugin) calls [`BoardApi::respond`] with the request's
+//! [`RequestParts`] and sends the [`ApiResponse`] it returns; `None` means
+//! the path is the host's. [`BoardApi::handle`] is built on it.
+//!
 //! # Standalone
 //!
 //! [`host::service::add_services`] adds the API (and the optional Prometheus
@@ -70,8 +78,8 @@ mod provider;
 mod select;
 mod store;
 
-pub use api::respond::Served;
-pub use api::BoardApi;
+pub use api::respond::{ApiResponse, Served};
+pub use api::{BoardApi, RequestParts};
 pub use host::Answered;
 
 /// Not a public interface: the crate's internal modules, re-exported for its

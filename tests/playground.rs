@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use shared_board_api::config::{ApiSettings, Settings};
-use shared_board_api::internals::api::{BoardApi, RequestParts};
+use shared_board_api::{BoardApi, RequestParts};
 
 #[test]
 fn standalone_with_the_flag_serves_the_page_at_root_only() {
@@ -66,13 +66,7 @@ async fn an_embedding_host_never_gets_the_page() {
     let headers = http::HeaderMap::new();
     for method in [http::Method::GET, http::Method::HEAD] {
         let answer = api
-            .respond(RequestParts {
-                method: &method,
-                path: "/",
-                query: None,
-                headers: &headers,
-                client_ip: None,
-            })
+            .respond(RequestParts::new(&method, "/", None, &headers))
             .await;
         assert!(answer.is_none(), "{method} / was answered embedded");
     }

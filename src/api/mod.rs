@@ -28,9 +28,15 @@ use std::net::IpAddr;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-/// The parts of a request the pipeline reads; nothing else reaches it (the
-/// caller's cookies and authorization are never forwarded anywhere).
+/// A request as [`BoardApi::respond`] reads it, from any HTTP stack: the
+/// parts the pipeline reads and nothing else (the caller's cookies and
+/// authorization are never forwarded anywhere).
+///
+/// Built with [`RequestParts::new`] and the `with_*` methods; fields may be
+/// added (the struct is `#[non_exhaustive]`), each with a method and a
+/// default that keeps today's behaviour.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct RequestParts<'a> {
     pub method: &'a Method,
     /// The path, without query.
@@ -38,8 +44,54 @@ pub struct RequestParts<'a> {
     /// The raw query, without `?`.
     pub query: Option<&'a str>,
     pub headers: &'a HeaderMap,
-    /// The client's address, for the optional rate limit.
+    /// The client's address, for the optional rate limit. `None` unless set.
     pub client_ip: Option<IpAddr>,
+    /// The request body, empty unless set; the read endpoints never look at it.
+    pub body: &'a [u8],
+}
+
+impl<'a> RequestParts<'a> {
+    /// The request line and headers; no client address and an empty body.
+    pub fn new(
+        method: &'a Method,
+        path: &'a str,
+        query: Option<&'a str>,
+        headers: &'a HeaderMap,
+    ) -> Self {
+        RequestParts {
+            method,
+            path,
+            query,
+            headers,
+            client_ip: None,
+            body: &[],
+        }
+    }
+
+    /// The client's address, as the host determined it (the peer, or the
+    /// one a trusted proxy reported).
+    pub fn with_client_ip(mut self, ip: Option<IpAddr>) -> Self {
+        self.client_ip = ip;
+        self
+    }
+
+    /// The request body as the host read it.
+    pub fn with_body(mut self, body: &'a [u8]) -> Self {
+        self.body = body;
+        self
+    }
+
+    /// The request line for a log, the query replaced by `[redacted]`
+    /// however it is encoded (the `url` parameter carries the permission
+    /// id): `GET /api/detail?[redacted]`.
+    pub fn summary(&self) -> String {
+        let query = if self.query.is_some() {
+            "?[redacted]"
+        } else {
+            ""
+        };
+        format!("{} {}{query}", self.method, self.path)
+    }
 }
 
 /// The board API: share-link validation, fetching (cached, coalesced),
@@ -144,10 +196,31 @@ impl BoardApi {
         }
     }
 
-    /// Answers a request, or `None` when the path is the host's. The
-    /// Pingora-free core of [`BoardApi::handle`]; reachable from outside the
-    /// crate only through `internals`, for tests.
-    #[doc(hidden)]
+    /// Answers a request, or `None` when its path is the host's: the
+    /// transport-neutral entry, for hosts that do not hand over a Pingora
+    /// `Session` (a plugin that returns a response to its gateway, a test,
+    /// another HTTP stack). [`BoardApi::handle`] and [`BoardApi::serve`] are
+    /// this plus writing the answer to a `Session`.
+    ///
+    /// The answer is complete: status, headers (`Content-Length` aside) and
+    /// the body a `GET` carries. For `HEAD` send the headers without the
+    /// body; for `304` and `204` ([`ApiResponse::has_body`] false) send no
+    /// body. [`ApiResponse::served`] and [`RequestParts::summary`] are what
+    /// an access log may print; the request's query is not (it holds the
+    /// share link's permission id).
+    ///
+    /// ```no_run
+    /// # async fn demo(boards: &shared_board_api::BoardApi) {
+    /// use shared_board_api::RequestParts;
+    /// let (method, headers) = (http::Method::GET, http::HeaderMap::new());
+    /// let query = "url=https%3A%2F%2Fapp.milanote.com%2F1Abc%2Fx%3Fp%3DSECRET";
+    /// let parts = RequestParts::new(&method, "/api/search", Some(query), &headers);
+    /// match boards.respond(parts).await {
+    ///     Some(answer) => println!("{} {}", parts.summary(), answer.status),
+    ///     None => { /* not ours: the host goes on with its own routing */ }
+    /// }
+    /// # }
+    /// ```
     pub async fn respond(&self, req: RequestParts<'_>) -> Option<ApiResponse> {
         let endpoint = match route::route(req.path, &self.prefix) {
             Route::Endpoint(endpoint) => endpoint,

@@ -22,9 +22,13 @@ pub const EXPOSE_HEADERS: &str = "ETag, Server-Timing, Board-Completeness";
 /// Preflight answers allow this request header when the browser names none.
 const DEFAULT_ALLOW_HEADERS: &str = "If-None-Match";
 
-/// A complete answer, ready for any HTTP stack. `body` is what a GET would
-/// carry; a HEAD answer has the same headers and the adapter drops the body.
+/// A complete answer of [`BoardApi::respond`](crate::BoardApi::respond),
+/// ready for any HTTP stack. `body` is what a GET would carry; a HEAD
+/// answer has the same headers and the host drops the body. `headers` has
+/// no `Content-Length`: the host's stack sets it from the body it sends.
+/// Built by the crate only; fields may be added (`#[non_exhaustive]`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ApiResponse {
     pub status: StatusCode,
     pub headers: HeaderMap,
@@ -39,6 +43,7 @@ pub struct ApiResponse {
 /// board the provider refused, a provider failure); empty for answers that
 /// read no board (errors before the fetch, preflights, the playground).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Served {
     /// `hit`, `shared`, `miss` or `coalesced`, as in `Server-Timing`.
     pub cache: Option<&'static str>,

@@ -41,16 +41,13 @@ impl BoardApi {
     pub async fn serve(&self, session: &mut Session) -> Result<Option<Answered>> {
         let req = session.req_header();
         let head = req.method == http::Method::HEAD;
-        let parts = RequestParts {
-            method: &req.method,
-            path: req.uri.path(),
-            query: req.uri.query(),
-            headers: &req.headers,
-            client_ip: session
-                .client_addr()
-                .and_then(|a| a.as_inet())
-                .map(|a| a.ip()),
-        };
+        let parts = RequestParts::new(&req.method, req.uri.path(), req.uri.query(), &req.headers)
+            .with_client_ip(
+                session
+                    .client_addr()
+                    .and_then(|a| a.as_inet())
+                    .map(|a| a.ip()),
+            );
         let Some(mut response) = self.respond(parts).await else {
             return Ok(None);
         };
@@ -88,12 +85,7 @@ impl BoardApi {
         if !self.owns(path) {
             return None;
         }
-        let query = if req.uri.query().is_some() {
-            "?[redacted]"
-        } else {
-            ""
-        };
-        Some(format!("{} {path}{query}", req.method))
+        Some(RequestParts::new(&req.method, path, req.uri.query(), &req.headers).summary())
     }
 }
 
