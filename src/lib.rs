@@ -64,6 +64,8 @@
 //! `default-features = false`.
 
 mod api;
+#[cfg(feature = "demo")]
+pub mod capture;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;

@@ -5,12 +5,16 @@
 //!   curl 'http://127.0.0.1:8080/api/search?url=https%3A%2F%2Fapp.milanote.com%2F1W3ZZU1Qvua02H%2Fdemo%3Fp%3Ddemo'
 //! Run against Milanote: `shared-board-api -c conf/gateway.yaml`; check a
 //! file: `shared-board-api -t -c conf/gateway.yaml`.
+//! Capture a board for a bug report: `shared-board-api -c conf/gateway.yaml
+//! --capture '<share link>' --out DIR`; replay it offline: `--demo DIR`.
 
 use clap::Parser;
 use pingora_core::server::configuration::{Opt, ServerConf};
 use pingora_core::server::Server;
 use shared_board_api::config::{ConfigError, Settings};
-use shared_board_api::demo::SampleUpstream;
+use shared_board_api::demo::{Captured, SampleUpstream};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -21,9 +25,26 @@ use std::process::ExitCode;
 struct Cli {
     #[command(flatten)]
     pingora: Opt,
-    /// Serve the bundled sample boards on 127.0.0.1:8080, offline.
-    #[arg(long)]
-    demo: bool,
+    /// Serve the bundled sample boards on 127.0.0.1:8080, offline; with
+    /// DIR, also the boards captured there (with --capture).
+    #[arg(long, value_name = "DIR", num_args = 0..=1)]
+    demo: Option<Option<PathBuf>>,
+    /// With --demo: listen on ADDR instead of the configuration's listeners.
+    #[arg(long, value_name = "ADDR", requires = "demo")]
+    listen: Option<SocketAddr>,
+    /// Fetch the board of this share link through the configured provider
+    /// and write each answer to --out, with the token, the permission id and
+    /// person ids replaced by placeholders; then exit.
+    #[arg(
+        long,
+        value_name = "SHARE_LINK",
+        requires = "out",
+        conflicts_with = "demo"
+    )]
+    capture: Option<String>,
+    /// The directory --capture writes to (created; must be empty).
+    #[arg(long, value_name = "DIR", requires = "capture")]
+    out: Option<PathBuf>,
 }
 
 const DEMO_CONF: &str = include_str!("../conf/demo.yaml");
@@ -35,7 +56,21 @@ fn main() -> ExitCode {
     // Every record, ours and Pingora's, passes the share-link scrubber.
     let _ = shared_board_api::logging::init();
     let cli = Cli::parse();
-    let settings = if cli.demo {
+    if let (Some(link), Some(out)) = (&cli.capture, &cli.out) {
+        return capture(cli.pingora.conf.as_deref(), link, out);
+    }
+    let captured = match cli.demo.as_ref().and_then(Option::as_deref) {
+        Some(dir) => match Captured::load(dir) {
+            Ok(captured) => captured,
+            Err(e) => {
+                eprintln!("shared-board-api: --demo: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => Captured::default(),
+    };
+    let demo = cli.demo.is_some();
+    let settings = if demo {
         // `--demo -c FILE` runs FILE's settings against the sample upstream.
         let text = match &cli.pingora.conf {
             Some(path) => std::fs::read_to_string(path).unwrap_or_else(|e| {
@@ -44,7 +79,8 @@ fn main() -> ExitCode {
             }),
             None => DEMO_CONF.to_string(),
         };
-        demo_settings(&text).map(|(settings, sample)| (settings, Some(sample)))
+        demo_settings(&text, captured.clone(), cli.listen)
+            .map(|(settings, sample)| (settings, Some(sample)))
     } else {
         match &cli.pingora.conf {
             Some(path) => Settings::from_file(path.as_ref()).map(|s| (s, None)),
@@ -67,7 +103,7 @@ fn main() -> ExitCode {
     if cli.pingora.test {
         println!("shared-board-api: board_api configuration is valid");
     }
-    let server = if cli.demo && cli.pingora.conf.is_none() {
+    let server = if demo && cli.pingora.conf.is_none() {
         // The built-in demo file carries Pingora keys too (short grace period).
         ServerConf::from_yaml(DEMO_CONF)
             .map(|conf| Server::new_with_opt_and_conf(cli.pingora, conf))
@@ -88,8 +124,8 @@ fn main() -> ExitCode {
         eprintln!("shared-board-api: cannot start: {e}");
         return ExitCode::from(2);
     }
-    if cli.demo {
-        print_demo_help(&settings);
+    if demo {
+        print_demo_help(&settings, &captured);
     }
     server.run_forever()
 }
@@ -97,16 +133,51 @@ fn main() -> ExitCode {
 /// Starts the bundled sample upstream on a loopback port, on its own thread,
 /// and points the demo configuration at it. The upstream serves as long as
 /// the returned handle lives.
-fn demo_settings(conf: &str) -> Result<(Settings, SampleUpstream), ConfigError> {
+fn demo_settings(
+    conf: &str,
+    captured: Captured,
+    listen: Option<SocketAddr>,
+) -> Result<(Settings, SampleUpstream), ConfigError> {
     let mut settings = Settings::from_yaml(conf)?;
-    let sample = SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).map_err(|e| {
-        ConfigError::new("--demo", format!("cannot start the sample upstream: {e}"))
-    })?;
+    if let Some(addr) = listen {
+        settings.set_listen(addr);
+    }
+    let sample = SampleUpstream::start_in_thread_with(([127, 0, 0, 1], 0).into(), captured)
+        .map_err(|e| {
+            ConfigError::new("--demo", format!("cannot start the sample upstream: {e}"))
+        })?;
     settings.api_mut().set_provider_origin(&sample.origin())?;
     Ok((settings, sample))
 }
 
-fn print_demo_help(settings: &Settings) {
+/// `--capture LINK --out DIR`: the board's answers, scrubbed, into DIR.
+/// Exit 0 when the board loaded, 1 when it did not (its answers are
+/// written all the same), 2 when nothing could be captured.
+fn capture(conf: Option<&str>, link: &str, out: &Path) -> ExitCode {
+    let Some(path) = conf else {
+        eprintln!("shared-board-api: --capture needs -c <file.yaml>: the provider it configures");
+        return ExitCode::from(2);
+    };
+    let settings = match Settings::from_file(path.as_ref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("shared-board-api: invalid configuration: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match shared_board_api::capture::capture(&settings, link, out) {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::from(u8::from(report.failure.is_some()))
+        }
+        Err(e) => {
+            eprintln!("shared-board-api: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_demo_help(settings: &Settings, captured: &Captured) {
     let base = settings
         .listen()
         .first()
@@ -122,6 +193,14 @@ fn print_demo_help(settings: &Settings) {
     );
     if settings.playground() {
         println!("playground: open {base}/ in a browser");
+    }
+    if let Some(root) = captured.root() {
+        let boards = captured.board_ids().len();
+        println!(
+            "captured board {root} ({boards} board{}), any permission id: \
+             https://app.milanote.com/{root}/captured?p=any",
+            if boards == 1 { "" } else { "s" }
+        );
     }
     println!();
     println!("Try:");

@@ -206,6 +206,11 @@ impl Settings {
         &self.server.listen
     }
 
+    /// Listens on `addr` alone instead (the binary's `--demo --listen`).
+    pub fn set_listen(&mut self, addr: SocketAddr) {
+        self.server.listen = vec![addr];
+    }
+
     /// Reads the whole `board_api` section, `server` included (required).
     ///
     /// # Errors

@@ -1,6 +1,7 @@
 //! The sample upstream's `/api/boards` answer: the requested boards' fixture
 //! files merged, plus the synthetic `s-deep-<n>` chain.
 
+use super::captured::Captured;
 use super::fixtures;
 use serde_json::{json, Map, Value};
 
@@ -9,8 +10,9 @@ const DEFAULT_FETCHED_TIME: i64 = 1_767_225_600_000;
 
 /// Milanote's answer for `ids`: the requested boards' fixtures merged, with
 /// `errors`, `childrenReturned` and `boardIds`. `origin` is the sample's own,
-/// for the bundled images the fixtures point at.
-pub fn boards_body(ids: &[&str], token_ok: bool, origin: &str) -> Value {
+/// for the bundled images the fixtures point at. A `captured` board is
+/// served before a bundled one of the same id.
+pub fn boards_body(ids: &[&str], token_ok: bool, origin: &str, captured: &Captured) -> Value {
     let mut elements = Map::new();
     let mut comments = Map::new();
     let mut canvas_order = Map::new();
@@ -29,7 +31,11 @@ pub fn boards_body(ids: &[&str], token_ok: bool, origin: &str) -> Value {
             returned.insert(id.into(), json!(true));
             continue;
         }
-        let Some(fixture) = fixtures::fixture(id, origin).or_else(|| deep_board(id)) else {
+        let fixture = captured.fixture(id).cloned();
+        let Some(fixture) = fixture
+            .or_else(|| fixtures::fixture(id, origin))
+            .or_else(|| deep_board(id))
+        else {
             errors.insert(id.into(), json!({"error": {"code": "BOARD_NOT_FOUND"}}));
             returned.insert(id.into(), json!(false));
             continue;
@@ -105,19 +111,34 @@ mod tests {
 
     #[test]
     fn scenario_fixtures_carry_their_errors() {
-        let v = boards_body(&["fault-password"], true, "http://127.0.0.1:1");
+        let v = boards_body(
+            &["fault-password"],
+            true,
+            "http://127.0.0.1:1",
+            &Captured::default(),
+        );
         assert_eq!(
             v["errors"]["fault-password"]["error"]["code"],
             "PASSWORD_PROTECTED"
         );
         assert_eq!(v["childrenReturned"]["fault-password"], false);
-        let v = boards_body(&["fault-no-elements"], true, "http://127.0.0.1:1");
+        let v = boards_body(
+            &["fault-no-elements"],
+            true,
+            "http://127.0.0.1:1",
+            &Captured::default(),
+        );
         assert!(v.get("elements").is_none());
     }
 
     #[test]
     fn deep_chain_is_synthesized() {
-        let v = boards_body(&["s-deep-5"], true, "http://127.0.0.1:1");
+        let v = boards_body(
+            &["s-deep-5"],
+            true,
+            "http://127.0.0.1:1",
+            &Captured::default(),
+        );
         assert_eq!(
             v["elements"]["s-deep-6"]["location"]["parentId"],
             "s-deep-5"
@@ -125,7 +146,8 @@ mod tests {
         assert_eq!(v["childrenReturned"]["s-deep-5"], true);
         for bad in ["s-deep-100", "s-deep-05", "s-deep-x"] {
             assert_eq!(
-                boards_body(&[bad], true, "http://127.0.0.1:1")["errors"][bad]["error"]["code"],
+                boards_body(&[bad], true, "http://127.0.0.1:1", &Captured::default())["errors"]
+                    [bad]["error"]["code"],
                 "BOARD_NOT_FOUND"
             );
         }

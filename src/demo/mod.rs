@@ -59,10 +59,15 @@
 //! live in `src/demo/fixtures/scenarios/`; `build.rs` embeds them with the boards.
 
 mod boards;
+mod captured;
 mod fixtures;
 mod images;
 mod scenarios;
 mod wire;
+
+/// The capture directory's format, for the writer (`crate::capture`).
+pub(crate) use captured::index as capture_index;
+pub use captured::Captured;
 
 // For the crate's own tests, not part of the documented surface.
 #[doc(hidden)]
@@ -108,6 +113,8 @@ struct State {
     log: Mutex<Vec<RecordedRequest>>,
     connections: std::sync::atomic::AtomicUsize,
     tokens: TokenRegistry,
+    /// Boards captured with `--capture`, served before the bundled ones.
+    captured: Captured,
 }
 
 /// A running sample Milanote upstream. Dropping it (or [`SampleUpstream::shutdown`])
@@ -132,10 +139,26 @@ impl SampleUpstream {
     ///
     /// When called outside a tokio runtime (like `tokio::spawn`).
     pub async fn start(addr: SocketAddr) -> std::io::Result<SampleUpstream> {
+        Self::start_with(addr, Captured::default()).await
+    }
+
+    /// As [`SampleUpstream::start`], serving the `captured` boards too (a
+    /// captured board wins over a bundled one of the same id).
+    ///
+    /// # Errors
+    /// As [`SampleUpstream::start`].
+    ///
+    /// # Panics
+    /// As [`SampleUpstream::start`].
+    pub async fn start_with(
+        addr: SocketAddr,
+        captured: Captured,
+    ) -> std::io::Result<SampleUpstream> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             origin: format!("http://{addr}"),
+            captured,
             ..State::default()
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
@@ -156,6 +179,17 @@ impl SampleUpstream {
     ///
     /// The bind error, or the error creating the thread or its runtime.
     pub fn start_in_thread(addr: SocketAddr) -> std::io::Result<SampleUpstream> {
+        Self::start_in_thread_with(addr, Captured::default())
+    }
+
+    /// As [`SampleUpstream::start_in_thread`], serving the `captured` boards too.
+    ///
+    /// # Errors
+    /// As [`SampleUpstream::start_in_thread`].
+    pub fn start_in_thread_with(
+        addr: SocketAddr,
+        captured: Captured,
+    ) -> std::io::Result<SampleUpstream> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         std::thread::Builder::new()
@@ -172,7 +206,7 @@ impl SampleUpstream {
                     }
                 };
                 runtime.block_on(async move {
-                    let _ = ready_tx.send(SampleUpstream::start(addr).await);
+                    let _ = ready_tx.send(SampleUpstream::start_with(addr, captured).await);
                     // Serve until the handle is dropped.
                     let _ = stop_rx.await;
                 });
@@ -285,7 +319,7 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<State>) {
                 target: head.target.clone(),
                 headers: head.headers.clone(),
             });
-        let reply = scenarios::route(&state.tokens, &state.origin, &head);
+        let reply = scenarios::route(&state.tokens, &state.origin, &state.captured, &head);
         let keep_alive = head.keep_alive();
         match send(&mut stream, &head, reply, keep_alive).await {
             Ok(true) if keep_alive => continue,

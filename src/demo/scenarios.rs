@@ -2,6 +2,7 @@
 //! embedded fixtures, and the fault scenarios (see the table in `sample/mod.rs`).
 
 use super::boards::boards_body;
+use super::captured::Captured;
 use super::wire::RequestHead;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -74,7 +75,12 @@ impl TokenRegistry {
 }
 
 /// Route one request; `origin` is the sample's own (`http://127.0.0.1:PORT`).
-pub fn route(tokens: &TokenRegistry, origin: &str, head: &RequestHead) -> Reply {
+pub fn route(
+    tokens: &TokenRegistry,
+    origin: &str,
+    captured: &Captured,
+    head: &RequestHead,
+) -> Reply {
     if head.method != "GET" && head.method != "HEAD" {
         return status_reply(405, "method not allowed");
     }
@@ -97,7 +103,7 @@ pub fn route(tokens: &TokenRegistry, origin: &str, head: &RequestHead) -> Reply 
         ["api", "permissions", "token", permission_id] => {
             token_reply(tokens, permission_id, query.get("elementId"), accepts_gzip)
         }
-        ["api", "boards"] => boards_reply(tokens, origin, &query, accepts_gzip),
+        ["api", "boards"] => boards_reply(tokens, origin, captured, &query, accepts_gzip),
         _ => status_reply(404, "no such route"),
     }
 }
@@ -181,6 +187,7 @@ fn token_reply(
 fn boards_reply(
     tokens: &TokenRegistry,
     origin: &str,
+    captured: &Captured,
     query: &HashMap<String, String>,
     accepts_gzip: bool,
 ) -> Reply {
@@ -196,7 +203,8 @@ fn boards_reply(
     }
     let mode = query.get("tokens").and_then(|t| tokens.mode(t));
     let gzip = mode.is_some_and(|m| m.gzip) && accepts_gzip;
-    json_reply(200, &boards_body(&ids, mode.is_some(), origin), gzip)
+    let body = boards_body(&ids, mode.is_some(), origin, captured);
+    json_reply(200, &body, gzip)
 }
 
 fn status_reply(status: u16, message: &str) -> Reply {
@@ -249,6 +257,7 @@ mod tests {
         route(
             tokens,
             "http://127.0.0.1:1",
+            &Captured::default(),
             &parse_head(raw.as_bytes()).unwrap(),
         )
     }

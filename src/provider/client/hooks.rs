@@ -1,7 +1,8 @@
 //! What the provider client is handed when it is built, so that it depends on
-//! no other part of the crate: where its CPU work runs ([`Offload`]) and the
-//! pace its requests must keep ([`Pace`], a fleet-wide budget). Both are
-//! optional; without them the work runs inline and nothing is paced.
+//! no other part of the crate: where its CPU work runs ([`Offload`]), the
+//! pace its requests must keep ([`Pace`], a fleet-wide budget) and who sees
+//! its answers as they came ([`Tap`], for capturing a board). All are
+//! optional; without them the work runs inline, nothing is paced or seen.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,6 +36,26 @@ pub trait Pace: Send + Sync {
     /// # Errors
     /// [`OverBudget`] when the budget has no room before `deadline`.
     fn admit(&self, deadline: Instant) -> Hooked<'_, Result<(), OverBudget>>;
+}
+
+/// Which request an answer came for. The permission id and the token are
+/// not part of it: whoever watches learns no secret from the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked<'a> {
+    /// The token exchange for board `board_id`.
+    Token { board_id: &'a str },
+    /// The boards request for `ids`: the root alone, or one batch of
+    /// `nested` boards.
+    Boards { ids: &'a [String], nested: bool },
+}
+
+/// Sees every answer the provider sent, as the client read it (status and
+/// body, after gzip decoding), before the client interprets it. Set only to
+/// capture a board; a serving client has none.
+pub trait Tap: Send + Sync {
+    /// One answer to `asked`. Called on the task that made the request;
+    /// keep it short (store the body, a cheap `Bytes` clone).
+    fn answer(&self, asked: Asked<'_>, status: u16, body: &bytes::Bytes);
 }
 
 /// Runs `job` on `offload` when there is one, inline otherwise; `None` when

@@ -16,7 +16,7 @@ mod rules;
 mod settings;
 mod transport;
 
-pub use hooks::{Hooked, Job, Offload, OverBudget, Pace};
+pub use hooks::{Asked, Hooked, Job, Offload, OverBudget, Pace, Tap};
 pub use rules::MAX_TOKEN_BYTES;
 pub use settings::ProviderSettings;
 pub use transport::RESOLVE_TTL;
@@ -49,6 +49,8 @@ struct Inner {
     transport: Transport,
     /// Where JSON parsing and merging run; inline when absent.
     offload: Option<Arc<dyn Offload>>,
+    /// Who sees each answer as it came (a capture); nobody when absent.
+    tap: Option<Arc<dyn Tap>>,
 }
 
 impl Inner {
@@ -60,6 +62,25 @@ impl Inner {
         hooks::run_on(self.offload.as_deref(), job)
             .await
             .ok_or_else(|| FetchError::upstream("a work pool job did not return"))
+    }
+
+    /// One request to the provider, its answer shown to the tap if any.
+    async fn get(
+        &self,
+        asked: Asked<'_>,
+        target: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<transport::Response, FetchError> {
+        let what = match asked {
+            Asked::Token { .. } => "token",
+            Asked::Boards { nested: false, .. } => "root board",
+            Asked::Boards { nested: true, .. } => "nested boards",
+        };
+        let response = self.transport.get(what, target, deadline).await?;
+        if let Some(tap) = &self.tap {
+            tap.answer(asked, response.status, &response.body);
+        }
+        Ok(response)
     }
 }
 
@@ -110,6 +131,24 @@ impl ProviderClient {
         offload: Option<Arc<dyn Offload>>,
         pace: Option<Arc<dyn Pace>>,
     ) -> pingora_error::Result<Self> {
+        Self::build(settings, offload, pace, None)
+    }
+
+    /// As [`ProviderClient::new`], with every answer shown to `tap` as it
+    /// came: how a board is captured, through the same requests a load makes.
+    ///
+    /// # Errors
+    /// As [`ProviderClient::new`].
+    pub fn tapped(settings: ProviderSettings, tap: Arc<dyn Tap>) -> pingora_error::Result<Self> {
+        Self::build(settings, None, None, Some(tap))
+    }
+
+    fn build(
+        settings: ProviderSettings,
+        offload: Option<Arc<dyn Offload>>,
+        pace: Option<Arc<dyn Pace>>,
+        tap: Option<Arc<dyn Tap>>,
+    ) -> pingora_error::Result<Self> {
         const INVALID: ErrorType = ErrorType::Custom("InvalidProviderSettings");
         settings
             .validate()
@@ -125,6 +164,7 @@ impl ProviderClient {
                 settings,
                 transport,
                 offload,
+                tap,
             }),
         })
     }
@@ -202,11 +242,11 @@ impl ProviderClient {
         deadline: tokio::time::Instant,
     ) -> Result<Fetched, FetchError> {
         let settings = &self.inner.settings;
-        let transport = &self.inner.transport;
+        let inner = &self.inner;
         let root = tokio::time::timeout_at(deadline, async {
-            let response = transport
+            let response = inner
                 .get(
-                    "token",
+                    Asked::Token { board_id },
                     &rules::token_target(board_id, permission_id),
                     deadline,
                 )
@@ -214,8 +254,15 @@ impl ProviderClient {
             let token = rules::parse_token(&response)?;
             *token_out = Some(token.clone());
             let ids = [board_id.to_owned()];
-            let response = transport
-                .get("root board", &rules::boards_target(&ids, &token), deadline)
+            let response = inner
+                .get(
+                    Asked::Boards {
+                        ids: &ids,
+                        nested: false,
+                    },
+                    &rules::boards_target(&ids, &token),
+                    deadline,
+                )
                 .await?;
             let body = self
                 .inner
@@ -375,8 +422,14 @@ impl ProviderClient {
                 in_flight.spawn(async move {
                     let target = rules::boards_target(&ids, &token);
                     let answer = match inner
-                        .transport
-                        .get("nested boards", &target, deadline)
+                        .get(
+                            Asked::Boards {
+                                ids: &ids,
+                                nested: true,
+                            },
+                            &target,
+                            deadline,
+                        )
                         .await
                     {
                         Ok(response) => inner
