@@ -182,12 +182,14 @@ pub fn upstream_seconds(seconds: f64) {
 fn itoa(status: u16) -> &'static str {
     match status {
         200 => "200",
+        202 => "202",
         204 => "204",
         304 => "304",
         400 => "400",
         403 => "403",
         404 => "404",
         405 => "405",
+        413 => "413",
         429 => "429",
         500 => "500",
         502 => "502",
@@ -260,6 +262,25 @@ pub fn fleet_stored(bytes: usize) {
     }
 }
 
+/// `board_api_mcp_requests_total{method, tool, outcome}`: MCP requests by
+/// JSON-RPC method (those served, `notification`, `other`), tool (empty
+/// unless `tools/call`) and outcome (`ok`, `tool_error`, `error`,
+/// `accepted` for a notification).
+static MCP: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "board_api_mcp_requests_total",
+        "MCP requests by JSON-RPC method, tool and outcome",
+        &["method", "tool", "outcome"]
+    )
+    .ok()
+});
+
+pub fn mcp(method: &str, tool: &str, outcome: &str) {
+    if let Some(c) = &*MCP {
+        c.with_label_values(&[method, tool, outcome]).inc();
+    }
+}
+
 /// `board_api_access_log_dropped_total`: access log lines dropped because
 /// the buffer in front of the log's writer was full.
 static ACCESS_DROPPED: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
@@ -292,6 +313,7 @@ mod tests {
         pool_busy(1);
         cold_queued(2);
         access_log_dropped();
+        mcp("tools/call", "read_board", "ok");
         let text = prometheus::TextEncoder::new()
             .encode_to_string(&prometheus::gather())
             .expect("encodes");
@@ -310,6 +332,7 @@ mod tests {
             "board_api_pool_jobs{state=\"busy\"} ",
             "board_api_cold_loads{state=\"queued\"} ",
             "board_api_access_log_dropped_total ",
+            "board_api_mcp_requests_total{method=\"tools/call\",outcome=\"ok\",tool=\"read_board\"} ",
         ] {
             assert!(text.contains(name), "{name} in {text}");
         }

@@ -5,6 +5,7 @@
 
 pub mod accept;
 pub mod error;
+pub mod mcp;
 pub mod params;
 pub(crate) mod playground;
 pub mod respond;
@@ -12,7 +13,7 @@ pub mod route;
 pub mod share_link;
 pub mod timing;
 
-use crate::config::{ApiSettings, ConfigError};
+use crate::config::{ApiSettings, ConfigError, McpSettings};
 use crate::encoding;
 use crate::metrics;
 use crate::provider::error::FetchError;
@@ -24,6 +25,7 @@ use pingora_limits::rate::Rate;
 use respond::{ApiResponse, Served};
 use route::{Endpoint, MethodAction, Route};
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -46,7 +48,9 @@ pub struct RequestParts<'a> {
     pub headers: &'a HeaderMap,
     /// The client's address, for the optional rate limit. `None` unless set.
     pub client_ip: Option<IpAddr>,
-    /// The request body, empty unless set; the read endpoints never look at it.
+    /// The request body, empty unless set: only a `POST` to the MCP
+    /// endpoint has one this API reads (see [`BoardApi::body_limit`]); the
+    /// host passes at most one byte over the limit.
     pub body: &'a [u8],
 }
 
@@ -117,6 +121,8 @@ pub struct BoardApi {
     playground: bool,
     /// Serve cached renders compressed per `Accept-Encoding` (default true).
     compress: bool,
+    /// The MCP endpoint at `{prefix}/mcp` (`board_api.mcp`).
+    mcp: McpSettings,
 }
 
 impl BoardApi {
@@ -148,6 +154,7 @@ impl BoardApi {
             answer_all_paths: false,
             playground: false,
             compress: true,
+            mcp: settings.mcp.clone(),
         })
     }
 
@@ -191,9 +198,22 @@ impl BoardApi {
     pub(crate) fn owns(&self, path: &str) -> bool {
         match route::route(path, &self.prefix) {
             Route::Endpoint(_) => true,
-            Route::UnderPrefix => self.claim_prefix || self.answer_all_paths,
+            Route::Mcp if self.mcp.enabled => true,
+            Route::Mcp | Route::UnderPrefix => self.claim_prefix || self.answer_all_paths,
             Route::Outside => self.answer_all_paths,
         }
+    }
+
+    /// Whether the request to `path` with `method` has a body this API
+    /// reads, and how many bytes of it at most: `Some(limit)` for a `POST`
+    /// to the MCP endpoint (`board_api.mcp.max_body_bytes`), `None` for
+    /// everything else. A host reads at most `limit + 1` bytes of such a
+    /// body into [`RequestParts::body`]; more than `limit` is answered `413`.
+    pub fn body_limit(&self, method: &Method, path: &str) -> Option<usize> {
+        (self.mcp.enabled
+            && *method == Method::POST
+            && route::route(path, &self.prefix) == Route::Mcp)
+            .then_some(self.mcp.max_body_bytes)
     }
 
     /// Answers a request, or `None` when its path is the host's: the
@@ -224,6 +244,11 @@ impl BoardApi {
     pub async fn respond(&self, req: RequestParts<'_>) -> Option<ApiResponse> {
         let endpoint = match route::route(req.path, &self.prefix) {
             Route::Endpoint(endpoint) => endpoint,
+            Route::Mcp if self.mcp.enabled => {
+                let response = self.mcp(&req).await;
+                metrics::request("mcp", response.status.as_u16());
+                return Some(response);
+            }
             _ if !self.owns(req.path) => return None,
             Route::Outside if self.playground && req.path == "/" => {
                 if let Some(page) = playground::page(req.method) {
@@ -233,7 +258,7 @@ impl BoardApi {
                 metrics::request("unknown", 404);
                 return Some(respond::error(&ApiError::NotFound));
             }
-            Route::UnderPrefix | Route::Outside => {
+            Route::Mcp | Route::UnderPrefix | Route::Outside => {
                 metrics::request("unknown", 404);
                 return Some(respond::error(&ApiError::NotFound));
             }
@@ -369,13 +394,50 @@ impl BoardApi {
         query: Option<&str>,
     ) -> Result<Arc<BoardRequest>, ApiError> {
         let query = query.unwrap_or("");
-        if let Some(request) = self.parsed.get(endpoint, query) {
+        let slot = Slot::Query(endpoint);
+        if let Some(request) = self.parsed.get(slot, query) {
             return Ok(request);
         }
         let request = Arc::new(params::parse(endpoint, Some(query), &self.share_host)?);
-        self.parsed.put(endpoint, query, Arc::clone(&request));
+        self.parsed.put(slot, query, Arc::clone(&request));
         Ok(request)
     }
+
+    /// [`Self::parsed`] for an MCP tool's `url`, `view`, `include` and
+    /// `exclude` arguments, read as `/api/detail` reads them.
+    fn parsed_values(&self, values: [Option<&str>; 4]) -> Result<Arc<BoardRequest>, ApiError> {
+        // One text per distinct set of values: each value's length (or `-`
+        // when absent) before it, so no two sets share a text.
+        let mut key = String::new();
+        for value in values {
+            match value {
+                Some(v) => {
+                    let _ = write!(key, "{}:", v.len());
+                    key.push_str(v);
+                }
+                None => key.push('-'),
+            }
+        }
+        if let Some(request) = self.parsed.get(Slot::Tool, &key) {
+            return Ok(request);
+        }
+        let request = Arc::new(params::from_values(
+            Endpoint::Detail,
+            values,
+            &self.share_host,
+        )?);
+        self.parsed.put(Slot::Tool, &key, Arc::clone(&request));
+        Ok(request)
+    }
+}
+
+/// Which memo a parse is kept in: one per endpoint's queries, one for the
+/// MCP tools' arguments (never mixed: a query and an argument key may be
+/// equal texts).
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Query(Endpoint),
+    Tool,
 }
 
 /// Parsed requests by raw query, per endpoint: a plain map behind a
@@ -386,33 +448,31 @@ impl BoardApi {
 /// set of repeated queries refills it at once.
 #[derive(Default)]
 struct ParseMemo {
-    by_endpoint: [RwLock<HashMap<Box<str>, Arc<BoardRequest>>>; 2],
+    by_slot: [RwLock<HashMap<Box<str>, Arc<BoardRequest>>>; 3],
 }
 
 impl ParseMemo {
     const ENTRIES: usize = 1024;
     const MAX_QUERY: usize = 8 << 10;
 
-    fn map(&self, endpoint: Endpoint) -> &RwLock<HashMap<Box<str>, Arc<BoardRequest>>> {
-        &self.by_endpoint[match endpoint {
-            Endpoint::Search => 0,
-            Endpoint::Detail => 1,
+    fn map(&self, slot: Slot) -> &RwLock<HashMap<Box<str>, Arc<BoardRequest>>> {
+        &self.by_slot[match slot {
+            Slot::Query(Endpoint::Search) => 0,
+            Slot::Query(Endpoint::Detail) => 1,
+            Slot::Tool => 2,
         }]
     }
 
-    fn get(&self, endpoint: Endpoint, query: &str) -> Option<Arc<BoardRequest>> {
-        let map = self.map(endpoint).read().unwrap_or_else(|e| e.into_inner());
+    fn get(&self, slot: Slot, query: &str) -> Option<Arc<BoardRequest>> {
+        let map = self.map(slot).read().unwrap_or_else(|e| e.into_inner());
         map.get(query).cloned()
     }
 
-    fn put(&self, endpoint: Endpoint, query: &str, request: Arc<BoardRequest>) {
+    fn put(&self, slot: Slot, query: &str, request: Arc<BoardRequest>) {
         if query.len() > Self::MAX_QUERY {
             return;
         }
-        let mut map = self
-            .map(endpoint)
-            .write()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut map = self.map(slot).write().unwrap_or_else(|e| e.into_inner());
         if map.len() >= Self::ENTRIES {
             map.clear();
         }
@@ -473,22 +533,23 @@ mod tests {
             (query, Arc::new(parsed.expect("a valid query")))
         };
         let (query, parsed) = request("b0");
-        memo.put(Endpoint::Search, &query, Arc::clone(&parsed));
-        assert!(memo.get(Endpoint::Search, &query).is_some());
-        assert!(memo.get(Endpoint::Detail, &query).is_none());
+        memo.put(Slot::Query(Endpoint::Search), &query, Arc::clone(&parsed));
+        assert!(memo.get(Slot::Query(Endpoint::Search), &query).is_some());
+        assert!(memo.get(Slot::Query(Endpoint::Detail), &query).is_none());
+        assert!(memo.get(Slot::Tool, &query).is_none());
         for i in 1..=ParseMemo::ENTRIES {
             let (query, parsed) = request(&format!("b{i}"));
-            memo.put(Endpoint::Search, &query, parsed);
+            memo.put(Slot::Query(Endpoint::Search), &query, parsed);
         }
         let held = memo
-            .map(Endpoint::Search)
+            .map(Slot::Query(Endpoint::Search))
             .read()
             .map(|m| m.len())
             .unwrap_or(0);
         assert!(held <= ParseMemo::ENTRIES, "{held}");
         let long = "x".repeat(ParseMemo::MAX_QUERY + 1);
-        memo.put(Endpoint::Search, &long, parsed);
-        assert!(memo.get(Endpoint::Search, &long).is_none());
+        memo.put(Slot::Query(Endpoint::Search), &long, parsed);
+        assert!(memo.get(Slot::Query(Endpoint::Search), &long).is_none());
     }
 
     #[test]

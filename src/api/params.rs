@@ -37,7 +37,36 @@ pub fn parse(
     query: Option<&str>,
     share_host: &str,
 ) -> Result<BoardRequest, ApiError> {
-    let raw = shape(query.unwrap_or(""))?;
+    validate(endpoint, shape(query.unwrap_or(""))?, share_host)
+}
+
+/// The parameters of a request made some other way than a query string (an
+/// MCP tool's arguments), each present at most once, checked exactly as a
+/// query's from step 3's `url` checks on.
+///
+/// # Errors
+/// As [`parse`], after the query's shape.
+pub fn from_values(
+    endpoint: Endpoint,
+    values: [Option<&str>; 4],
+    share_host: &str,
+) -> Result<BoardRequest, ApiError> {
+    let [url, view, include, exclude] = values.map(|v| v.map(Cow::Borrowed));
+    let raw = RawParams {
+        url,
+        view,
+        include,
+        exclude,
+    };
+    validate(endpoint, raw, share_host)
+}
+
+/// Steps 3 (the `url` value) to 7.
+fn validate(
+    endpoint: Endpoint,
+    raw: RawParams<'_>,
+    share_host: &str,
+) -> Result<BoardRequest, ApiError> {
     let url = raw.url.as_deref().map(str::trim).unwrap_or("");
     // Step 3, continued: url present, 1 to 2048 characters after trimming.
     if raw.url.is_none() {

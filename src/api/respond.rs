@@ -49,6 +49,10 @@ pub struct Served {
     pub cache: Option<&'static str>,
     /// The board id of the share link.
     pub board: Option<std::sync::Arc<str>>,
+    /// An MCP request: the JSON-RPC method (one of those served, or
+    /// `other`), and the tool of a `tools/call`. Never its arguments.
+    pub rpc: Option<&'static str>,
+    pub tool: Option<&'static str>,
 }
 
 impl ApiResponse {

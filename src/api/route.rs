@@ -38,6 +38,8 @@ impl Endpoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     Endpoint(Endpoint),
+    /// `{prefix}/mcp`: the Model Context Protocol endpoint (when enabled).
+    Mcp,
     /// Under the prefix but not an endpoint: `404 NOT_FOUND` standalone or
     /// with `claim_prefix`, else the host's.
     UnderPrefix,
@@ -55,6 +57,7 @@ pub fn route(path: &str, prefix: &str) -> Route {
     match rest {
         "/search" => Route::Endpoint(Endpoint::Search),
         "/detail" => Route::Endpoint(Endpoint::Detail),
+        "/mcp" => Route::Mcp,
         r if r.starts_with('/') => Route::UnderPrefix,
         // `/api` itself and `/apix/...` are not under `/api/`.
         _ => Route::Outside,
@@ -89,6 +92,10 @@ mod tests {
         let cases = [
             ("/api", "/api/search", Route::Endpoint(Endpoint::Search)),
             ("/api", "/api/detail", Route::Endpoint(Endpoint::Detail)),
+            ("/api", "/api/mcp", Route::Mcp),
+            ("/api", "/api/mcp/", Route::UnderPrefix),
+            ("/api", "/mcp", Route::Outside),
+            ("/b/v1", "/b/v1/mcp", Route::Mcp),
             ("/api", "/api/search/", Route::UnderPrefix),
             ("/api", "/api/detail/x", Route::UnderPrefix),
             ("/api", "/api/Search", Route::UnderPrefix),

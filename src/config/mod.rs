@@ -11,6 +11,7 @@
 
 mod cache;
 mod limits;
+mod mcp;
 mod provider;
 mod rate_limit;
 mod server;
@@ -21,6 +22,8 @@ use crate::provider::client::ProviderSettings;
 use crate::store::{CacheSettings, SharedSettings};
 use cache::CacheConf;
 use limits::LimitsConf;
+use mcp::McpConf;
+pub use mcp::McpSettings;
 use provider::ProviderConf;
 use rate_limit::RateLimitConf;
 use serde::Deserialize;
@@ -85,6 +88,9 @@ pub(crate) struct BoardApiConf {
     /// Work pool, cold-load admission and the upstream cap; defaults when absent.
     #[serde(default)]
     pub limits: Option<LimitsConf>,
+    /// The MCP endpoint at `{prefix}/mcp`; on with defaults when absent.
+    #[serde(default)]
+    pub mcp: Option<McpConf>,
     /// The standalone binary's own settings; an embedding host ignores them.
     #[serde(default)]
     pub server: Option<ServerConf>,
@@ -106,6 +112,7 @@ pub struct ApiSettings {
     pub(crate) shared: Option<SharedSettings>,
     pub(crate) rate_limit: Option<u32>,
     pub(crate) limits: Limits,
+    pub(crate) mcp: McpSettings,
 }
 
 /// Both parts, for the standalone binary.
@@ -278,6 +285,7 @@ impl BoardApiConf {
             shared,
             rate_limit,
             limits: limits::limits_settings(self.limits)?,
+            mcp: McpConf::validate(self.mcp)?,
         })
     }
 }

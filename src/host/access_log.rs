@@ -114,6 +114,11 @@ struct Line<'a> {
     cache: Option<&'static str>,
     board: Option<&'a str>,
     client: Option<IpAddr>,
+    /// MCP requests only: the JSON-RPC method and the tool called.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rpc: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool: Option<&'static str>,
 }
 
 /// The JSON object for `entry`. The path goes through the log scrubber as
@@ -133,6 +138,8 @@ fn line(entry: &Entry) -> String {
         cache: entry.answered.served.cache,
         board: board.map(|b| &**b),
         client: entry.client,
+        rpc: entry.answered.served.rpc,
+        tool: entry.answered.served.tool,
     };
     serde_json::to_string(&line).unwrap_or_default()
 }
@@ -152,6 +159,7 @@ mod tests {
                 served: Served {
                     cache,
                     board: board.map(Arc::from),
+                    ..Served::default()
                 },
             },
             elapsed: Duration::from_micros(2_345),
@@ -186,6 +194,22 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&text).expect("JSON");
         assert_eq!(json["cache"], serde_json::Value::Null);
         assert_eq!(json["board"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn an_mcp_line_names_its_method_and_tool_only() {
+        let mut e = entry("/api/mcp", Some("hit"), Some("b"));
+        e.method = http::Method::POST;
+        e.answered.served.rpc = Some("tools/call");
+        e.answered.served.tool = Some("read_board");
+        let json: serde_json::Value = serde_json::from_str(&line(&e)).expect("JSON");
+        assert_eq!(
+            (&json["rpc"], &json["tool"]),
+            (&"tools/call".into(), &"read_board".into())
+        );
+        let plain: serde_json::Value =
+            serde_json::from_str(&line(&entry("/api/search", None, None))).expect("JSON");
+        assert!(plain.get("rpc").is_none() && plain.get("tool").is_none());
     }
 
     #[test]

@@ -39,6 +39,14 @@ impl BoardApi {
     /// # Errors
     /// None, as [`BoardApi::handle`].
     pub async fn serve(&self, session: &mut Session) -> Result<Option<Answered>> {
+        let limit = {
+            let req = session.req_header();
+            self.body_limit(&req.method, req.uri.path())
+        };
+        let body = match limit {
+            Some(limit) => read_body(session, limit).await,
+            None => Vec::new(),
+        };
         let req = session.req_header();
         let head = req.method == http::Method::HEAD;
         let parts = RequestParts::new(&req.method, req.uri.path(), req.uri.query(), &req.headers)
@@ -47,7 +55,8 @@ impl BoardApi {
                     .client_addr()
                     .and_then(|a| a.as_inet())
                     .map(|a| a.ip()),
-            );
+            )
+            .with_body(&body);
         let Some(mut response) = self.respond(parts).await else {
             return Ok(None);
         };
@@ -86,6 +95,32 @@ impl BoardApi {
             return None;
         }
         Some(RequestParts::new(&req.method, path, req.uri.query(), &req.headers).summary())
+    }
+}
+
+/// Reads a request body of at most `limit` bytes, stopping one byte past
+/// it (the API answers `413` then): a client cannot make us hold more. A
+/// body left unread, or that failed to arrive, makes the connection not
+/// reused; what was read is answered (a truncated body is not JSON).
+async fn read_body(session: &mut Session, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        match session.read_request_body().await {
+            Ok(Some(chunk)) => {
+                let room = (limit + 1).saturating_sub(body.len());
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if body.len() > limit {
+                    session.set_keepalive(None);
+                    return body;
+                }
+            }
+            Ok(None) => return body,
+            Err(e) => {
+                log::debug!("request body not read: {}", e.etype().as_str());
+                session.set_keepalive(None);
+                return body;
+            }
+        }
     }
 }
 

@@ -7,6 +7,8 @@
 //!
 //! - [`markdown`]: the same selection written as GitHub Flavored Markdown,
 //!   for clients that ask for `text/markdown`.
+//! - [`search`]: the elements of a loaded board that hold a piece of text,
+//!   in reading order, for the MCP `search_board` tool.
 //!
 //! [`reference`] keeps the simple tree pipeline (a `serde_json::Value` per
 //! step) that the tests compare the fast path with, byte for byte.
@@ -18,6 +20,7 @@ pub mod load;
 pub mod markdown;
 pub mod reference;
 pub mod render;
+pub mod search;
 
 pub use load::BoardLoader;
 pub use render::{render, RenderError, Rendered};

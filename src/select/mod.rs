@@ -421,7 +421,10 @@ mod tests {
             ("board.children.titel", Some("board.children.title")),
             ("board.chilren.title", Some("board.children.title")),
             ("board.Title", Some("board.title")),
-            ("board.**.richtext.plainText", Some("board.**.richText.plainText")),
+            (
+                "board.**.richtext.plainText",
+                Some("board.**.richText.plainText"),
+            ),
             ("**.timestamp", Some("**.timestamps")),
             ("fetchedat", Some("fetchedAt")),
             // Two names wrong, or nothing near: no suggestion.

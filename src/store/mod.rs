@@ -148,12 +148,19 @@ enum Key {
         representation: Representation,
         encoding: Encoding,
     },
+    /// What a caller derived from a document (see [`Boards::derived`]).
+    Derived {
+        generation: u64,
+        kind: &'static str,
+        key: Arc<str>,
+    },
 }
 
 #[derive(Clone)]
 enum Entry {
     Document(Doc),
     Render(Variant),
+    Derived(bytes::Bytes),
 }
 
 type Loaded = Result<Doc, LoadError>;
@@ -363,8 +370,52 @@ impl Boards {
     fn cached_render(&self, key: &Key) -> Option<Variant> {
         match self.inner.cache.as_ref()?.budget.get(key)? {
             Entry::Render(v) => Some(v),
-            Entry::Document(_) => None,
+            Entry::Document(_) | Entry::Derived(_) => None,
         }
+    }
+
+    /// Bytes derived from `doc` by `make` (a search answer, a tool result),
+    /// from the cache or made on the work pool and cached in the same byte
+    /// budget as renders, until the document is replaced. `kind` names what
+    /// is derived and `key` what it was derived for (the query, the
+    /// selection); equal pairs must make equal bytes.
+    ///
+    /// # Errors
+    /// [`LoadError::Internal`] when `make` failed or its job panicked.
+    pub async fn derived<F>(
+        &self,
+        doc: &Doc,
+        kind: &'static str,
+        key: Arc<str>,
+        make: F,
+    ) -> Result<bytes::Bytes, LoadError>
+    where
+        F: FnOnce(&LoadedBoard) -> Result<bytes::Bytes, String> + Send + 'static,
+    {
+        let key = Key::Derived {
+            generation: doc.generation,
+            kind,
+            key,
+        };
+        let cache = self.inner.cache.as_ref();
+        if let Some(Entry::Derived(bytes)) = cache.and_then(|c| c.budget.get(&key)) {
+            return Ok(bytes);
+        }
+        let board = Arc::clone(&doc.board);
+        let bytes = self
+            .pool()
+            .run(move || make(&board))
+            .await
+            .map_err(|e| LoadError::Internal(e.to_string()))?
+            .map_err(LoadError::Internal)?;
+        if let (Some(cache), Key::Derived { key: text, .. }) = (cache, &key) {
+            let weight = bytes.len() + text.len() + RENDER_OVERHEAD;
+            let ttl = cache.settings.ttl;
+            cache
+                .budget
+                .put(key, Entry::Derived(bytes.clone()), weight, ttl);
+        }
+        Ok(bytes)
     }
 
     fn keep_render(&self, key: Key, variant: &Variant, key_bytes: usize) {

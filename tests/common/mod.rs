@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod mcp;
 pub mod redis;
 
 use pingora_core::server::configuration::{Opt, ServerConf};

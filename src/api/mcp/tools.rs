@@ -1,0 +1,304 @@
+//! The two tools, `read_board` and `search_board`: their definitions (input
+//! schemas, annotations) and their arguments, checked into what the board
+//! endpoints check (a share link, a selection) or refused as the endpoints
+//! refuse a query, with the same codes.
+
+use crate::api::error::ApiError;
+use crate::pipeline::search::{DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS};
+use serde_json::{json, Map, Value};
+
+/// The tools, as `tools/list` lists them (in this order, always).
+pub fn definitions() -> Value {
+    let annotations = |title: &str| {
+        json!({
+            "title": title,
+            "readOnlyHint": true,
+            "destructiveHint": false,
+            "idempotentHint": true,
+            "openWorldHint": true,
+        })
+    };
+    let url = json!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 2048,
+        "description": "The board's share link: https://app.milanote.com/<boardId>/<slug>?p=<permissionId> (the slug may be left out)",
+    });
+    json!([
+        {
+            "name": "read_board",
+            "title": "Read a Milanote board",
+            "description": "Reads a public Milanote board from its share link: cards, notes, tasks, links, images, files, tables, comments and the nested boards loaded with it. Markdown in reading order by default; format json gives the BoardDocument JSON. view, include and exclude select parts of the board as /api/detail does (default: the full board).",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "url": url,
+                    "view": {"type": "string", "enum": ["compact", "standard", "full"], "description": "compact: ids, types and titles of the whole tree; standard: the root's headline fields and all children; full (default): the whole document"},
+                    "include": {"type": "string", "description": "Comma-separated field selectors to keep, e.g. board.title,board.children.richText (not with view or exclude)"},
+                    "exclude": {"type": "string", "description": "Comma-separated field selectors to leave out of the view (not with include)"},
+                    "format": {"type": "string", "enum": ["markdown", "json"], "default": "markdown", "description": "markdown (default) or json"},
+                },
+                "required": ["url"],
+                "additionalProperties": false,
+            },
+            "annotations": annotations("Read a Milanote board"),
+        },
+        {
+            "name": "search_board",
+            "title": "Search a Milanote board",
+            "description": "Finds text in a public Milanote board and the nested boards loaded with it: titles, card and document text, captions, link URLs, file names, table cells and comments, case-insensitively. Lists matching elements in reading order with their id, type, the path of titles from the root board and a snippet; matches past the limit are counted.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "url": url,
+                    "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS, "description": "The text to find"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Most matches to list (default 20, at most 100)"},
+                },
+                "required": ["url", "query"],
+                "additionalProperties": false,
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {
+                    "board": {"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}}, "required": ["id", "title"]},
+                    "query": {"type": "string"},
+                    "total": {"type": "integer", "minimum": 0},
+                    "matches": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string"},
+                            "type": {"type": "string"},
+                            "path": {"type": "array", "items": {"type": "string"}},
+                            "field": {"type": "string", "enum": ["title", "text", "caption", "url", "fileName", "table", "comment"]},
+                            "snippet": {"type": "string"},
+                        },
+                        "required": ["id", "type", "path", "field", "snippet"],
+                    }},
+                    "unloadedBoards": {"type": "integer", "minimum": 0},
+                },
+                "required": ["board", "query", "total", "matches", "unloadedBoards"],
+            },
+            "annotations": annotations("Search a Milanote board"),
+        },
+    ])
+}
+
+/// A tool this server has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    ReadBoard,
+    SearchBoard,
+}
+
+impl Tool {
+    pub fn named(name: &str) -> Option<Tool> {
+        match name {
+            "read_board" => Some(Tool::ReadBoard),
+            "search_board" => Some(Tool::SearchBoard),
+            _ => None,
+        }
+    }
+
+    /// The name, for metrics and the access log.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::ReadBoard => "read_board",
+            Tool::SearchBoard => "search_board",
+        }
+    }
+}
+
+/// `read_board`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadArgs<'a> {
+    /// `url`, `view`, `include`, `exclude`, as the endpoints take them.
+    pub values: [Option<&'a str>; 4],
+    pub json: bool,
+}
+
+/// `search_board`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchArgs<'a> {
+    pub url: Option<&'a str>,
+    /// Trimmed, 1 to [`MAX_QUERY_CHARS`] characters.
+    pub query: &'a str,
+    pub limit: usize,
+}
+
+/// # Errors
+/// `INVALID_REQUEST` for an unknown argument, a value of the wrong type or
+/// an unknown `format`.
+pub fn read_args(args: &Map<String, Value>) -> Result<ReadArgs<'_>, ApiError> {
+    known(args, &["url", "view", "include", "exclude", "format"])?;
+    let json = match text(args, "format")? {
+        None | Some("markdown") => false,
+        Some("json") => true,
+        Some(_) => {
+            return Err(ApiError::invalid_request(
+                "format",
+                "format must be markdown or json",
+            ))
+        }
+    };
+    Ok(ReadArgs {
+        values: [
+            text(args, "url")?,
+            text(args, "view")?,
+            text(args, "include")?,
+            text(args, "exclude")?,
+        ],
+        json,
+    })
+}
+
+/// # Errors
+/// `INVALID_REQUEST` for an unknown argument, a value of the wrong type, a
+/// missing or empty query, one over [`MAX_QUERY_CHARS`] characters, or a
+/// limit outside 1 to [`MAX_LIMIT`].
+pub fn search_args(args: &Map<String, Value>) -> Result<SearchArgs<'_>, ApiError> {
+    known(args, &["url", "query", "limit"])?;
+    let url = text(args, "url")?;
+    let query = text(args, "query")?.map(str::trim).unwrap_or("");
+    if query.is_empty() {
+        return Err(ApiError::invalid_request(
+            "query",
+            "query must not be empty",
+        ));
+    }
+    if query.chars().count() > MAX_QUERY_CHARS {
+        return Err(ApiError::invalid_request(
+            "query",
+            format!("query must be at most {MAX_QUERY_CHARS} characters"),
+        ));
+    }
+    let limit = match args.get("limit") {
+        None | Some(Value::Null) => DEFAULT_LIMIT,
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid_request(
+                    "limit",
+                    format!("limit must be an integer from 1 to {MAX_LIMIT}"),
+                )
+            })?,
+    };
+    Ok(SearchArgs { url, query, limit })
+}
+
+/// An argument that is absent (or `null`), or a string.
+fn text<'a>(args: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, ApiError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(ApiError::invalid_request(
+            name,
+            format!("{name} must be a string"),
+        )),
+    }
+}
+
+/// Refuses an argument the tool does not take, naming it only when it is a
+/// short plain name (a share link pasted as a name is never echoed).
+fn known(args: &Map<String, Value>, names: &[&str]) -> Result<(), ApiError> {
+    let Some(other) = args.keys().find(|k| !names.contains(&k.as_str())) else {
+        return Ok(());
+    };
+    let plain = (1..=64).contains(&other.len())
+        && other.starts_with(|c: char| c.is_ascii_alphabetic())
+        && other
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    Err(ApiError::InvalidRequest {
+        field: plain.then(|| other.clone()),
+        message: format!("unknown argument; allowed: {}", names.join(", ")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().expect("object")
+    }
+
+    fn field(e: ApiError) -> (String, Option<String>) {
+        (e.code().to_owned(), e.field().map(str::to_owned))
+    }
+
+    #[test]
+    fn read_board_arguments() {
+        let a = args(json!({"url": "u", "view": "compact", "format": "json"}));
+        let read = read_args(&a).expect("valid");
+        assert_eq!(read.values, [Some("u"), Some("compact"), None, None]);
+        assert!(read.json);
+        assert!(
+            !read_args(&args(json!({"url": "u", "format": null})))
+                .expect("valid")
+                .json
+        );
+        let cases = [
+            (json!({"url": 3}), "url"),
+            (json!({"url": "u", "format": "html"}), "format"),
+            (json!({"url": "u", "view": ["full"]}), "view"),
+            (json!({"url": "u", "depth": 2}), "depth"),
+        ];
+        for (a, want) in cases {
+            let e = read_args(&args(a.clone())).expect_err("refused");
+            assert_eq!(
+                field(e),
+                ("INVALID_REQUEST".into(), Some(want.into())),
+                "{a}"
+            );
+        }
+        let e = read_args(&args(json!({"https://app.milanote.com/b?p=SECRET": 1}))).expect_err("x");
+        assert_eq!(e.field(), None);
+        assert!(!e.message().contains("SECRET"));
+    }
+
+    #[test]
+    fn search_board_arguments() {
+        let a = args(json!({"url": "u", "query": "  Porto "}));
+        let s = search_args(&a).expect("valid");
+        assert_eq!((s.query, s.limit), ("Porto", DEFAULT_LIMIT));
+        let a = args(json!({"url": "u", "query": "x", "limit": 100}));
+        assert_eq!(search_args(&a).expect("valid").limit, 100);
+        let long = "q".repeat(MAX_QUERY_CHARS + 1);
+        for (a, want) in [
+            (json!({"url": "u"}), "query"),
+            (json!({"url": "u", "query": "   "}), "query"),
+            (json!({"url": "u", "query": long}), "query"),
+            (json!({"url": "u", "query": "x", "limit": 0}), "limit"),
+            (json!({"url": "u", "query": "x", "limit": 101}), "limit"),
+            (json!({"url": "u", "query": "x", "limit": 2.5}), "limit"),
+            (json!({"url": "u", "query": "x", "limit": "5"}), "limit"),
+        ] {
+            let e = search_args(&args(a.clone())).expect_err("refused");
+            assert_eq!(
+                field(e),
+                ("INVALID_REQUEST".into(), Some(want.into())),
+                "{a}"
+            );
+        }
+    }
+
+    #[test]
+    fn definitions_name_both_tools_read_only() {
+        let defs = definitions();
+        let names: Vec<&str> = defs
+            .as_array()
+            .expect("array")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, ["read_board", "search_board"]);
+        for tool in defs.as_array().expect("array") {
+            assert_eq!(tool["annotations"]["readOnlyHint"], true);
+            assert_eq!(tool["annotations"]["openWorldHint"], true);
+            assert_eq!(tool["inputSchema"]["type"], "object");
+            assert!(Tool::named(tool["name"].as_str().unwrap_or("")).is_some());
+        }
+    }
+}

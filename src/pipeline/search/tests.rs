@@ -1,0 +1,144 @@
+use super::*;
+use serde_json::json;
+
+fn doc(children: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "version": 1, "fetchedAt": "t",
+        "board": {"id": "root", "type": "BOARD", "title": "Trip", "childrenLoaded": true,
+                  "children": children}
+    }))
+    .expect("JSON")
+}
+
+fn card(id: &str, text: &str) -> Value {
+    json!({"id": id, "type": "CARD", "richText": {"plainText": text, "blocks": []}, "children": []})
+}
+
+fn ids(found: &Found) -> Vec<&str> {
+    found.matches.iter().map(|m| m.id.as_str()).collect()
+}
+
+#[test]
+fn every_searched_field_is_found_once_per_element() {
+    let d = doc(json!([
+        {"id": "col", "type": "COLUMN", "title": "Porto days", "children": [
+            card("c1", "Take the train to PORTO at nine"),
+            {"id": "l1", "type": "LINK", "url": "https://porto.example/x", "title": "Guide",
+             "caption": {"plainText": "Porto by night", "blocks": []}, "children": []},
+        ]},
+        {"id": "img", "type": "IMAGE", "file": {"filename": "porto-bridge.png"}, "children": []},
+        {"id": "tbl", "type": "TABLE", "table": {"rows": [[{"value": "x"}, {"richText": {"plainText": "Porto wine", "blocks": []}}]]}, "children": []},
+        {"id": "thr", "type": "COMMENT_THREAD", "comments": [{"id": "k", "richText": {"plainText": "see you in porto", "blocks": []}}], "children": []},
+        card("other", "Lisbon only"),
+    ]));
+    let found = search(&d, "porto", 20).expect("searches");
+    assert_eq!(ids(&found), ["col", "c1", "l1", "img", "tbl", "thr"]);
+    let fields: Vec<&str> = found.matches.iter().map(|m| m.field).collect();
+    assert_eq!(
+        fields,
+        ["title", "text", "caption", "fileName", "table", "comment"]
+    );
+    assert_eq!(found.total, 6);
+    assert_eq!(found.matches[1].path, ["Trip", "Porto days"]);
+    assert_eq!(found.matches[1].snippet, "Take the train to PORTO at nine");
+    assert_eq!(found.matches[0].path, ["Trip"]);
+    // A link's URL and caption are found when its title is not.
+    let url = search(&d, "porto.example", 20).expect("searches");
+    assert_eq!((ids(&url), url.matches[0].field), (vec!["l1"], "url"));
+    let title = search(&d, "guide", 20).expect("searches");
+    assert_eq!(title.matches[0].field, "title");
+}
+
+#[test]
+fn matching_is_unicode_caseless() {
+    let d = doc(json!([
+        card("de", "Die STRASSE und die Straße"),
+        card("tr", "İstanbul"),
+        card("el", "ΟΔΥΣΣΕΥΣ"),
+        card("ru", "Москва"),
+    ]));
+    for (query, want) in [
+        ("straße", vec!["de"]),
+        ("istanbul", vec![]),
+        ("i̇stanbul", vec!["tr"]),
+        ("οδυσσευσ", vec!["el"]),
+        ("МОСКВА", vec!["ru"]),
+        ("москва", vec!["ru"]),
+    ] {
+        let found = search(&d, query, 20).expect("searches");
+        assert_eq!(ids(&found), want, "{query}");
+    }
+    // The snippet is the original text, not its lower case.
+    let found = search(&d, "straße", 20).expect("searches");
+    assert_eq!(found.matches[0].snippet, "Die STRASSE und die Straße");
+}
+
+#[test]
+fn nested_boards_are_searched_and_unloaded_ones_counted() {
+    let d = doc(json!([
+        {"id": "b1", "type": "BOARD", "title": "Food", "childrenLoaded": true, "children": [
+            {"id": "b2", "type": "BOARD", "title": "Cafés", "childrenLoaded": true, "children": [
+                card("deep", "pastel de nata"),
+            ]},
+        ]},
+        {"id": "b3", "type": "BOARD", "title": "Hidden", "childrenLoaded": false,
+         "unloadedReason": "ACCESS_DENIED", "children": []},
+    ]));
+    let found = search(&d, "NATA", 20).expect("searches");
+    assert_eq!(ids(&found), ["deep"]);
+    assert_eq!(found.matches[0].path, ["Trip", "Food", "Cafés"]);
+    assert_eq!(found.unloaded_boards, 1);
+    assert_eq!(
+        found.board,
+        BoardRef {
+            id: "root".into(),
+            title: "Trip".into()
+        }
+    );
+}
+
+#[test]
+fn the_limit_lists_the_first_and_counts_the_rest() {
+    let cards: Vec<Value> = (0..30)
+        .map(|i| card(&format!("c{i}"), "same words"))
+        .collect();
+    let d = doc(Value::Array(cards));
+    let found = search(&d, "words", 5).expect("searches");
+    assert_eq!(ids(&found), ["c0", "c1", "c2", "c3", "c4"]);
+    assert_eq!(found.total, 30);
+    assert_eq!(search(&d, "absent", 5).expect("searches").total, 0);
+}
+
+#[test]
+fn untitled_parents_are_named_by_their_first_words() {
+    let d = doc(json!([
+        {"id": "c", "type": "CARD", "richText": {"plainText": "A   card\nwith a long text that goes on and on and on past the label", "blocks": []},
+         "children": [{"id": "t", "type": "COMMENT_THREAD", "comments": [{"id": "k", "richText": {"plainText": "reply here", "blocks": []}}], "children": []}]},
+        {"id": "col", "type": "COLUMN", "children": [card("x", "reply in column")]},
+    ]));
+    let found = search(&d, "reply", 20).expect("searches");
+    assert_eq!(
+        found.matches[0].path,
+        ["Trip", "A card with a long text that goes on and…"]
+    );
+    assert_eq!(found.matches[1].path, ["Trip", "COLUMN"]);
+}
+
+#[test]
+fn snippets_are_cut_on_characters_with_context() {
+    let text = format!("{}needle{}", "é".repeat(100), "ü".repeat(100));
+    let (start, end) = find_caseless(&text, "needle").expect("found");
+    assert_eq!(&text[start..end], "needle");
+    let s = snippet(&text, start, end);
+    assert_eq!(s, format!("…{}needle{}…", "é".repeat(60), "ü".repeat(60)));
+    // A match inside one character's lower-case expansion takes it whole.
+    let (start, end) = find_caseless("xİy", "i").expect("found");
+    assert_eq!(&"xİy"[start..end], "İ");
+    assert_eq!(snippet("a\n\n b\tc", 0, 1), "a b c");
+}
+
+#[test]
+fn not_a_document_is_an_error() {
+    assert!(search(b"[1]", "x", 1).is_err());
+    assert!(search(b"{\"board\":", "x", 1).is_err());
+}
