@@ -19,7 +19,7 @@
 //! walk keeps its own stack (no recursion), so a deep board costs memory in
 //! proportion to its depth, not the thread's stack.
 
-use order::{number, reading_order, ReadingKey};
+use crate::document::reading::{number, reading_order, ReadingKey};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -357,28 +357,6 @@ struct Position {
     y: Option<Value>,
     #[serde(default)]
     index: Option<Value>,
-}
-
-/// The order children are read in. Document order for now, behind the
-/// same calls as the board's reading order, which replaces it.
-mod order {
-    use serde_json::Value;
-
-    pub struct ReadingKey;
-
-    impl ReadingKey {
-        pub fn new(_: Option<&str>, _: Option<f64>, _: Option<f64>, _: Option<f64>) -> Self {
-            ReadingKey
-        }
-    }
-
-    pub fn reading_order(keys: &[ReadingKey]) -> Vec<usize> {
-        (0..keys.len()).collect()
-    }
-
-    pub fn number(value: &Value) -> Option<f64> {
-        value.as_f64()
-    }
 }
 
 #[cfg(test)]

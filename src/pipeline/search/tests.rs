@@ -142,3 +142,23 @@ fn not_a_document_is_an_error() {
     assert!(search(b"[1]", "x", 1).is_err());
     assert!(search(b"{\"board\":", "x", 1).is_err());
 }
+
+#[test]
+fn matches_come_in_reading_order() {
+    let at = |id: &str, section: &str, position: Value| {
+        let mut c = card(id, "same words");
+        c["location"] = json!({"section": section, "position": position});
+        c
+    };
+    let d = doc(json!([
+        at("below", "CANVAS", json!({"x": 0, "y": 20, "score": 1})),
+        at("right", "CANVAS", json!({"x": 40, "y": 0, "score": 2})),
+        {"id": "col", "type": "COLUMN", "title": "Col", "location": {"section": "CANVAS", "position": {"x": "4", "y": "0"}},
+         "children": [
+            at("second", "INBOX", json!({"index": 1})),
+            at("first", "INBOX", json!({"index": 0})),
+         ]},
+    ]));
+    let found = search(&d, "words", 20).expect("searches");
+    assert_eq!(ids(&found), ["first", "second", "right", "below"]);
+}
