@@ -2,6 +2,7 @@
 //! `common/redis.rs`) and real gateways in front of the sample upstream:
 //! several nodes, one load; a dead lock holder; Redis killed and back; a
 //! slow tier; corrupted values; a shared `403`; no secret in any key; a
+//! `read_board` over MCP on two nodes; a
 //! cluster; the fleet's upstream budget.
 //!
 //! The tests of this file run one at a time (they count every request the
@@ -164,6 +165,37 @@ fn a_fleet_loads_a_board_once_and_a_new_node_starts_warm() {
     assert!(
         !dump.contains("fleet-burst"),
         "the stored value holds no permission id"
+    );
+}
+
+#[test]
+fn a_read_board_on_one_node_and_on_another_cost_one_load() {
+    use common::mcp::{call, result};
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let tier = tier(&proxy.url(), "");
+    let nodes: Vec<Gateway> = (0..2).map(|_| start_gateway("", &tier)).collect();
+    let share = format!("https://app.milanote.com/{BOARD}/slug?p=fleet-mcp");
+    let args = serde_json::json!({"url": share});
+    let before = upstream_requests();
+    let first = call(nodes[0].addr, "read_board", args.clone());
+    let loaded = upstream_requests() - before;
+    assert!(loaded >= 2, "the first node loads: a token and the boards");
+    let second = call(nodes[1].addr, "read_board", args);
+    assert_eq!(
+        upstream_requests() - before,
+        loaded,
+        "the second node reads the fleet tier"
+    );
+    assert_eq!(token_requests("fleet-mcp"), 1);
+    assert_eq!(cache_level(&first), "miss");
+    assert_eq!(cache_level(&second), "shared");
+    let (a, b) = (result(&first), result(&second));
+    assert_eq!(a["isError"], false);
+    assert_eq!(
+        a["content"], b["content"],
+        "the same Markdown from both nodes"
     );
 }
 
