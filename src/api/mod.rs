@@ -11,6 +11,7 @@ pub(crate) mod playground;
 pub mod respond;
 pub mod route;
 pub mod share_link;
+mod shared;
 pub mod timing;
 
 use crate::config::{ApiSettings, ConfigError, McpSettings};

@@ -8,7 +8,7 @@
 use crate::metrics;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::{oneshot, Semaphore};
 
@@ -46,13 +46,32 @@ struct Queue {
     jobs: Mutex<VecDeque<Job>>,
     ready: Condvar,
     busy: AtomicUsize,
+    /// Set (under the `jobs` lock) when the last handle is dropped: the
+    /// workers finish what is queued and exit.
+    closed: AtomicBool,
 }
 
-/// A bounded pool of worker threads. Cheap to clone; the threads live as
-/// long as the process (they park on a condition variable when idle).
+/// Closes the queue when the last [`WorkPool`] handle goes. The workers
+/// hold the queue but not this, so they never keep the pool alive.
+struct Closer(Arc<Queue>);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        {
+            let _jobs = lock(&self.0.jobs);
+            self.0.closed.store(true, Ordering::Relaxed);
+        }
+        self.0.ready.notify_all();
+    }
+}
+
+/// A bounded pool of worker threads. Cheap to clone; the threads park on a
+/// condition variable when idle and exit once every handle is dropped (after
+/// the jobs already queued), so a host that rebuilds the API leaks none.
 #[derive(Clone)]
 pub struct WorkPool {
     queue: Arc<Queue>,
+    _closer: Arc<Closer>,
     /// Jobs accepted but not finished (queued or running) are bounded by
     /// this: a caller past it waits asynchronously for room instead of
     /// growing the queue without bound.
@@ -80,7 +99,11 @@ impl WorkPool {
             jobs: Mutex::new(VecDeque::new()),
             ready: Condvar::new(),
             busy: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
         });
+        // Made before the first thread: if a later one cannot start, this
+        // drops and the ones already running exit.
+        let closer = Arc::new(Closer(Arc::clone(&shared)));
         for i in 0..threads {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -90,6 +113,7 @@ impl WorkPool {
         }
         Ok(WorkPool {
             queue: shared,
+            _closer: closer,
             room: Arc::new(Semaphore::new(threads + queue.max(1))),
             threads,
         })
@@ -196,6 +220,9 @@ fn worker(queue: &Queue) {
                     metrics::pool_queued(jobs.len());
                     break job;
                 }
+                if queue.closed.load(Ordering::Relaxed) {
+                    return;
+                }
                 jobs = queue.ready.wait(jobs).unwrap_or_else(|e| e.into_inner());
             }
         };
@@ -231,6 +258,28 @@ mod tests {
         assert_eq!(failed, Err(PoolError::Panicked));
         // The only thread survived the panic.
         assert_eq!(pool.run(|| 1).await, Ok(1));
+    }
+
+    #[tokio::test]
+    async fn the_threads_exit_when_the_last_handle_is_dropped() {
+        let pool = WorkPool::new(3, 4).expect("threads");
+        let clone = pool.clone();
+        assert_eq!(clone.run(|| 1).await, Ok(1));
+        let queue = Arc::downgrade(&pool.queue);
+        drop(pool);
+        // A clone keeps the pool open.
+        assert!(!clone.queue.closed.load(Ordering::Relaxed));
+        drop(clone);
+        // Each exiting worker drops its reference to the queue; the queue
+        // is freed once all three have returned.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while queue.strong_count() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "workers still running"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

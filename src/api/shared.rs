@@ -1,0 +1,96 @@
+//! One [`BoardApi`] per configuration file, shared by every caller that asks
+//! for the same one: a gateway that rebuilds its plugins on a reload gets
+//! the running API back, its warm cache included, instead of a cold copy.
+
+use super::BoardApi;
+use crate::config::{ApiSettings, ConfigError};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+
+/// The APIs alive now, by file and content. Weak: an API lives as long as
+/// someone holds it, not as long as the process.
+type Registry = Mutex<HashMap<(PathBuf, u128), Weak<BoardApi>>>;
+
+fn registry() -> &'static Registry {
+    static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(Registry::default)
+}
+
+impl BoardApi {
+    /// The API for the `board_api` section of the YAML file at `path`, as
+    /// [`BoardApi::from_file`], shared: while an API built from the same
+    /// file with the same content is held anywhere, the caller gets that
+    /// one. A changed file builds a new API; the old one ends (threads and
+    /// cache) when its last holder drops it. Files the YAML names (a CA
+    /// file) are read when an API is built, not compared.
+    ///
+    /// # Errors
+    /// As [`BoardApi::from_file`]; a file that fails its checks is never
+    /// shared.
+    pub fn shared_from_file(path: &Path) -> Result<Arc<BoardApi>, ConfigError> {
+        let text = std::fs::read(path).map_err(|e| {
+            ConfigError::new("(file)", format!("cannot read {}: {e}", path.display()))
+        })?;
+        let key = (
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+            xxhash_rust::xxh3::xxh3_128(&text),
+        );
+        let mut apis = registry().lock().unwrap_or_else(|e| e.into_inner());
+        apis.retain(|_, api| api.strong_count() > 0);
+        if let Some(api) = apis.get(&key).and_then(Weak::upgrade) {
+            return Ok(api);
+        }
+        let text = String::from_utf8(text)
+            .map_err(|_| ConfigError::new("(file)", format!("{} is not UTF-8", path.display())))?;
+        let api = Arc::new(BoardApi::new(&ApiSettings::from_yaml(&text)?)?);
+        apis.insert(key, Arc::downgrade(&api));
+        Ok(api)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, origin: &str) {
+        let text = format!(
+            "board_api:\n  provider:\n    name: milanote\n    share_host: app.milanote.com\n    origin: {origin}\n"
+        );
+        std::fs::write(path, text).expect("write config");
+    }
+
+    #[test]
+    fn the_same_file_shares_one_api_while_it_is_held() {
+        let dir = std::env::temp_dir().join(format!("board-api-shared-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("board_api.yaml");
+        write(&path, "http://127.0.0.1:9");
+        let first = BoardApi::shared_from_file(&path).expect("valid");
+        let again = BoardApi::shared_from_file(&path).expect("valid");
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "a rebuild gets the running API"
+        );
+
+        write(&path, "http://127.0.0.1:10");
+        let changed = BoardApi::shared_from_file(&path).expect("valid");
+        assert!(
+            !Arc::ptr_eq(&first, &changed),
+            "a changed file is a new API"
+        );
+
+        let weak = Arc::downgrade(&changed);
+        drop(changed);
+        assert!(
+            weak.upgrade().is_none(),
+            "the registry does not keep it alive"
+        );
+        let rebuilt = BoardApi::shared_from_file(&path).expect("valid");
+        assert!(!Arc::ptr_eq(&first, &rebuilt));
+
+        std::fs::write(&path, "board_api:\n  provider: {}\n").expect("write");
+        assert!(BoardApi::shared_from_file(&path).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
