@@ -297,6 +297,42 @@ pub fn access_log_dropped() {
     }
 }
 
+/// Registers every metric with its known label values at 0, so a dashboard
+/// sees 0 from the start rather than "no data" until the first event.
+/// Called when the API is built; calling it again changes nothing.
+pub fn register() {
+    for endpoint in ["search", "detail"] {
+        for status in [200, 304, 400, 403, 404, 429, 500, 502, 503, 504] {
+            if let Some(m) = REQUESTS.as_ref() {
+                m.with_label_values(&[endpoint, itoa(status)]);
+            }
+        }
+    }
+    LazyLock::force(&HOT_REQUESTS);
+    LazyLock::force(&CACHE_OUTCOMES);
+    LazyLock::force(&UPSTREAM);
+    for (vec, labels) in [(&POOL, ["queued", "busy"]), (&COLD, ["running", "queued"])] {
+        for label in labels {
+            if let Some(m) = vec.as_ref() {
+                m.with_label_values(&[label]);
+            }
+        }
+    }
+    LazyLock::force(&OVERLOADED);
+    LazyLock::force(&CACHE_BYTES);
+    LazyLock::force(&CACHE_ENTRIES);
+    LazyLock::force(&EVICTIONS);
+    if let Some(m) = FLEET.as_ref() {
+        for result in ["hit", "miss", "error", "skipped", "rejected"] {
+            m.with_label_values(&[result]);
+        }
+    }
+    LazyLock::force(&FLEET_WAITS);
+    LazyLock::force(&FLEET_BREAKER);
+    LazyLock::force(&FLEET_STORED);
+    LazyLock::force(&ACCESS_DROPPED);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -137,6 +137,7 @@ impl BoardApi {
     /// A [`ConfigError`] for `board_api.provider` when the provider client
     /// cannot be built (e.g. an unreadable or empty `ca_file`).
     pub fn new(settings: &ApiSettings) -> Result<Self, ConfigError> {
+        metrics::register();
         let boards = Boards::new(
             settings.provider.clone(),
             settings.provider_name.clone(),
