@@ -79,6 +79,8 @@ pub(crate) struct BoardApiConf {
     /// `404 NOT_FOUND` instead of leaving it to the host (default false).
     #[serde(default)]
     pub claim_prefix: Option<bool>,
+    /// The provider; Milanote's defaults when absent.
+    #[serde(default)]
     pub provider: ProviderConf,
     /// In-memory document cache; on with defaults when absent.
     #[serde(default)]

@@ -6,15 +6,20 @@ use crate::provider::client::ProviderSettings;
 use serde::Deserialize;
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, Deserialize)]
+/// `board_api.provider:` as written; the section and its three names may be
+/// left out, and then are Milanote's.
+/// Milanote's name, share-link host and origin: the defaults.
+const MILANOTE: (&str, &str, &str) = ("milanote", "app.milanote.com", "https://app.milanote.com");
+
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ProviderConf {
-    /// `source.provider` in documents.
-    pub name: String,
-    /// The host accepted in `url=` share links.
-    pub share_host: String,
-    /// Where upstream requests go.
-    pub origin: String,
+    /// `source.provider` in documents (default `milanote`).
+    pub name: Option<String>,
+    /// The host accepted in `url=` share links (default `app.milanote.com`).
+    pub share_host: Option<String>,
+    /// Where upstream requests go (default `https://app.milanote.com`).
+    pub origin: Option<String>,
     pub user_agent: Option<String>,
     /// PEM CA bundle for the origin instead of the system roots.
     pub ca_file: Option<PathBuf>,
@@ -47,10 +52,13 @@ impl ProviderConf {
     /// A [`ConfigError`] naming the first bad key.
     pub(crate) fn validate(self) -> Result<ValidProvider, ConfigError> {
         let p = self;
-        if p.name.trim().is_empty() {
+        let name = p.name.unwrap_or_else(|| MILANOTE.0.to_owned());
+        let share_host = p.share_host.unwrap_or_else(|| MILANOTE.1.to_owned());
+        let origin = p.origin.unwrap_or_else(|| MILANOTE.2.to_owned());
+        if name.trim().is_empty() {
             return fail("board_api.provider.name", "must not be empty");
         }
-        let share_host = p.share_host.trim().to_ascii_lowercase();
+        let share_host = share_host.trim().to_ascii_lowercase();
         match url::Url::parse(&format!("https://{share_host}/")) {
             Ok(u) if u.host_str() == Some(share_host.as_str()) && u.port().is_none() => {}
             _ => {
@@ -60,7 +68,7 @@ impl ProviderConf {
                 )
             }
         }
-        let origin = url::Url::parse(&p.origin).or_else(|e| {
+        let origin = url::Url::parse(&origin).or_else(|e| {
             fail(
                 "board_api.provider.origin",
                 format!("not a URL ({e}); e.g. https://app.milanote.com"),
@@ -149,7 +157,7 @@ impl ProviderConf {
             n => n,
         };
         Ok(ValidProvider {
-            name: p.name,
+            name,
             share_host,
             settings: provider,
             fleet_requests_per_second,

@@ -38,6 +38,21 @@ fn minimal_file_gets_defaults() {
 }
 
 #[test]
+fn the_provider_may_be_left_out_and_is_milanote() {
+    for text in [
+        "version: 1\nboard_api:\n  server:\n    listen: [\"127.0.0.1:8080\"]\n",
+        "version: 1\nboard_api:\n  provider:\n    fetch_deadline_ms: 5000\n",
+    ] {
+        let s = ApiSettings::from_yaml(text).expect(text);
+        assert_eq!(s.provider_name, "milanote");
+        assert_eq!(s.share_host, "app.milanote.com");
+        assert_eq!(s.provider_origin(), "https://app.milanote.com/");
+    }
+    let e = ApiSettings::from_yaml("board_api:\n  provider:\n    origin: nope\n").unwrap_err();
+    assert_eq!(e.key, "board_api.provider.origin");
+}
+
+#[test]
 fn the_binary_needs_a_server_section_and_a_host_does_not() {
     assert!(with("").is_ok());
     let err = Settings::from_yaml(BASE).expect_err("no server");
