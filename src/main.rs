@@ -13,6 +13,7 @@ use pingora_core::server::configuration::{Opt, ServerConf};
 use pingora_core::server::Server;
 use shared_board_api::config::{ConfigError, Settings};
 use shared_board_api::demo::{Captured, SampleUpstream};
+use shared_board_api::host::preflight::{self, Mode};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,6 +21,7 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "shared-board-api",
+    version,
     about = "Serve shared Milanote boards as JSON, on Pingora"
 )]
 struct Cli {
@@ -100,9 +102,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if cli.pingora.test {
-        println!("shared-board-api: board_api configuration is valid");
-    }
+    let mode = Mode {
+        test: cli.pingora.test,
+        upgrade: cli.pingora.upgrade,
+    };
     let server = if demo && cli.pingora.conf.is_none() {
         // The built-in demo file carries Pingora keys too (short grace period).
         ServerConf::from_yaml(DEMO_CONF)
@@ -117,6 +120,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Everything start-up would refuse, before Pingora starts (with -t, but
+    // the network).
+    if let Err(e) = preflight::check(&server.configuration, &settings, mode) {
+        eprintln!("shared-board-api: invalid configuration: {e}");
+        return ExitCode::from(2);
+    }
+    if mode.test {
+        println!("shared-board-api: configuration is valid");
+    }
     // With -t, Pingora exits here after checking its own keys.
     server.bootstrap();
 

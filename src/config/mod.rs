@@ -10,6 +10,7 @@
 //! TLS, metrics endpoint, compression, playground).
 
 mod cache;
+mod files;
 mod limits;
 mod mcp;
 mod provider;
@@ -21,6 +22,7 @@ use crate::governance::Limits;
 use crate::provider::client::ProviderSettings;
 use crate::store::{CacheSettings, SharedSettings};
 use cache::CacheConf;
+pub(crate) use files::writable_file;
 use limits::LimitsConf;
 use mcp::McpConf;
 pub use mcp::McpSettings;
@@ -218,6 +220,12 @@ impl Settings {
     /// Listens on `addr` alone instead (the binary's `--demo --listen`).
     pub fn set_listen(&mut self, addr: SocketAddr) {
         self.server.listen = vec![addr];
+    }
+
+    /// The operator listener (`board_api.server.metrics.listen`; default
+    /// none).
+    pub fn metrics_listen(&self) -> Option<SocketAddr> {
+        self.server.metrics_listen
     }
 
     /// Reads the whole `board_api` section, `server` included (required).

@@ -83,6 +83,14 @@ impl ProviderConf {
                     format!("{} is not a readable file", ca.display()),
                 );
             }
+            // Read and parsed as the client will, so a bad bundle is refused
+            // here (and by `-t`), not when the API is built.
+            if let Err(e) = crate::provider::client::load_ca_file(ca) {
+                return fail(
+                    "board_api.provider.ca_file",
+                    format!("{}: {e}", ca.display()),
+                );
+            }
         }
         let provider = ProviderSettings {
             origin,

@@ -96,14 +96,7 @@ impl ServerConf {
             }
         }
         if let Some(tls) = &self.tls {
-            for (key, path) in [
-                ("board_api.server.tls.cert", &tls.cert),
-                ("board_api.server.tls.key", &tls.key),
-            ] {
-                if !path.is_file() {
-                    return fail(key, format!("{} is not a readable file", path.display()));
-                }
-            }
+            super::files::tls_pair(&tls.cert, &tls.key)?;
         }
         let metrics_listen = match &self.metrics {
             None => None,

@@ -11,6 +11,7 @@
 //!   listener's probes (`probes`).
 
 pub mod access_log;
+pub mod preflight;
 mod probes;
 mod seam;
 pub mod service;

@@ -187,5 +187,33 @@ pub fn add_services(
         let readiness = probes::Readiness::new(server.watch_execution_phase());
         server.add_service(probes::service(&addr.to_string(), readiness));
     }
+    log::info!("{}", listeners(settings));
     Ok(())
+}
+
+/// The start-up line naming every listener and what it speaks.
+fn listeners(settings: &Settings) -> String {
+    let server = &settings.server;
+    let scheme = if server.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let protocols = match (server.tls.is_some(), server.http2, server.h2c) {
+        (true, true, _) => "HTTP/2 and HTTP/1.1 by ALPN",
+        (false, _, true) => "HTTP/1.1 and h2c",
+        _ => "HTTP/1.1",
+    };
+    let api: Vec<String> = server
+        .listen
+        .iter()
+        .map(|a| format!("{scheme}://{a}"))
+        .collect();
+    let mut line = format!("listening: the API on {} ({protocols})", api.join(", "));
+    if let Some(m) = server.metrics_listen {
+        line.push_str(&format!(
+            "; the operator listener on http://{m} (/metrics, /healthz, /readyz)"
+        ));
+    }
+    line
 }

@@ -16,6 +16,7 @@ mod rules;
 mod settings;
 mod transport;
 
+pub use ca::load_ca_file;
 pub use hooks::{Asked, Hooked, Job, Offload, OverBudget, Pace, Tap};
 pub use rules::MAX_TOKEN_BYTES;
 pub use settings::ProviderSettings;
