@@ -16,7 +16,12 @@ fn run(args: &[&str]) -> (i32, String) {
 
 #[test]
 fn dash_t_accepts_every_shipped_config() {
-    for conf in ["conf/gateway.yaml", "conf/demo.yaml"] {
+    for conf in [
+        "conf/gateway.yaml",
+        "conf/demo.yaml",
+        "conf/fleet.yaml",
+        "deploy/container.yaml",
+    ] {
         let (code, text) = run(&["-t", "-c", conf]);
         assert_eq!(code, 0, "{conf}: {text}");
         assert!(text.contains("configuration is valid"), "{text}");
@@ -93,4 +98,183 @@ fn without_a_config_or_demo_it_explains_itself() {
     let (code, text) = run(&[]);
     assert_eq!(code, 2);
     assert!(text.contains("--demo") && text.contains("-c"), "{text}");
+}
+
+/// A directory of its own for one test's files.
+fn scratch(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sba-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// A file: Pingora's `top` keys, then `board_api` with `api` lines and a
+/// server section with `server` lines.
+fn file(dir: &std::path::Path, top: &str, api: &str, server: &str) -> String {
+    let path = dir.join("conf.yaml");
+    let text = format!(
+        "version: 1\n{top}board_api:\n{api}  server:\n    listen: [\"127.0.0.1:0\"]\n{server}"
+    );
+    std::fs::write(&path, text).expect("write config");
+    path.to_str().expect("utf-8 path").to_string()
+}
+
+/// `-t` refuses the file naming `key`, and so does a real start with the
+/// same flags: exit 2 before anything listens.
+fn both_refuse(conf: &str, flags: &[&str], key: &str) {
+    let mut args = vec!["-t"];
+    args.extend_from_slice(flags);
+    args.extend(["-c", conf]);
+    let (code, text) = run(&args);
+    assert_eq!(code, 2, "-t {flags:?}: {text}");
+    assert!(text.contains(key), "-t does not name {key}: {text}");
+    assert!(!text.contains("is valid"), "{text}");
+    let mut args: Vec<&str> = flags.to_vec();
+    args.extend(["-c", conf]);
+    let (code, text) = run(&args);
+    assert_eq!(code, 2, "start {flags:?}: {text}");
+    assert!(text.contains(key), "start-up does not name {key}: {text}");
+}
+
+#[test]
+fn dash_t_refuses_bad_tls_files_as_start_up_does() {
+    let dir = scratch("tls");
+    let made = |name: &str| {
+        let c = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("certificate");
+        std::fs::write(dir.join(format!("{name}.pem")), c.cert.pem()).expect("cert");
+        std::fs::write(dir.join(format!("{name}.key")), c.key_pair.serialize_pem()).expect("key");
+    };
+    made("a");
+    made("b");
+    std::fs::write(dir.join("garbage.pem"), "not a certificate\n").expect("garbage");
+    let tls = |cert: &str, key: &str| {
+        format!(
+            "    tls:\n      cert: {}\n      key: {}\n",
+            dir.join(cert).display(),
+            dir.join(key).display()
+        )
+    };
+    let good = file(&dir, "", "", &tls("a.pem", "a.key"));
+    let (code, text) = run(&["-t", "-c", &good]);
+    assert_eq!(code, 0, "a matching pair: {text}");
+    for (cert, key) in [
+        ("garbage.pem", "a.key"), // no certificate
+        ("a.pem", "garbage.pem"), // no key
+        ("a.pem", "a.pem"),       // a certificate where the key goes
+        ("a.pem", "b.key"),       // a key that does not go with the certificate
+        ("missing.pem", "a.key"), // no such file
+    ] {
+        let conf = file(&dir, "", "", &tls(cert, key));
+        both_refuse(&conf, &[], "board_api.server.tls");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dash_t_refuses_a_bad_ca_file_and_an_unset_password_variable() {
+    let dir = scratch("ca");
+    std::fs::write(
+        dir.join("ca.pem"),
+        "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
+    )
+    .expect("ca");
+    std::fs::write(dir.join("empty.pem"), "").expect("empty");
+    for ca in ["ca.pem", "empty.pem", "missing.pem"] {
+        let api = format!("  provider:\n    ca_file: {}\n", dir.join(ca).display());
+        both_refuse(&file(&dir, "", &api, ""), &[], "board_api.provider.ca_file");
+    }
+    let api = "  cache:\n    shared:\n      url: redis://127.0.0.1:6379/0\n      password_env: SBAPI_TEST_UNSET_VARIABLE\n";
+    both_refuse(
+        &file(&dir, "", api, ""),
+        &[],
+        "board_api.cache.shared.password_env",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dash_t_refuses_paths_the_daemon_and_an_upgrade_cannot_use() {
+    let dir = scratch("paths");
+    let missing = dir.join("missing");
+    let ok = |name: &str| dir.join(name).display().to_string();
+    let bad = |name: &str| missing.join(name).display().to_string();
+    let top = |pid: &str, sock: &str, extra: &str| {
+        format!("pid_file: {pid}\nupgrade_sock: {sock}\n{extra}")
+    };
+    // Where they can be written, -t -d and -t -u pass.
+    let conf = file(&dir, &top(&ok("pid"), &ok("sock"), ""), "", "");
+    for flags in [&["-d"][..], &["-u"]] {
+        let mut args = vec!["-t"];
+        args.extend_from_slice(flags);
+        args.extend(["-c", &conf]);
+        let (code, text) = run(&args);
+        assert_eq!(code, 0, "{flags:?}: {text}");
+    }
+    // The daemon writes the pid file (and the error log, as the user).
+    let conf = file(&dir, &top(&bad("pid"), &ok("sock"), ""), "", "");
+    both_refuse(&conf, &["-d"], "pid_file");
+    let conf = file(
+        &dir,
+        &top(
+            &ok("pid"),
+            &ok("sock"),
+            &format!("error_log: {}\n", bad("err.log")),
+        ),
+        "",
+        "",
+    );
+    both_refuse(&conf, &["-d"], "error_log");
+    let conf = file(
+        &dir,
+        &top(&ok("pid"), &ok("sock"), "user: no-such-user-sba\n"),
+        "",
+        "",
+    );
+    both_refuse(&conf, &["-d"], "user");
+    // An upgrade receives the sockets on upgrade_sock.
+    let conf = file(&dir, &top(&ok("pid"), &bad("sock"), ""), "", "");
+    both_refuse(&conf, &["-u"], "upgrade_sock");
+    // In the foreground without -u neither is used, and -t says so.
+    let (code, text) = run(&["-t", "-c", &conf]);
+    assert_eq!(code, 0, "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_port_in_use_fails_start_up_at_once_naming_it() {
+    let dir = scratch("port");
+    // Held by this test for the whole check.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr");
+    let path = dir.join("conf.yaml");
+    std::fs::write(
+        &path,
+        format!("version: 1\nboard_api:\n  server:\n    listen: [\"{addr}\"]\n"),
+    )
+    .expect("write");
+    let conf = path.to_str().expect("utf-8");
+    // -t checks everything but the network.
+    let (code, text) = run(&["-t", "-c", conf]);
+    assert_eq!(code, 0, "{text}");
+    let started = std::time::Instant::now();
+    let (code, text) = run(&["-c", conf]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("board_api.server.listen") && text.contains(&addr.to_string()),
+        "{text}"
+    );
+    // Pingora alone would retry for 30 s and then keep running without it.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    drop(taken);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn version_names_the_binary_and_its_version() {
+    let (code, text) = run(&["--version"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        text.trim(),
+        format!("shared-board-api {}", env!("CARGO_PKG_VERSION"))
+    );
 }
