@@ -95,9 +95,6 @@ impl ServerConf {
                 }
             }
         }
-        if let Some(tls) = &self.tls {
-            super::files::tls_pair(&tls.cert, &tls.key)?;
-        }
         let metrics_listen = match &self.metrics {
             None => None,
             Some(m) => match m.listen.parse::<SocketAddr>() {
@@ -136,6 +133,10 @@ impl ServerConf {
                 "board_api.server.h2c",
                 "applies to cleartext listeners only, and board_api.server.tls makes every listener TLS",
             );
+        }
+        // The files last: a combination the settings refuse is named first.
+        if let Some(tls) = &self.tls {
+            super::files::tls_pair(&tls.cert, &tls.key)?;
         }
         let buffer = self.access_log_buffer.unwrap_or(ACCESS_LOG_BUFFER);
         if !(1..=1_048_576).contains(&buffer) {
