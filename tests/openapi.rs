@@ -464,3 +464,38 @@ fn timeouts_and_rate_limits_match_the_spec() {
     }
     assert!(limited_seen >= 2, "no 429 in a burst of 50 requests");
 }
+
+#[test]
+fn mcp_answers_match_the_spec() {
+    use common::mcp::{call, modern, post};
+    let gw = gateway();
+    let share = format!("https://app.milanote.com/{BOARD}/demo?p={PERMISSION}");
+    let mut statuses = BTreeSet::new();
+    let answers = [
+        modern(gw, 1, "server/discover", json!({})),
+        modern(gw, 2, "tools/list", json!({})),
+        call(gw, "read_board", json!({"url": share})),
+        call(gw, "read_board", json!({"url": share, "format": "json"})),
+        call(gw, "search_board", json!({"url": share, "query": "porto"})),
+        call(gw, "read_board", json!({"url": "nope"})),
+        modern(gw, 3, "resources/list", json!({})),
+        post(
+            gw,
+            br#"{"jsonrpc":"2.0","id":1,"method":"prompts/list"}"#,
+            &[],
+        ),
+        post(
+            gw,
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            &[],
+        ),
+        post(gw, b"{", &[]),
+        post(gw, br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, &[]),
+        post(gw, &vec![b' '; 70 << 10], &[]),
+        post(gw, b"{}", &[("Origin", "https://evil.example")]),
+    ];
+    for r in &answers {
+        statuses.insert(check("POST", "/api/mcp", r));
+    }
+    assert_eq!(statuses, BTreeSet::from([200, 202, 400, 403, 404, 413]));
+}

@@ -20,6 +20,10 @@ fn standalone_with_the_flag_serves_the_page_at_root_only() {
     assert_eq!(page.header("cache-control"), Some("no-cache"));
     let html = String::from_utf8_lossy(&page.body);
     assert!(html.contains("shared-board-api playground"), "{html:.200}");
+    assert!(
+        html.contains("href=\"/api/mcp\""),
+        "the page links to the MCP endpoint"
+    );
 
     let head = request(gw.addr, "HEAD", "/", &[]);
     assert_eq!(head.status, 200);

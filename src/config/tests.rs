@@ -311,3 +311,17 @@ fn shipped_configs_are_valid() {
     let api = ApiSettings::from_file(&host).expect("the host example's file is valid");
     assert_eq!(api.prefix, "/boards");
 }
+
+#[test]
+fn the_mcp_section_by_its_file_names() {
+    assert_eq!(with("").expect("valid").mcp, McpSettings::default());
+    let s = with("  mcp:\n    enabled: false\n    allowed_origins: [\"https://agent.example\"]\n    max_body_bytes: 2048\n")
+        .expect("valid");
+    assert!(!s.mcp.enabled);
+    assert!(s.mcp.allows_origin(b"https://agent.example"));
+    assert_eq!(s.mcp.max_body_bytes, 2048);
+    let e = with("  mcp:\n    origins: []\n").expect_err("unknown key");
+    assert!(e.message.contains("origins"), "{e}");
+    let e = with("  mcp:\n    allowed_origins: [\"agent.example\"]\n").expect_err("bad origin");
+    assert_eq!(e.key, "board_api.mcp.allowed_origins");
+}
