@@ -8,9 +8,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-/// The APIs alive now, by file and content. Weak: an API lives as long as
-/// someone holds it, not as long as the process.
-type Registry = Mutex<HashMap<(PathBuf, u128), Weak<BoardApi>>>;
+/// The APIs alive now, by file, content and whether they claim their whole
+/// prefix. Weak: an API lives as long as someone holds it, not as long as
+/// the process.
+type Registry = Mutex<HashMap<(PathBuf, u128, bool), Weak<BoardApi>>>;
 
 fn registry() -> &'static Registry {
     static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
@@ -29,24 +30,42 @@ impl BoardApi {
     /// As [`BoardApi::from_file`]; a file that fails its checks is never
     /// shared.
     pub fn shared_from_file(path: &Path) -> Result<Arc<BoardApi>, ConfigError> {
-        let text = std::fs::read(path).map_err(|e| {
-            ConfigError::new("(file)", format!("cannot read {}: {e}", path.display()))
-        })?;
-        let key = (
-            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
-            xxhash_rust::xxh3::xxh3_128(&text),
-        );
-        let mut apis = registry().lock().unwrap_or_else(|e| e.into_inner());
-        apis.retain(|_, api| api.strong_count() > 0);
-        if let Some(api) = apis.get(&key).and_then(Weak::upgrade) {
-            return Ok(api);
-        }
-        let text = String::from_utf8(text)
-            .map_err(|_| ConfigError::new("(file)", format!("{} is not UTF-8", path.display())))?;
-        let api = Arc::new(BoardApi::new(&ApiSettings::from_yaml(&text)?)?);
-        apis.insert(key, Arc::downgrade(&api));
-        Ok(api)
+        shared(path, false)
     }
+
+    /// As [`BoardApi::shared_from_file`], for a host that routes a whole
+    /// location to the API (a gateway plugin on the location of the
+    /// prefix): every path under the prefix is answered, the unknown ones
+    /// with `404 NOT_FOUND`, whatever `claim_prefix` says; paths outside it
+    /// are still the host's.
+    ///
+    /// # Errors
+    /// As [`BoardApi::from_file`].
+    pub fn shared_for_location(path: &Path) -> Result<Arc<BoardApi>, ConfigError> {
+        shared(path, true)
+    }
+}
+
+fn shared(path: &Path, whole_prefix: bool) -> Result<Arc<BoardApi>, ConfigError> {
+    let text = std::fs::read(path)
+        .map_err(|e| ConfigError::new("(file)", format!("cannot read {}: {e}", path.display())))?;
+    let key = (
+        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+        xxhash_rust::xxh3::xxh3_128(&text),
+        whole_prefix,
+    );
+    let mut apis = registry().lock().unwrap_or_else(|e| e.into_inner());
+    apis.retain(|_, api| api.strong_count() > 0);
+    if let Some(api) = apis.get(&key).and_then(Weak::upgrade) {
+        return Ok(api);
+    }
+    let text = String::from_utf8(text)
+        .map_err(|_| ConfigError::new("(file)", format!("{} is not UTF-8", path.display())))?;
+    let mut api = BoardApi::new(&ApiSettings::from_yaml(&text)?)?;
+    api.claim_prefix |= whole_prefix;
+    let api = Arc::new(api);
+    apis.insert(key, Arc::downgrade(&api));
+    Ok(api)
 }
 
 #[cfg(test)]
@@ -88,6 +107,11 @@ mod tests {
         );
         let rebuilt = BoardApi::shared_from_file(&path).expect("valid");
         assert!(!Arc::ptr_eq(&first, &rebuilt));
+
+        let location = BoardApi::shared_for_location(&path).expect("valid");
+        assert!(!Arc::ptr_eq(&location, &rebuilt), "another kind of host");
+        assert!(location.owns("/api/other") && !rebuilt.owns("/api/other"));
+        assert!(!location.owns("/other"));
 
         std::fs::write(&path, "board_api:\n  provider: {}\n").expect("write");
         assert!(BoardApi::shared_from_file(&path).is_err());
