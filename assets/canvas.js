@@ -1,5 +1,5 @@
 // The playground's canvas view: a BoardDocument drawn the way Milanote lays a
-// board out. Inlined into playground.html by the server (one <script> block,
+// board out: positions and sizes are grid units, drawn at UNIT px each. Inlined into playground.html by the server (one <script> block,
 // allowed by its hash). Board content is written by strangers: every string
 // reaches the DOM through textContent or one attribute at a time, only
 // http(s) URLs become link targets or image sources, and a drawing's SVG is
@@ -9,12 +9,21 @@ const BoardCanvas = (function () {
   const SVG_NS = "http://www.w3.org/2000/svg";
   const MAX_DEPTH = 48; // rich text and nesting deeper than this is not drawn
   const PAD = 24; // px around the placed elements
-  // Box widths in px, close to Milanote's defaults; 0: as wide as the content.
+  // Milanote stores positions and sizes in grid units. One unit is this many
+  // px at 100 %: the web app draws a default card or column (34 units) 304 px
+  // wide, so a unit is about 9 px. Positions, widths, heights and line
+  // points are all scaled by it, and by nothing else.
+  const UNIT = 304 / 34;
+  // Default box widths in grid units, for elements that store none (the
+  // web app's defaults: a card or column is 34); 0: as wide as the content.
   const WIDTH = {
-    CARD: 260, COLUMN: 280, TASK_LIST: 260, TASK: 0, TABLE: 0, IMAGE: 260, LINK: 260, FILE: 220,
-    BOARD: 150, COMMENT_THREAD: 250, DOCUMENT: 210, COLOR_SWATCH: 140, SKETCH: 260,
-    ANNOTATION: 220, SKELETON: 160, UNKNOWN: 200,
+    CARD: 34, COLUMN: 34, TASK_LIST: 34, TASK: 0, TABLE: 0, IMAGE: 34, LINK: 34, FILE: 26,
+    BOARD: 14, COMMENT_THREAD: 30, DOCUMENT: 24, COLOR_SWATCH: 16, SKETCH: 30,
+    ANNOTATION: 26, SKELETON: 18, UNKNOWN: 24,
   };
+  // Sections whose elements are not the board (the trash, deleted ones):
+  // never drawn, whatever their parent.
+  const REMOVED = new Set(["TRASH", "DELETED"]);
   // Types the server may still send as UNKNOWN with their raw content.
   const ADAPTABLE = new Set(["DOCUMENT", "COLOR_SWATCH", "SKETCH", "ANNOTATION", "LINE"]);
 
@@ -25,6 +34,12 @@ const BoardCanvas = (function () {
     return e;
   }
   const obj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  // A lookup in one of this script's tables by a key that comes from a
+  // board: own properties only, so "constructor" or "__proto__" never
+  // reaches Object.prototype.
+  const own = (table, key) => (typeof key === "string" && Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined);
+  const removed = (node) => obj(node.location) && typeof node.location.section === "string" &&
+    REMOVED.has(node.location.section.toUpperCase());
   const str = (v) => (typeof v === "string" ? v : "");
   function num(v) {
     if (typeof v === "number") return Number.isFinite(v) ? v : null;
@@ -144,6 +159,7 @@ const BoardCanvas = (function () {
     blockquote: "blockquote", "code-block": "pre",
   };
   const DRAFT_LISTS = { "unordered-list-item": "ul", "ordered-list-item": "ol", "checkable-list-item": "ul" };
+  const DRAFT_STYLES = { BOLD: "bold", ITALIC: "italic", STRIKETHROUGH: "strike", UNDERLINE: "underline", CODE: "code" };
 
   function draftBlocks(blocks, box) {
     let list = null;
@@ -152,9 +168,10 @@ const BoardCanvas = (function () {
       if (!obj(b)) continue;
       const type = str(b.type);
       const line = draftLine(b);
-      if (DRAFT_LISTS[type]) {
+      const listTag = own(DRAFT_LISTS, type);
+      if (listTag) {
         if (!list || listType !== type) {
-          list = el(DRAFT_LISTS[type], type === "checkable-list-item" ? "rt-tasks" : "");
+          list = el(listTag, type === "checkable-list-item" ? "rt-tasks" : "");
           listType = type;
           box.appendChild(list);
         }
@@ -165,7 +182,7 @@ const BoardCanvas = (function () {
         continue;
       }
       list = null;
-      const block = el(DRAFT_TAGS[type] || "p");
+      const block = el(own(DRAFT_TAGS, type) || "p");
       block.appendChild(line);
       box.appendChild(block);
     }
@@ -188,9 +205,7 @@ const BoardCanvas = (function () {
       const key = styleAt(start);
       let end = start + 1;
       while (end < text.length && styleAt(end) === key) end++;
-      const marks = key ? key.split(",").map((s) => ({
-        type: { BOLD: "bold", ITALIC: "italic", STRIKETHROUGH: "strike", UNDERLINE: "underline", CODE: "code" }[s] || "",
-      })) : [];
+      const marks = key ? key.split(",").map((s) => ({ type: own(DRAFT_STYLES, s) || "" })) : [];
       out.appendChild(marked(text.slice(start, end), marks));
       start = end;
     }
@@ -205,10 +220,13 @@ const BoardCanvas = (function () {
     if (node.type !== "UNKNOWN" || !ADAPTABLE.has(node.elementType) || !obj(node.content)) return node;
     const c = node.content;
     const color = typeof c.color === "string" ? c.color : obj(c.color) ? str(c.color.value) : "";
-    return Object.assign({}, node, {
+    // Spread, not Object.assign: an own "__proto__" key of the board's is
+    // copied as data, never set as the object's prototype.
+    return {
+      ...node,
       type: node.elementType, title: str(c.title), start: c.start, end: c.end, control: c.control,
       lineStyle: c.lineStyle, lineColor: color, color, drawing: c.drawing,
-    });
+    };
   }
 
   function position(node) {
@@ -218,6 +236,14 @@ const BoardCanvas = (function () {
     const y = num(p.y);
     return x === null || y === null ? null : { x, y };
   }
+
+  // A width or height in grid units the board stored: a positive number
+  // within reason, else null.
+  function size(v) {
+    const n = num(v);
+    return n !== null && n > 0 && n < 4000 ? n : null;
+  }
+  const px = (units) => Math.round(units * UNIT * 10) / 10 + "px";
 
   function title(node, fallback) {
     return el("div", "el-title", str(node.title) || fallback);
@@ -268,16 +294,18 @@ const BoardCanvas = (function () {
 
   function box(node, ctx, depth) {
     const type = str(node.type) || "UNKNOWN";
-    const known = Object.prototype.hasOwnProperty.call(WIDTH, type);
+    const known = own(WIDTH, type) !== undefined;
     const b = el(type === "BOARD" ? "button" : "div", "el el-" + (known ? type : "UNKNOWN"));
     if (typeof node.id === "string") {
       b.dataset.id = node.id;
       ctx.boxes.set(node.id, b);
     }
     b.dataset.type = type;
-    const width = known ? WIDTH[type] : WIDTH.UNKNOWN;
-    if (width) b.style.width = width + "px";
-    const children = Array.isArray(node.children) ? node.children.filter(obj).map(adapt) : [];
+    const width = size(node.width) || (known ? own(WIDTH, type) : WIDTH.UNKNOWN);
+    if (width) b.style.width = px(width);
+    const height = size(node.height);
+    if (height) b.style.minHeight = px(height);
+    const children = Array.isArray(node.children) ? node.children.filter(obj).filter((c) => !removed(c)).map(adapt) : [];
     const stack = (into) => {
       for (const child of children) {
         if (child.type === "LINE") ctx.lines.push(child);
@@ -413,9 +441,14 @@ const BoardCanvas = (function () {
       return target ? { rect: rectOf(target, ctx.surface) } : null;
     }
     if (obj(end) && num(end.x) !== null && num(end.y) !== null) {
-      return { point: { x: num(end.x) - ctx.minX + PAD, y: num(end.y) - ctx.minY + PAD } };
+      return { point: at(ctx, num(end.x), num(end.y)) };
     }
     return null;
+  }
+
+  // Board coordinates (grid units) to px on the surface.
+  function at(ctx, x, y) {
+    return { x: (x - ctx.minX) * UNIT + PAD, y: (y - ctx.minY) * UNIT + PAD };
   }
 
   function rectOf(target, surface) {
@@ -452,7 +485,7 @@ const BoardCanvas = (function () {
       const b = lineEnd(node.end, ctx);
       if (!a || !b) { skipped++; continue; }
       const control = obj(node.control) && num(node.control.x) !== null && num(node.control.y) !== null
-        ? { x: num(node.control.x) - ctx.minX + PAD, y: num(node.control.y) - ctx.minY + PAD } : null;
+        ? at(ctx, num(node.control.x), num(node.control.y)) : null;
       const p = attach(a, control || center(b));
       const q = attach(b, control || center(a));
       const path = document.createElementNS(SVG_NS, "path");
@@ -526,7 +559,7 @@ const BoardCanvas = (function () {
       const svg = svgOverlay();
       surface.appendChild(svg);
       const ctx = { boxes: new Map(), lines: [], open, surface, minX: 0, minY: 0 };
-      const children = Array.isArray(board.children) ? board.children.filter(obj).map(adapt) : [];
+      const children = Array.isArray(board.children) ? board.children.filter(obj).filter((c) => !removed(c)).map(adapt) : [];
       const placed = [];
       const loose = [];
       for (const child of children) {
@@ -542,8 +575,9 @@ const BoardCanvas = (function () {
         const b = box(node, ctx, 0);
         const p = position(node);
         b.classList.add("placed");
-        b.style.left = p.x - ctx.minX + PAD + "px";
-        b.style.top = p.y - ctx.minY + PAD + "px";
+        const corner = at(ctx, p.x, p.y);
+        b.style.left = corner.x + "px";
+        b.style.top = corner.y + "px";
         surface.appendChild(b);
       }
       const bottom = () => Math.max(PAD, ...Array.from(surface.children, (c) => (c.offsetTop || 0) + (c.offsetHeight || 0)));
@@ -597,5 +631,5 @@ const BoardCanvas = (function () {
     };
   }
 
-  return { create, safeUrl };
+  return { create, safeUrl, UNIT };
 })();

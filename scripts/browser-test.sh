@@ -25,10 +25,11 @@ if [ ! -d scripts/browser/node_modules/playwright-core ]; then
 fi
 
 build_binary
-start_demo
+# The bundled boards plus a board in the web app's captured shape (grid units).
+start_demo tests/fixtures/captured-board
 
 SHOT=${SHOT:-${CARGO_TARGET_DIR:-target}/browser-test/playground.png}
 mkdir -p "$(dirname "$SHOT")"
 CHROMIUM="$CHROMIUM" node scripts/browser/playground-test.mjs \
   "$DEMO_BASE" "http://localhost:$DEMO_PORT" "$SHOT"
-echo "screenshots: ${SHOT%.png}{,-error,-canvas,-nested,-markdown,-constructed}.png" >&2
+echo "screenshots: ${SHOT%.png}{,-error,-canvas,-nested,-markdown,-constructed,-captured,-not-sent}.png" >&2

@@ -3,7 +3,9 @@
 # loopback port with the playground on. Loopback only, always.
 #
 #   build_binary            -> BIN   (PROFILE=debug|release, honours CARGO_TARGET_DIR)
-#   start_demo              -> DEMO_PORT, DEMO_PID, DEMO_DIR, DEMO_BASE
+#   start_demo [CAPTURE]    -> DEMO_PORT, DEMO_PID, DEMO_DIR, DEMO_BASE
+#                           (CAPTURE: a capture directory served beside the
+#                           bundled boards, as `--demo CAPTURE`)
 #   stop_demo               (also run on EXIT once start_demo was called)
 
 build_binary() {
@@ -20,6 +22,8 @@ free_port() {
 }
 
 start_demo() {
+  local capture=()
+  [ -n "${1:-}" ] && capture=("$1")
   DEMO_DIR=$(mktemp -d)
   trap stop_demo EXIT
   local attempt
@@ -43,7 +47,7 @@ board_api:
     origin: http://127.0.0.1:9
     fetch_deadline_ms: 5000
 YAML
-    "$BIN" --demo -c "$DEMO_DIR/demo.yaml" >"$DEMO_DIR/server.log" 2>&1 &
+    "$BIN" --demo "${capture[@]}" -c "$DEMO_DIR/demo.yaml" >"$DEMO_DIR/server.log" 2>&1 &
     DEMO_PID=$!
     local i
     for i in $(seq 1 150); do

@@ -3,6 +3,9 @@
 // (DOCUMENT, COLOR_SWATCH, SKETCH, ANNOTATION, LINE in each shape of end),
 // in their normalized shapes, plus hostile text and links. One LINE is still
 // an UNKNOWN with raw content, as servers without those types send it.
+// Positions are grid units (about 9 px each), as Milanote stores them. A
+// card whose Draft.js blocks, styles and node types are named after
+// Object.prototype's members must draw like any other.
 const at = (x, y) => ({ parentId: "b-root", section: "canvas", position: { x, y } });
 const para = (...content) => ({ type: "paragraph", content });
 const text = (t, marks) => (marks ? { type: "text", text: t, marks } : { type: "text", text: t });
@@ -32,33 +35,44 @@ export function constructedDocument() {
       childrenLoaded: true,
       location: {},
       children: [
-        node("c-left", "CARD", 40, 40, {
+        node("c-left", "CARD", 4, 4, {
           richText: rich([para(text("Left card, "), text("bold", [{ type: "bold" }]), text(" and "),
             text("a link", [{ type: "link", attrs: { href: "https://example.org/left" } }]))], "Left card, bold and a link"),
         }),
-        node("c-right", "CARD", 560, 90, {
+        node("c-right", "CARD", 62, 10, {
           richText: rich([{ key: "a1", type: "unstyled", text: "Right card (Draft.js)", depth: 0,
             inlineStyleRanges: [{ offset: 0, length: 5, style: "ITALIC" }], entityRanges: [], data: {} }], "Right card (Draft.js)"),
         }),
-        node("c-hostile", "CARD", 40, 320, {
+        node("c-hostile", "CARD", 4, 36, {
           richText: rich([para(text(HOSTILE)), para(text("click me", [{ type: "link", attrs: { href: "javascript:window.__pwned=true" } }]))],
             HOSTILE + "\nclick me"),
         }),
-        node("l-js", "LINK", 360, 330, { url: "javascript:window.__pwned=true", title: "Evil link" }),
-        node("swatch", "COLOR_SWATCH", 880, 40, { color: "#e63946", caption: rich([para(text("Tram red"))], "Tram red") }),
-        node("sketch", "SKETCH", 880, 260, { drawing: { svg: SKETCH_SVG, paths: [{ points: [[20, 110], [200, 110]] }] } }),
-        node("note", "ANNOTATION", 1180, 260, { drawing: { svg: NOTE_SVG } }),
-        node("doc", "DOCUMENT", 1180, 40, {
+        node("l-js", "LINK", 40, 37, { url: "javascript:window.__pwned=true", title: "Evil link" }),
+        node("swatch", "COLOR_SWATCH", 98, 4, { color: "#e63946", caption: rich([para(text("Tram red"))], "Tram red") }),
+        node("sketch", "SKETCH", 98, 29, { drawing: { svg: SKETCH_SVG, paths: [{ points: [[20, 110], [200, 110]] }] } }),
+        node("note", "ANNOTATION", 131, 29, { drawing: { svg: NOTE_SVG } }),
+        node("doc", "DOCUMENT", 131, 4, {
           title: "Packing list",
           richText: rich([{ type: "bulletList", content: ["Passport", "Adapter", "Rain jacket", "Walking shoes", "Sunscreen", "Camera"]
             .map((t) => ({ type: "listItem", content: [para(text(t))] })) }], "Passport\nAdapter\nRain jacket"),
         }),
-        node("b-denied", "BOARD", 620, 330, { title: "Someone else's board", childrenLoaded: false, unloadedReason: "ACCESS_DENIED" }),
-        node("line-cards", "LINE", 300, 60, { start: "c-left", end: { elementId: "c-right" }, lineStyle: { color: "#e63946", dashed: true } }),
-        node("line-points", "LINE", 100, 600, { start: { x: 60, y: 560 }, end: { x: 420, y: 610 } }),
-        node("line-bad", "LINE", 100, 700, { start: "c-left", end: { elementId: "no-such-element" } }),
+        node("b-denied", "BOARD", 76, 37, { title: "Someone else's board", childrenLoaded: false, unloadedReason: "ACCESS_DENIED" }),
+        node("line-cards", "LINE", 33, 7, { start: "c-left", end: { elementId: "c-right" }, lineStyle: { color: "#e63946", dashed: true } }),
+        node("line-points", "LINE", 11, 67, { start: { x: 7, y: 62 }, end: { x: 47, y: 68 } }),
+        node("line-bad", "LINE", 11, 78, { start: "c-left", end: { elementId: "no-such-element" } }),
+        node("c-proto", "CARD", 62, 56, {
+          richText: rich([
+            { key: "p1", type: "constructor", text: "Block typed constructor", depth: 0,
+              inlineStyleRanges: [{ offset: 0, length: 5, style: "constructor" }, { offset: 6, length: 5, style: "__proto__" }],
+              entityRanges: [], data: {} },
+            { key: "p2", type: "__proto__", text: "Block typed __proto__", depth: 0, inlineStyleRanges: [], entityRanges: [], data: {} },
+            { key: "p3", type: "hasOwnProperty", text: "Block typed hasOwnProperty", depth: 0, inlineStyleRanges: [], entityRanges: [], data: {} },
+            { key: "p4", type: "toString", text: "Block typed toString", depth: 0, inlineStyleRanges: [], entityRanges: [], data: {} },
+          ], "Block typed constructor\nBlock typed __proto__\nBlock typed hasOwnProperty\nBlock typed toString"),
+        }),
+        node("n-proto", "constructor", 98, 56, { title: "A node typed constructor" }),
         {
-          id: "line-unknown", type: "UNKNOWN", elementType: "LINE", location: at(200, 400), children: [],
+          id: "line-unknown", type: "UNKNOWN", elementType: "LINE", location: at(22, 44), children: [],
           content: { start: { elementId: "c-hostile" }, end: { id: "l-js" }, color: "#17803d" },
         },
       ],

@@ -8,7 +8,10 @@
 // Screenshots: <shot>.png (search), <shot>-error.png, <shot>-canvas.png (the
 // demo board drawn), <shot>-nested.png (a nested board opened from its tile),
 // <shot>-markdown.png, <shot>-constructed.png (a document with every new
-// element type and hostile text, drawn from the "saved answer" box).
+// element type and hostile text, drawn from the "saved answer" box),
+// <shot>-captured.png (a board in the web app's captured shape, grid units,
+// served from tests/fixtures/captured-board), <shot>-not-sent.png (a page
+// link whose API base is another origin, waiting for a click).
 import { chromium } from "playwright-core";
 import { constructedDocument } from "./constructed-board.mjs";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -32,6 +35,10 @@ if (new URL(pageOrigin).origin === new URL(apiOrigin).origin) {
 }
 
 const DEMO_LINK = "https://app.milanote.com/1W3ZZU1Qvua02H/demo?p=demo";
+// The board of tests/fixtures/captured-board, for any permission id.
+const CAPTURED_LINK = "https://app.milanote.com/1XbZEplawr6y02/grid?p=any-permission";
+// One grid unit in px at 100 %, as the page documents it (304 px per 34 units).
+const UNIT = 304 / 34;
 const failures = [];
 const check = (ok, what) => {
   console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
@@ -125,7 +132,9 @@ try {
 
   await checkCanvas(page, shot);
   await checkMarkdown(page, shot, apiRequests);
+  await checkCaptured(page, shot);
   await checkConstructed(page, shot);
+  await checkRunParameter(page, shot, apiRequests);
 
   check(pageErrors.length === 0, `no script errors (${pageErrors.join("; ")})`);
   check(cspViolations.length === 0, `no Content-Security-Policy violations (${cspViolations.join("; ")})`);
@@ -237,6 +246,84 @@ async function checkCanvas(page, shot) {
   await page.selectOption("#view", "full");
 }
 
+// A board in the web app's captured shape (grid units, INBOX children, a
+// deleted and a trashed card) drawn as the web app lays it out.
+async function checkCaptured(page, shot) {
+  await page.setViewportSize({ width: 1600, height: 1000 });
+  await page.fill("#link", CAPTURED_LINK);
+  await page.selectOption("#mode", "");
+  await page.check("input[value=detail]");
+  await page.selectOption("#view", "full");
+  await page.click("#send");
+  await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("200"));
+  await page.click("#tab-canvas");
+  await page.selectOption("#canvas-zoom", "1");
+  await page.waitForSelector('#canvas-view .el.placed[data-id="1XbZEqlawr6y03"]');
+  const r = await page.evaluate(() => {
+    const rect = (e) => { const b = e.getBoundingClientRect(); return { id: e.dataset.id, type: e.dataset.type, l: b.left, t: b.top, r: b.right, b: b.bottom, w: b.width }; };
+    const top = Array.from(document.querySelectorAll("#canvas-view .surface > .el.placed"), rect);
+    const column = document.querySelector('#canvas-view [data-id="1XbZEqlawr6y05"]');
+    return {
+      top,
+      text: document.querySelector("#canvas-view").innerText,
+      deletedBoxes: document.querySelectorAll('#canvas-view [data-id="1XbZEqlawr6y11"], #canvas-view [data-id="1XbZEqlawr6y12"]').length,
+      columnOrder: column ? Array.from(column.querySelectorAll(".el"), (e) => e.dataset.id) : [],
+      tasks: Array.from(document.querySelectorAll('#canvas-view [data-id="1XbZEqlawr6y10"] input[type=checkbox]'), (c) => c.checked),
+    };
+  });
+  const by = Object.fromEntries(r.top.map((b) => [b.id, b]));
+  const [first, right, below, narrow] = ["1XbZEqlawr6y03", "1XbZEqlawr6y04", "1XbZEqlawr6y08", "1XbZEqlawr6y09"].map((id) => by[id]);
+  check(r.top.length === 6 && first && right && below && narrow, `captured board: the six top-level boxes are drawn (${r.top.map((b) => b.id).join(", ")})`);
+  const overlaps = [];
+  for (let i = 0; i < r.top.length; i++) {
+    for (let j = i + 1; j < r.top.length; j++) {
+      const [a, b] = [r.top[i], r.top[j]];
+      const w = Math.min(a.r, b.r) - Math.max(a.l, b.l);
+      const h = Math.min(a.b, b.b) - Math.max(a.t, b.t);
+      if (w > 0.5 && h > 0.5) overlaps.push(`${a.id}/${b.id}`);
+    }
+  }
+  check(overlaps.length === 0, `captured board: no two top-level boxes overlap (${r.top.length} boxes; overlapping: ${overlaps.join(" ") || "none"})`);
+  if (!(first && right && below && narrow)) return;
+  check(right.l >= first.r, `captured board: the card at x 40 is right of the card at x 4 (${Math.round(first.r)} <= ${Math.round(right.l)} px)`);
+  check(below.t >= first.b, `captured board: the card at y 30 is below the card at y 2 (${Math.round(first.b)} <= ${Math.round(below.t)} px)`);
+  const near = (a, b) => Math.abs(a - b) <= 1.5;
+  check(near(first.w, 34 * UNIT) && near(right.l - first.l, 36 * UNIT) && near(below.t - first.t, 28 * UNIT),
+    `captured board: one grid unit is ${UNIT.toFixed(2)} px (a default card ${first.w.toFixed(1)} px wide, x 4 -> 40 is ${(right.l - first.l).toFixed(1)} px, y 2 -> 30 is ${(below.t - first.t).toFixed(1)} px)`);
+  check(near(narrow.w, 30 * UNIT), `captured board: a card storing width 30 is ${narrow.w.toFixed(1)} px wide`);
+  check(r.deletedBoxes === 0 && !r.text.includes("DELETED CARD TEXT") && !r.text.includes("TRASHED CARD TEXT"),
+    "captured board: the deleted and the trashed card are not drawn");
+  check(r.columnOrder.join() === "1XbZEqlawr6y06,1XbZEqlawr6y07", `captured board: the column's INBOX children in index order (${r.columnOrder})`);
+  check(r.tasks.join() === "true,false", `captured board: tasks show isComplete (${r.tasks})`);
+  await page.screenshot({ path: shot("captured"), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+// ?api=<another origin>&run=1 in the page's own URL sends nothing until the
+// user clicks Send; ?run=1 on the page's own origin sends at once.
+async function checkRunParameter(page, shot, apiRequests) {
+  const q = (api) => `?url=${encodeURIComponent(DEMO_LINK)}&run=1` + (api ? `&api=${encodeURIComponent(api)}` : "");
+  const before = apiRequests.length;
+  await page.goto(`${pageOrigin}/${q(apiOrigin)}`);
+  await page.waitForFunction(() => document.querySelector("#status").textContent === "not sent");
+  await page.waitForLoadState("networkidle");
+  const error = await page.textContent("#error");
+  check(apiRequests.length === before && error.includes("NOT_SENT") && error.includes(apiOrigin) &&
+    (await page.inputValue("#base")) === apiOrigin,
+    `?api=<another origin>&run=1: nothing sent, the base shown, waiting for a click (${error.trim().slice(0, 90)}...)`);
+  await page.screenshot({ path: shot("not-sent"), fullPage: true });
+  await page.click("#send");
+  await page.waitForFunction(() => /^\d{3}/.test(document.querySelector("#status").textContent));
+  check(apiRequests.length > before && (await page.textContent("#status")).startsWith("200"),
+    "a click on Send then queries that base");
+  await page.goto(`${pageOrigin}/${q(pageOrigin)}`);
+  await page.waitForFunction(() => /^\d{3}/.test(document.querySelector("#status").textContent));
+  check((await page.textContent("#status")).startsWith("200"), "?run=1 with the page's own origin sends at once");
+  await page.goto(`${pageOrigin}/${q("")}`);
+  await page.waitForFunction(() => /^\d{3}/.test(document.querySelector("#status").textContent));
+  check((await page.textContent("#status")).startsWith("200"), "?run=1 without api (the page's origin) sends at once");
+}
+
 // Where a line's path starts and ends, and whether each end lies on the
 // border of the box it names (within 1.5 px).
 async function lineEnds(page, id) {
@@ -339,6 +426,13 @@ async function checkConstructed(page, shot) {
   check(r.badLineDrawn === 0 && /could not be placed/.test(r.note), `a line that cannot be placed is not drawn (${r.note})`);
   check(/^M [\d.]+ [\d.]+ L [\d.]+ [\d.]+$/.test(r.pointLine || ""), `a line between two points is drawn (${r.pointLine})`);
   check(r.unknownLine === 1, "a LINE that still arrives as UNKNOWN is drawn from its raw content");
+  const proto = await page.evaluate(() => ({
+    card: (document.querySelector('#canvas-view [data-id="c-proto"]') || {}).innerText || "",
+    node: (document.querySelector('#canvas-view [data-id="n-proto"]') || {}).innerText || "",
+  }));
+  check(["constructor", "__proto__", "hasOwnProperty", "toString"].every((t) => proto.card.includes(`Block typed ${t}`)) &&
+    proto.node.includes("A node typed constructor"),
+    "Draft.js blocks, styles and a node typed after Object.prototype's members draw as text, no error");
   // Wide enough to see the whole constructed board at 75%.
   await page.setViewportSize({ width: 1600, height: 1000 });
   await page.selectOption("#canvas-zoom", "0.75");
