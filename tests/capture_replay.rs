@@ -338,3 +338,35 @@ fn a_bad_capture_directory_is_refused_by_demo_with_its_reason() {
     assert_eq!(code, 0, "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_checked_in_captured_shape_board_reads_and_serves() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captured-board");
+    let captured = Captured::load(&dir).expect("the fixture capture reads");
+    assert_eq!(captured.root(), Some("1XbZEplawr6y02"));
+    let replay = SampleUpstream::start_in_thread_with(([127, 0, 0, 1], 0).into(), captured)
+        .expect("replay upstream");
+    let (gw, _) = start_server(1, |server, addrs| {
+        let mut settings = Settings::from_yaml(&config(addrs[0].port(), "", "")).expect("config");
+        settings
+            .api_mut()
+            .set_provider_origin(&replay.origin())
+            .expect("origin");
+        shared_board_api::host::service::add_services(server, &settings).expect("services");
+    });
+    let doc = document(gw.addr, "1XbZEplawr6y02", "any", &replay.origin());
+    let children = doc["data"]["board"]["children"]
+        .as_array()
+        .expect("children");
+    let ids: Vec<&str> = children.iter().filter_map(|c| c["id"].as_str()).collect();
+    for id in [
+        "1XbZEqlawr6y03",
+        "1XbZEqlawr6y04",
+        "1XbZEqlawr6y05",
+        "1XbZEqlawr6y08",
+    ] {
+        assert!(ids.contains(&id), "{id} missing from {ids:?}");
+    }
+    // The trashed card (parent `<board>-trash`) is never the board's.
+    assert!(!doc.to_string().contains("TRASHED CARD TEXT"));
+}
