@@ -44,7 +44,10 @@ start_redis() {
 start_redis
 TIER="  cache:
     shared:
-      url: redis://127.0.0.1:$REDIS_PORT/0"
+      url: redis://127.0.0.1:$REDIS_PORT/0
+      secret_env: SBAPI_FLEET_KEY"
+SBAPI_FLEET_KEY=$(head -c 48 /dev/urandom | base64 | tr -d '\n')
+export SBAPI_FLEET_KEY
 
 # nodes PREFIX COUNT [extra]: starts COUNT services; their ports in PORTS_<PREFIX>.
 nodes() {

@@ -64,6 +64,7 @@ fn is_delimiter(b: u8, path_segment: bool) -> bool {
 /// Outside queries, the values after the markers `url=`, `p=` (also
 /// encoded), `token=`, `tokens=` and the `token/` path segment are replaced
 /// up to the next delimiter.
+/// The password of every `scheme://user:password@` URL is replaced too.
 ///
 /// ```
 /// use shared_board_api::logging::scrub;
@@ -71,9 +72,43 @@ fn is_delimiter(b: u8, path_segment: bool) -> bool {
 /// let line = "GET /boards/detail?url=x&%70=SECRET HTTP/1.1";
 /// assert_eq!(scrub(line), "GET /boards/detail?[redacted] HTTP/1.1");
 /// assert_eq!(scrub("GET /api/permissions/token/SECRET"), "GET /api/permissions/token/[redacted]");
+/// assert_eq!(scrub("url: redis://app:hunter2@10.0.0.1:6379/0"), "url: redis://app:[redacted]@10.0.0.1:6379/0");
 /// ```
 pub fn scrub(text: &str) -> String {
-    scrub_markers(&scrub_queries(text))
+    scrub_passwords(scrub_markers(&scrub_queries(text)))
+}
+
+/// Replaces the password of every `scheme://user:password@host` in `text`
+/// (a Redis URL in a configuration file Pingora prints at `trace`), up to
+/// the `@` that ends the URL's authority.
+fn scrub_passwords(text: String) -> String {
+    if !text.contains("://") {
+        return text;
+    }
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut from) = (0, 0);
+    while let Some(n) = text[from..].find("://") {
+        let start = from + n + 3;
+        let end = bytes[start..]
+            .iter()
+            .position(|&c| {
+                matches!(c, b'/' | b'?' | b'#' | b'"' | b'\'' | b'\\') || c.is_ascii_whitespace()
+            })
+            .map_or(bytes.len(), |p| start + p);
+        let authority = &bytes[start..end];
+        if let Some(at) = authority.iter().rposition(|&c| c == b'@') {
+            if let Some(colon) = authority[..at].iter().position(|&c| c == b':') {
+                // `:` and `@` are ASCII: both are character boundaries.
+                out.push_str(&text[copied..start + colon + 1]);
+                out.push_str(REDACTED);
+                copied = start + at;
+            }
+        }
+        from = end;
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 /// Replaces everything after each query start, up to whitespace, a control

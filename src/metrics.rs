@@ -57,11 +57,11 @@ static COLD: LazyLock<Option<IntGaugeVec>> = LazyLock::new(|| {
     .ok()
 });
 
-/// `board_api_overloaded_total`: cold requests refused with `503 OVERLOADED`.
+/// `board_api_overloaded_total`: every request answered `503 OVERLOADED`.
 static OVERLOADED: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
     register_int_counter!(
         "board_api_overloaded_total",
-        "Cold loads refused because the admission queue was full (503 OVERLOADED)"
+        "Requests answered 503 OVERLOADED: the cold-load queue full, a wait in it past the deadline, or the fleet's upstream budget spent"
     )
     .ok()
 });

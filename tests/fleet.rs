@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::redis::{Cluster, Proxy, Redis};
+use common::redis::{self, cache_level, wait_for, Cluster, Proxy, Redis};
 use common::*;
 use shared_board_api::internals::document::Coverage;
 use shared_board_api::internals::store::shared::keys::BoardKeys;
@@ -25,7 +25,10 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// `board_api` lines for a tier at `url`, plus `extra` lines under `shared`.
 fn tier(url: &str, extra: &str) -> String {
-    format!("  cache:\n    error_ttl_seconds: 30\n    shared:\n      url: {url}\n{extra}")
+    format!(
+        "  cache:\n    error_ttl_seconds: 30\n    shared:\n      url: {url}\n      secret_env: {}\n{extra}",
+        redis::fleet_key_var()
+    )
 }
 
 fn detail(addr: std::net::SocketAddr, p: &str) -> Response {
@@ -49,15 +52,6 @@ fn token_requests(p: &str) -> usize {
         .iter()
         .filter(|t| t.starts_with(&prefix))
         .count()
-}
-
-fn cache_level(r: &Response) -> String {
-    let timing = r.header("server-timing").unwrap_or_default();
-    timing
-        .strip_prefix("cache;desc=")
-        .and_then(|rest| rest.split(',').next())
-        .unwrap_or_default()
-        .to_owned()
 }
 
 fn fetched_at(r: &Response) -> String {
@@ -223,18 +217,6 @@ fn when_the_lock_holder_dies_another_node_loads_after_it_expires() {
     assert!(stored, "the document was stored");
 }
 
-/// Polls `check` (bounded, 20 s) until it holds.
-fn wait_for(mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
-
 #[test]
 fn redis_killed_then_back_every_request_answers_and_the_tier_is_used_again() {
     let _one = serial();
@@ -337,7 +319,9 @@ fn a_revoked_link_is_refused_once_for_the_whole_fleet() {
     let b = start_gateway("", &tier);
     detail(a.addr, "fault-403").assert_error(403, "BOARD_ACCESS_DENIED", None);
     let failure = BoardKeys::new("sbapi:", BOARD, "fault-403").failure();
-    assert!(wait_for(|| redis.cli(&["get", &failure]) == "403"));
+    assert!(wait_for(
+        || redis.cli(&["getrange", &failure, "0", "3"]) == "SBAF"
+    ));
     detail(b.addr, "fault-403").assert_error(403, "BOARD_ACCESS_DENIED", None);
     assert_eq!(
         token_requests("fault-403"),
@@ -362,8 +346,9 @@ fn a_cluster_spreads_documents_over_its_slots_and_reads_them_back() {
         .map(|p| format!("redis://127.0.0.1:{p}"))
         .collect();
     let tier = format!(
-        "  cache:\n    shared:\n      cluster: [{}]\n",
-        nodes.join(", ")
+        "  cache:\n    shared:\n      cluster: [{}]\n      secret_env: {}\n",
+        nodes.join(", "),
+        redis::fleet_key_var()
     );
     let a = start_gateway("", &tier);
     let ps: Vec<String> = (0..12).map(|i| format!("fleet-cluster-{i}")).collect();

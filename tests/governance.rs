@@ -28,6 +28,15 @@ fn cold_queued() -> i64 {
         .unwrap_or(0)
 }
 
+/// `board_api_overloaded_total`, from the process's registry.
+fn overloaded_total() -> f64 {
+    prometheus::gather()
+        .iter()
+        .find(|f| f.name() == "board_api_overloaded_total")
+        .and_then(|f| f.get_metric().first().map(|m| m.get_counter().value()))
+        .unwrap_or(0.0)
+}
+
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !done() {
@@ -46,6 +55,7 @@ fn overloaded_past_the_cold_queue_then_200_once_it_drains() {
     // A board cached before the flood.
     let warm = request(addr, "GET", &detail(BOARD, PERMISSION), &[]);
     assert_eq!(warm.status, 200);
+    let overloaded_before = overloaded_total();
     let slow_before = sample()
         .requests()
         .iter()
@@ -88,6 +98,9 @@ fn overloaded_past_the_cold_queue_then_200_once_it_drains() {
     let queued = queued.join().expect("queued");
     queued.assert_error(503, "OVERLOADED", None);
     assert_eq!(queued.header("retry-after"), Some("1"));
+    // Both 503s are counted: the one refused at once and the one that
+    // waited in the queue first.
+    assert_eq!(overloaded_total() - overloaded_before, 2.0);
     // Drained: the refused board now loads.
     let again = request(addr, "GET", &detail("4Rt5YuNm3BvC6x", PERMISSION), &[]);
     assert_eq!(

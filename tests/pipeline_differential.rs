@@ -14,6 +14,7 @@ use shared_board_api::internals::pipeline::{load, markdown, reference, Represent
 use shared_board_api::internals::provider::fetched::comments_of;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
+use shared_board_api::internals::store::shared::check;
 use std::path::PathBuf;
 
 fn fixtures() -> Vec<(String, Map<String, Value>)> {
@@ -94,6 +95,15 @@ fn assert_same(fetched: &Fetched, what: &str) -> usize {
     )
     .expect("an outline builds where the document does");
     assert_eq!(outline.completeness(), fast.completeness(), "{what}");
+    // What the fleet tier accepts back: every document the service writes,
+    // with the completeness it was written with.
+    for built in [&fast, &outline] {
+        assert_eq!(
+            check::document(built.document_json(), &fetched.root_id, usize::MAX),
+            Ok(fast.completeness()),
+            "{what}: the tier's check"
+        );
+    }
     let mut outlined = 0;
     let mut markdown = 0;
     for selection in selections() {

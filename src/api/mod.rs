@@ -273,6 +273,11 @@ impl BoardApi {
                 match self.read(endpoint, &req, &mut served).await {
                     Ok(response) => response,
                     Err(e) => {
+                        if matches!(e, ApiError::Overloaded { .. }) {
+                            // Every such answer: a full queue, a wait in
+                            // it past the deadline, the fleet's budget.
+                            metrics::overloaded();
+                        }
                         // A failed load still says which board and level.
                         let mut response = respond::error(&e);
                         response.served = served;

@@ -1,8 +1,11 @@
 //! `board_api.cache.shared`: the fleet tier on Redis or Valkey. Every value
 //! is checked here, at start-up (and by `-t`), including that the password
-//! variable is set, so nothing about the tier fails later but the server.
+//! variable is set and the fleet key is (`secret_env`, at least 32 bytes),
+//! so nothing about the tier fails later but the server.
 
 use super::{fail, millis, ConfigError};
+use crate::store::shared::seal::MIN_SECRET_BYTES;
+use crate::store::shared::Secret;
 use crate::store::{Endpoint, SharedSettings};
 use serde::Deserialize;
 use std::time::Duration;
@@ -26,6 +29,12 @@ pub(crate) struct SharedConf {
     pub lock_ms: Option<u64>,
     /// The name of an environment variable holding the password.
     pub password_env: Option<String>,
+    /// The name of an environment variable holding the fleet key (at least
+    /// 32 bytes), which seals every value the tier holds. Required.
+    pub secret_env: Option<String>,
+    /// During a rotation, the variable holding the key before it: values
+    /// it sealed are still read.
+    pub previous_secret_env: Option<String>,
 }
 
 impl SharedConf {
@@ -84,6 +93,17 @@ impl SharedConf {
                 }
             },
         };
+        let Some(secret_env) = self.secret_env else {
+            return fail(
+                &format!("{KEY}.secret_env"),
+                "required: the name of an environment variable holding the fleet key (at least 32 bytes, e.g. `openssl rand -base64 48`), the same on every node",
+            );
+        };
+        let secret = fleet_key(&format!("{KEY}.secret_env"), &secret_env)?;
+        let previous_secret = match self.previous_secret_env {
+            None => None,
+            Some(name) => Some(fleet_key(&format!("{KEY}.previous_secret_env"), &name)?),
+        };
         let timeout = millis(
             &format!("{KEY}.timeout_ms"),
             self.timeout_ms,
@@ -93,12 +113,33 @@ impl SharedConf {
         Ok(SharedSettings {
             endpoint,
             password,
+            secret,
+            previous_secret,
             key_prefix,
             timeout,
             lock,
             fleet_requests_per_second,
         })
     }
+}
+
+/// The fleet key in the environment variable `name`. The message names the
+/// variable, never its value.
+fn fleet_key(key: &str, name: &str) -> Result<Secret, ConfigError> {
+    let value = std::env::var_os(name).unwrap_or_default();
+    let bytes = value.into_encoded_bytes();
+    if bytes.is_empty() {
+        return fail(key, format!("environment variable {name:?} is not set"));
+    }
+    Secret::new(bytes).map_or_else(
+        || {
+            fail(
+                key,
+                format!("environment variable {name:?} holds fewer than {MIN_SECRET_BYTES} bytes"),
+            )
+        },
+        Ok,
+    )
 }
 
 /// A `redis://`, `rediss://`, `valkey://` or `valkeys://` URL with a host.
@@ -123,8 +164,20 @@ fn server_url(key: &str, text: &str) -> Result<String, ConfigError> {
 mod tests {
     use super::*;
 
+    /// A fleet key for these tests, and one too short.
+    const KEY_VAR: &str = "SBAPI_CONFIG_TEST_FLEET_KEY";
+    const SHORT_VAR: &str = "SBAPI_CONFIG_TEST_SHORT_KEY";
+
+    /// `yaml` with the fleet key named, unless it names one itself.
     fn conf(yaml: &str) -> Result<SharedSettings, ConfigError> {
-        let c: SharedConf = serde_yaml::from_str(yaml).expect("yaml");
+        std::env::set_var(KEY_VAR, "0123456789abcdef0123456789abcdef");
+        std::env::set_var(SHORT_VAR, "0123456789abcdef0123456789abcde");
+        let yaml = if yaml.contains("secret_env") || yaml == "{}" {
+            yaml.to_owned()
+        } else {
+            format!("{yaml}\nsecret_env: {KEY_VAR}")
+        };
+        let c: SharedConf = serde_yaml::from_str(&yaml).expect("yaml");
         c.validate(Duration::from_secs(15), None)
     }
 
@@ -176,11 +229,35 @@ mod tests {
                 "url: redis://a:1\npassword_env: SBAPI_TEST_UNSET_VARIABLE",
                 "board_api.cache.shared.password_env",
             ),
+            (
+                "url: redis://a:1\nsecret_env: SBAPI_TEST_UNSET_VARIABLE",
+                "board_api.cache.shared.secret_env",
+            ),
+            (
+                "url: redis://a:1\nsecret_env: SBAPI_CONFIG_TEST_SHORT_KEY",
+                "board_api.cache.shared.secret_env",
+            ),
+            (
+                "url: redis://a:1\nsecret_env: SBAPI_CONFIG_TEST_FLEET_KEY\nprevious_secret_env: SBAPI_CONFIG_TEST_SHORT_KEY",
+                "board_api.cache.shared.previous_secret_env",
+            ),
         ];
         for (yaml, key) in cases {
             let err = conf(yaml).expect_err(yaml);
             assert_eq!(err.key, key, "{yaml}");
             assert!(!err.message.contains("hunter2"), "{}", err.message);
+            assert!(!err.message.contains("0123456789abcdef"), "{}", err.message);
         }
+        // No fleet key named at all: `-t` refuses the tier.
+        let c: SharedConf = serde_yaml::from_str("url: redis://a:1").expect("yaml");
+        let err = c
+            .validate(Duration::from_secs(15), None)
+            .expect_err("no secret_env");
+        assert_eq!(err.key, "board_api.cache.shared.secret_env");
+        let s = conf(&format!(
+            "url: redis://a:1\nsecret_env: {KEY_VAR}\nprevious_secret_env: {KEY_VAR}"
+        ))
+        .expect("valid");
+        assert!(s.previous_secret.is_some());
     }
 }

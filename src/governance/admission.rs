@@ -78,7 +78,6 @@ impl Admission {
         let waiting = Queued(&self.queued);
         if before >= self.queue_limit {
             drop(waiting);
-            metrics::overloaded();
             return Err(Refused::Overloaded);
         }
         metrics::cold_queued(before + 1);

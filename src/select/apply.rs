@@ -3,18 +3,23 @@
 //! look at object keys only through the automaton, so keys outside the model and
 //! everything inside a leaf (`blocks`, `content`, ...) are never matched.
 //!
-//! The walks recurse along the document; its depth is bounded by the
-//! normalizer's nesting limit, and serde_json's own
-//! serialization and drop of the same value recurse just as deep.
+//! The walks recurse along the document and go no deeper than
+//! [`MAX_DEPTH`] containers: below that, `include` keeps nothing and the
+//! prunes and `exclude` leave the value as it is. A value parsed by
+//! serde_json is never deeper (its parser refuses the 128th container);
+//! serde_json's own clone, serialization and drop of a value recurse as
+//! deep as the value does.
 
 use super::compile::{Program, Step};
 use crate::document::model::{self, Model, NodeId};
 use serde_json::{Map, Value};
 
+pub use super::stream::MAX_DEPTH;
+
 /// `include`: a new document holding what the selectors keep; `{}` when nothing.
 pub fn include(program: &Program, doc: &Value) -> Value {
     let kept = match (program.start(), doc) {
-        (Some(start), Value::Object(root)) => include_object(program, root, start),
+        (Some(start), Value::Object(root)) => include_object(program, root, start, 1),
         _ => None,
     };
     Value::Object(kept.unwrap_or_default())
@@ -25,13 +30,14 @@ fn include_object(
     program: &Program,
     obj: &Map<String, Value>,
     state: u32,
+    depth: usize,
 ) -> Option<Map<String, Value>> {
     let mut out = Map::new();
     for (key, value) in obj {
         let kept = match program.step(state, key) {
             Step::Skip => None,
             Step::End(node) => keep_whole(value, node as NodeId),
-            Step::Descend(next) => include_value(program, value, next),
+            Step::Descend(next) => include_value(program, value, next, depth),
         };
         if let Some(kept) = kept {
             out.insert(key.clone(), kept);
@@ -43,13 +49,14 @@ fn include_object(
 /// Where selectors pass through: objects descend, arrays keep the elements that
 /// produced something and are kept even when that leaves them `[]` (nested
 /// arrays, i.e. table rows, likewise); a scalar here produces nothing.
-fn include_value(program: &Program, value: &Value, state: u32) -> Option<Value> {
+fn include_value(program: &Program, value: &Value, state: u32, depth: usize) -> Option<Value> {
     match value {
-        Value::Object(obj) => include_object(program, obj, state).map(Value::Object),
+        Value::Object(_) | Value::Array(_) if depth >= MAX_DEPTH => None,
+        Value::Object(obj) => include_object(program, obj, state, depth + 1).map(Value::Object),
         Value::Array(items) => Some(Value::Array(
             items
                 .iter()
-                .filter_map(|item| include_value(program, item, state))
+                .filter_map(|item| include_value(program, item, state, depth + 1))
                 .collect(),
         )),
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => None,
@@ -65,15 +72,16 @@ fn keep_whole(value: &Value, node: NodeId) -> Option<Value> {
     // A bulk clone then an in-place prune is cheaper than rebuilding key by
     // key: empty objects are rare in real documents.
     let mut kept = value.clone();
-    (!prune_empty(model::get(), &mut kept, node)).then_some(kept)
+    (!prune_empty(model::get(), &mut kept, node, 0)).then_some(kept)
 }
 
 /// Drops the empty objects at model positions inside `value`; returns true when
 /// `value` is itself an empty object (after pruning) and must go too.
-fn prune_empty(model: &Model, value: &mut Value, node: NodeId) -> bool {
+fn prune_empty(model: &Model, value: &mut Value, node: NodeId, depth: usize) -> bool {
     let here = model.node(node);
     match value {
-        Value::Object(_) | Value::Array(_) if here.is_leaf() => prune_raw(value),
+        Value::Object(obj) if depth >= MAX_DEPTH => obj.is_empty(),
+        Value::Object(_) | Value::Array(_) if here.is_leaf() => prune_raw(value, depth),
         Value::Object(obj) => {
             let mut emptied = false;
             for (key, child) in obj.iter_mut() {
@@ -82,7 +90,7 @@ fn prune_empty(model: &Model, value: &mut Value, node: NodeId) -> bool {
                 }
                 // Keys outside the model (absent from sanitized documents) are kept as they are.
                 if let Some(child_node) = here.child(key) {
-                    emptied |= prune_empty(model, child, child_node);
+                    emptied |= prune_empty(model, child, child_node, depth + 1);
                 }
             }
             if emptied {
@@ -94,7 +102,9 @@ fn prune_empty(model: &Model, value: &mut Value, node: NodeId) -> bool {
             obj.is_empty()
         }
         Value::Array(items) => {
-            items.retain_mut(|item| !prune_empty(model, item, node));
+            if depth < MAX_DEPTH {
+                items.retain_mut(|item| !prune_empty(model, item, node, depth + 1));
+            }
             false
         }
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => false,
@@ -102,16 +112,18 @@ fn prune_empty(model: &Model, value: &mut Value, node: NodeId) -> bool {
 }
 
 /// [`prune_empty`] inside a leaf, where every key is raw: drops every object
-/// that is or becomes empty (from its object or array); arrays stay. Raw
-/// values are depth-bounded by the normalizer, so the recursion is too.
-fn prune_raw(value: &mut Value) -> bool {
+/// that is or becomes empty (from its object or array); arrays stay.
+fn prune_raw(value: &mut Value, depth: usize) -> bool {
     match value {
+        Value::Object(obj) if depth >= MAX_DEPTH => obj.is_empty(),
         Value::Object(obj) => {
-            obj.retain(|_, child| !prune_raw(child));
+            obj.retain(|_, child| !prune_raw(child, depth + 1));
             obj.is_empty()
         }
         Value::Array(items) => {
-            items.retain_mut(|item| !prune_raw(item));
+            if depth < MAX_DEPTH {
+                items.retain_mut(|item| !prune_raw(item, depth + 1));
+            }
             false
         }
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => false,
@@ -124,22 +136,28 @@ fn prune_raw(value: &mut Value) -> bool {
 /// is never dropped: emptied, it is `{}`.
 pub fn exclude(program: &Program, doc: &mut Value) {
     if let (Some(start), Value::Object(root)) = (program.start(), doc) {
-        exclude_object(program, root, start);
+        exclude_object(program, root, start, 1);
     }
 }
 
 /// Returns true when `obj` had keys and lost all of them here.
-fn exclude_object(program: &Program, obj: &mut Map<String, Value>, state: u32) -> bool {
+fn exclude_object(
+    program: &Program,
+    obj: &mut Map<String, Value>,
+    state: u32,
+    depth: usize,
+) -> bool {
     if obj.is_empty() {
         return false;
     }
     obj.retain(|key, value| match program.step(state, key) {
         Step::Skip => true,
         Step::End(_) => false,
+        Step::Descend(_) if depth >= MAX_DEPTH => true,
         Step::Descend(next) => match value {
-            Value::Object(inner) => !exclude_object(program, inner, next),
+            Value::Object(inner) => !exclude_object(program, inner, next, depth + 1),
             Value::Array(items) => {
-                exclude_array(program, items, next);
+                exclude_array(program, items, next, depth + 1);
                 true
             }
             Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
@@ -148,11 +166,14 @@ fn exclude_object(program: &Program, obj: &mut Map<String, Value>, state: u32) -
     obj.is_empty()
 }
 
-fn exclude_array(program: &Program, items: &mut Vec<Value>, state: u32) {
+fn exclude_array(program: &Program, items: &mut Vec<Value>, state: u32, depth: usize) {
+    if depth >= MAX_DEPTH {
+        return;
+    }
     items.retain_mut(|item| match item {
-        Value::Object(inner) => !exclude_object(program, inner, state),
+        Value::Object(inner) => !exclude_object(program, inner, state, depth + 1),
         Value::Array(inner) => {
-            exclude_array(program, inner, state);
+            exclude_array(program, inner, state, depth + 1);
             true
         }
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,

@@ -212,11 +212,14 @@ impl Boards {
             (Some(_), None) => return Err("cache.shared needs the cache on".into()),
             (Some(settings), Some(cache)) => {
                 let paced = settings.fleet_requests_per_second.is_some();
-                let tier = Arc::new(shared::SharedTier::new(
-                    settings,
-                    cache.max_entry_bytes,
-                    cache.error_ttl,
-                )?);
+                let limits = shared::TierLimits {
+                    max_document_bytes: cache.max_entry_bytes,
+                    // Every element, and the root board.
+                    max_nodes: provider.max_elements.saturating_add(1),
+                    ttl: cache.ttl,
+                    error_ttl: cache.error_ttl,
+                };
+                let tier = Arc::new(shared::SharedTier::new(settings, limits)?);
                 let pace =
                     paced.then(|| Arc::clone(&tier) as Arc<dyn crate::provider::client::Pace>);
                 (Some(tier), pace)

@@ -79,6 +79,41 @@ fn spawn_ready(args: &[String]) -> Result<Child, String> {
     }
 }
 
+/// The fleet key of every test node: 32 bytes, set in this process's
+/// environment once (before the first gateway reads it).
+pub const FLEET_KEY: &[u8] = b"test-fleet-key-0123456789abcdef!";
+
+/// The name of the environment variable holding [`FLEET_KEY`], set on
+/// first use; for `secret_env`.
+pub fn fleet_key_var() -> &'static str {
+    const VAR: &str = "SBAPI_TEST_FLEET_KEY";
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| std::env::set_var(VAR, std::str::from_utf8(FLEET_KEY).expect("ASCII")));
+    VAR
+}
+
+/// The level that answered (`Server-Timing: cache;desc=<level>`).
+pub fn cache_level(r: &super::Response) -> String {
+    let timing = r.header("server-timing").unwrap_or_default();
+    timing
+        .strip_prefix("cache;desc=")
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Polls `check` (bounded, 20 s) until it holds.
+pub fn wait_for(mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
 /// One Redis server on a unix socket.
 pub struct Redis {
     dir: PathBuf,
@@ -133,6 +168,29 @@ impl Redis {
     /// `redis-cli` on the socket; its output, trimmed.
     pub fn cli(&self, args: &[&str]) -> String {
         cli(&["-s", &self.socket().to_string_lossy()], args)
+    }
+
+    /// `SET key value` with any bytes (`redis-cli -x` reads the value from
+    /// stdin); then `PEXPIRE` when `px` is given.
+    pub fn set_bytes(&self, key: &str, value: &[u8], px: Option<u64>) {
+        use std::io::Write;
+        let mut child = Command::new("redis-cli")
+            .args(["-s", &self.socket().to_string_lossy(), "-x", "set", key])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run redis-cli ({e}): install redis-tools"));
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(value)
+            .expect("value written");
+        let out = child.wait_with_output().expect("redis-cli ends");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "OK");
+        if let Some(ms) = px {
+            assert_eq!(self.cli(&["pexpire", key, &ms.to_string()]), "1");
+        }
     }
 
     /// Every key, by `SCAN`.

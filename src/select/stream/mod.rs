@@ -11,11 +11,18 @@
 //! object keys escaped by serde_json. Keys with an escape sequence can never
 //! be model keys (those are `[A-Za-z][A-Za-z0-9_]*`), so they are looked up
 //! as written and step to nothing, exactly as their unescaped text would.
-//! Malformed input is reported as [`Malformed`], never a panic. The walks recurse
-//! along the document, whose depth the normalizer bounds.
+//! Malformed input is reported as [`Malformed`], never a panic. The walks
+//! recurse along the document and count the containers they are inside: past
+//! [`MAX_DEPTH`] the input is [`Malformed`], so no document, whoever wrote
+//! it, can take a walk deeper than that (the normalizer writes at most 120
+//! levels; what the fleet tier hands back is checked before it is used).
 
 use super::compile::{Program, Step};
 use crate::document::model::{self, Model, NodeId};
+
+/// Most nested containers a walk enters: serde_json's own limit (it refuses
+/// the 128th), so a document either reader accepts is walked whole.
+pub const MAX_DEPTH: usize = 127;
 
 /// Bytes the walks could not read as compact JSON (a bug, never client input).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +94,11 @@ pub trait Sink<'a> {
     where
         Self: Sized,
     {
-        let mut r = Reader { b: doc, i: at };
+        let mut r = Reader {
+            b: doc,
+            i: at,
+            depth: 0,
+        };
         let kept = keep_whole(model, &mut r, node, self)?;
         Ok((kept, r.i))
     }
@@ -151,7 +162,11 @@ impl<'a> Sink<'a> for Vec<u8> {
 /// # Errors
 /// [`Malformed`] when `doc` is not compact JSON.
 pub fn include<'a>(program: &Program, doc: &'a [u8], out: &mut impl Sink<'a>) -> Walk<()> {
-    let mut r = Reader { b: doc, i: 0 };
+    let mut r = Reader {
+        b: doc,
+        i: 0,
+        depth: 0,
+    };
     let kept = match (program.start(), r.peek()?) {
         (Some(start), b'{') => include_object(program, &mut r, start, out)?,
         _ => {
@@ -170,7 +185,11 @@ pub fn include<'a>(program: &Program, doc: &'a [u8], out: &mut impl Sink<'a>) ->
 /// # Errors
 /// [`Malformed`] when `doc` is not compact JSON.
 pub fn exclude<'a>(program: &Program, doc: &'a [u8], out: &mut impl Sink<'a>) -> Walk<()> {
-    let mut r = Reader { b: doc, i: 0 };
+    let mut r = Reader {
+        b: doc,
+        i: 0,
+        depth: 0,
+    };
     match (program.start(), r.peek()?) {
         (Some(start), b'{') => {
             let mark = out.mark();
@@ -190,7 +209,11 @@ pub fn exclude<'a>(program: &Program, doc: &'a [u8], out: &mut impl Sink<'a>) ->
 /// # Errors
 /// [`Malformed`] when `doc` is not a compact JSON object.
 pub fn entries(doc: &[u8], mut entry: impl FnMut(&str, &[u8])) -> Walk<()> {
-    let mut r = Reader { b: doc, i: 0 };
+    let mut r = Reader {
+        b: doc,
+        i: 0,
+        depth: 0,
+    };
     if !r.open(b'{', b'}')? {
         loop {
             let start = r.i;
@@ -210,18 +233,37 @@ pub fn entries(doc: &[u8], mut entry: impl FnMut(&str, &[u8])) -> Walk<()> {
 /// # Errors
 /// [`Malformed`] when no value starts there or it does not end.
 pub fn skip(doc: &[u8], at: usize) -> Walk<usize> {
-    let mut r = Reader { b: doc, i: at };
+    let mut r = Reader {
+        b: doc,
+        i: at,
+        depth: 0,
+    };
     r.skip_value()?;
     Ok(r.i)
 }
 
-/// A cursor over compact JSON.
+/// A cursor over compact JSON, and how many containers the walk is inside.
 struct Reader<'a> {
     b: &'a [u8],
     i: usize,
+    depth: usize,
 }
 
 impl<'a> Reader<'a> {
+    /// A walk goes into a container: one level more, refused past
+    /// [`MAX_DEPTH`]. Paired with [`Reader::leave`].
+    fn enter(&mut self) -> Walk<()> {
+        if self.depth >= MAX_DEPTH {
+            return Err(Malformed);
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
     fn peek(&self) -> Walk<u8> {
         self.b.get(self.i).copied().ok_or(Malformed)
     }
@@ -421,6 +463,7 @@ fn pruned_object<'a, S: Sink<'a>>(
     if r.open(b'{', b'}')? {
         return Ok(false);
     }
+    r.enter()?;
     out.open_object();
     let mut written = 0;
     loop {
@@ -436,6 +479,7 @@ fn pruned_object<'a, S: Sink<'a>>(
             break;
         }
     }
+    r.leave();
     if written == 0 {
         out.rollback(mark);
         return Ok(false);
@@ -453,6 +497,7 @@ fn array<'a, S: Sink<'a>>(
 ) -> Walk<bool> {
     out.open_array();
     if !r.open(b'[', b']')? {
+        r.enter()?;
         let mut written = 0;
         loop {
             let before = out.mark();
@@ -466,6 +511,7 @@ fn array<'a, S: Sink<'a>>(
                 break;
             }
         }
+        r.leave();
     }
     out.close_array();
     Ok(true)
@@ -483,6 +529,7 @@ fn exclude_object<'a, S: Sink<'a>>(
         out.empty_object();
         return Ok(false);
     }
+    r.enter()?;
     out.open_object();
     let mut written = 0;
     loop {
@@ -512,6 +559,7 @@ fn exclude_object<'a, S: Sink<'a>>(
             break;
         }
     }
+    r.leave();
     out.close_object();
     Ok(written == 0)
 }

@@ -86,3 +86,48 @@ fn malformed_bytes_are_an_error_not_a_panic() {
         );
     }
 }
+
+/// `{"board":{"id":"b","children":[{"id":"b","children":[...]}]}}`, `levels`
+/// nodes deep, built as text (no value tree could hold it).
+fn nested(levels: usize) -> Vec<u8> {
+    let mut doc = br#"{"board":{"id":"b","children":"#.to_vec();
+    for _ in 0..levels {
+        doc.extend_from_slice(br#"[{"id":"b","children":"#);
+    }
+    doc.extend_from_slice(b"[]");
+    for _ in 0..levels {
+        doc.extend_from_slice(b"}]");
+    }
+    doc.extend_from_slice(b"}}");
+    doc
+}
+
+#[test]
+fn no_document_walks_deeper_than_the_limit() {
+    // Every walk of every kind, on a document far past the limit: refused,
+    // on a stack the size of a small thread's (the walks' frames are small,
+    // and no walk goes past MAX_DEPTH of them).
+    let deep = nested(200_000);
+    let shallow = nested(30);
+    let lists = ["**", "board.**.id", "board.children", "board"];
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            for list in lists {
+                let p = program(list);
+                let mut out = Vec::new();
+                assert_eq!(include(&p, &deep, &mut out), Err(Malformed), "{list}");
+                out.clear();
+                // An exclude skips what it removes without walking it.
+                let excluded = exclude(&p, &deep, &mut out);
+                assert!(excluded.is_err() || list != "board.**.id", "{list}");
+                out.clear();
+                assert_eq!(include(&p, &shallow, &mut out), Ok(()), "{list}");
+                out.clear();
+                assert_eq!(exclude(&p, &shallow, &mut out), Ok(()), "{list}");
+            }
+        })
+        .expect("spawns")
+        .join()
+        .expect("no walk overflowed its stack");
+}

@@ -1,7 +1,10 @@
 //! The fleet tier as a level of the store: what a node does on a process
 //! cache miss when the tier is configured. Look; on a miss take the lock
-//! and load (or wait for the node that holds it); store what was loaded.
+//! and load (or wait for the node that holds it, `lock_ms` at most); store
+//! what was loaded. A document read back is used only once its tag and its
+//! content check out ([`super::check`]).
 
+use super::check;
 use super::format::{self, Header};
 use super::tier::{Lock, Looked, SharedTier};
 use crate::document::{Completeness, Coverage};
@@ -37,16 +40,22 @@ pub(crate) async fn through(
     let (ttl, error_ttl) = (settings.ttl, settings.error_ttl);
     let keys = tier.keys(board_id, permission_id);
     let mut looked = tier.lookup(&keys, coverage).await;
+    // Waits for other nodes' loads end this long after the first one began:
+    // a lock lives `lock_ms` at most, so past that whoever holds one now is
+    // not the load this request first waited for.
+    let mut wait_until: Option<Instant> = None;
     loop {
         looked = match looked {
-            Looked::Doc { value, key, left } => match decode(loader.pool(), value, tier).await {
-                Ok(doc) => return (Ok(doc), left),
-                Err(why) => {
-                    tier.reject(&key, &why).await;
-                    Looked::Miss { locked: false }
+            Looked::Doc { value, key, left } => {
+                match decode(loader.pool(), value, tier, &key, board_id).await {
+                    Ok(doc) => return (Ok(doc), left),
+                    Err(why) => {
+                        tier.reject(&key, &why).await;
+                        Looked::Miss { locked: false }
+                    }
                 }
-            },
-            Looked::Failure(e) => return (Err(LoadError::Fetch(e)), error_ttl),
+            }
+            Looked::Failure(e, left) => return (Err(LoadError::Fetch(e)), left),
             Looked::Unavailable => {
                 let outcome = loader
                     .load(board_id, permission_id, coverage, deadline)
@@ -73,34 +82,65 @@ pub(crate) async fn through(
                     });
                     return (outcome, ttl);
                 }
-                Lock::Held => match tier.wait(&keys, coverage, deadline).await {
-                    Some(Looked::Unavailable) => Looked::Unavailable,
-                    Some(other) => other,
-                    None => return (Err(LoadError::Fetch(FetchError::Timeout)), error_ttl),
-                },
+                Lock::Held => {
+                    let until =
+                        *wait_until.get_or_insert_with(|| Instant::now() + tier.lock_life());
+                    match tier.wait(&keys, coverage, deadline.min(until)).await {
+                        Some(other) => other,
+                        None if Instant::now() < deadline => Looked::Unavailable,
+                        None => return (Err(LoadError::Fetch(FetchError::Timeout)), error_ttl),
+                    }
+                }
                 Lock::Unavailable => Looked::Unavailable,
             },
         };
     }
 }
 
-/// A stored value, checked and inflated, as a document of this node.
-async fn decode(pool: &WorkPool, value: Bytes, tier: &SharedTier) -> Result<Doc, format::Invalid> {
-    let max = tier.max_document_bytes();
-    let decoded = if value.len() <= INLINE_DECODE_BYTES {
-        format::decode(&value, max)
+/// A value stored under `key` for `board_id`, verified, inflated and
+/// checked (on the work pool when large), as a document of this node.
+async fn decode(
+    pool: &WorkPool,
+    value: Bytes,
+    tier: &Arc<SharedTier>,
+    key: &str,
+    board_id: &str,
+) -> Result<Doc, format::Invalid> {
+    let board = if value.len() <= INLINE_DECODE_BYTES {
+        verified(&value, tier, key, board_id)
     } else {
-        pool.run(move || format::decode(&value, max))
+        let tier = Arc::clone(tier);
+        let (key, board_id) = (key.to_owned(), board_id.to_owned());
+        pool.run(move || verified(&value, &tier, &key, &board_id))
             .await
             .map_err(|_| format::Invalid("decoding did not finish"))?
-    };
-    let (header, json) = decoded?;
-    let completeness = Completeness {
+    }?;
+    Ok(Doc::from_tier(board, LoadTiming::default()))
+}
+
+/// [`decode`]'s CPU work: the tag, the body, then the document itself,
+/// which must be as complete as the header says.
+fn verified(
+    value: &[u8],
+    tier: &SharedTier,
+    key: &str,
+    board_id: &str,
+) -> Result<LoadedBoard, format::Invalid> {
+    let limits = tier.limits();
+    let (header, json) = format::decode(value, limits.max_document_bytes, tier.seal(), key)?;
+    let completeness = check::document(&json, board_id, limits.max_nodes)?;
+    let announced = Completeness {
         unloaded: header.unloaded,
         transient: header.transient,
     };
-    let board = LoadedBoard::with_completeness(json, header.coverage, completeness);
-    Ok(Doc::from_tier(board, LoadTiming::default()))
+    if completeness != announced {
+        return Err(format::Invalid("completeness differs from the header"));
+    }
+    Ok(LoadedBoard::with_completeness(
+        json,
+        header.coverage,
+        completeness,
+    ))
 }
 
 /// Encodes a loaded document on the pool and stores it for `ttl`; one too
@@ -108,7 +148,7 @@ async fn decode(pool: &WorkPool, value: Bytes, tier: &SharedTier) -> Result<Doc,
 /// that a retry may fill is stored for `error_ttl` at most, and only where
 /// no document is (it never replaces a complete one).
 async fn store(
-    tier: &SharedTier,
+    tier: &Arc<SharedTier>,
     pool: &WorkPool,
     keys: &super::keys::BoardKeys,
     doc: &Doc,
@@ -116,7 +156,7 @@ async fn store(
     error_ttl: Duration,
 ) {
     let board = Arc::clone(&doc.board);
-    if board.document_json().len() > tier.max_document_bytes() {
+    if board.document_json().len() > tier.limits().max_document_bytes {
         return;
     }
     let completeness = board.completeness();
@@ -133,8 +173,10 @@ async fn store(
     };
     let transient = header.transient;
     let coverage = header.coverage;
+    let name = keys.doc(coverage);
+    let sealer = Arc::clone(tier);
     let encoded = pool
-        .run(move || format::encode(&header, board.document_json()))
+        .run(move || format::encode(&header, board.document_json(), sealer.seal(), &name))
         .await;
     if let Ok(Ok(value)) = encoded {
         tier.store(keys, coverage, value, ttl, transient).await;

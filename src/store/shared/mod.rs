@@ -23,25 +23,36 @@
 //!   permission id) inside a cluster hash tag ([`keys`]), so a board's
 //!   document, lock and failure share one slot.
 //! - **Stored format** ([`format`]): a header (version, coverage, expiry,
-//!   checksum, `fetchedAt`) and the zstd-compressed document; a value that
-//!   does not check out is deleted and treated as a miss.
+//!   `fetchedAt`), the zstd-compressed document and an HMAC-SHA256 tag
+//!   ([`seal`]) made with the fleet key for the value's own key name.
+//! - **Nothing read back is trusted**: a value whose tag does not verify,
+//!   whose document is not what this service writes ([`check`]: compact
+//!   JSON, depth, node count, size, no sensitive field, the key's own
+//!   board), or whose side keys are out of range (a lock or failure with no
+//!   expiry or too long a one, a budget counter out of its range) is a
+//!   miss, deleted, counted, and logged at most once a minute. A node keeps
+//!   a shared document no longer than its own TTL nor past the Redis key's
+//!   own expiry.
 //!
 //! The tier needs the `fleet` feature (on for the binary); the settings
 //! below are parsed and checked either way, so a file means the same thing
 //! to every build.
 
 pub mod breaker;
+pub mod check;
 pub mod format;
 #[cfg(feature = "fleet")]
 pub mod keys;
 #[cfg(feature = "fleet")]
 pub(crate) mod level;
+pub mod seal;
 #[cfg(feature = "fleet")]
 mod tier;
 
 #[cfg(feature = "fleet")]
-pub(crate) use tier::SharedTier;
+pub(crate) use tier::{SharedTier, TierLimits};
 
+pub use seal::Secret;
 use std::fmt;
 use std::time::Duration;
 
@@ -61,6 +72,12 @@ pub struct SharedSettings {
     /// Read from the environment variable `password_env` at start-up;
     /// replaces a password in the URL.
     pub password: Option<String>,
+    /// The fleet key every value is sealed with, from the environment
+    /// variable `secret_env`.
+    pub secret: Secret,
+    /// The key before a rotation (`previous_secret_env`): values it sealed
+    /// still open.
+    pub previous_secret: Option<Secret>,
     /// Put before every key (default `sbapi:`).
     pub key_prefix: String,
     /// The bound of every call to the tier (default 100 ms).
@@ -99,6 +116,8 @@ impl fmt::Debug for SharedSettings {
         f.debug_struct("SharedSettings")
             .field("endpoint", &self.endpoint)
             .field("password", &self.password.as_ref().map(|_| "[redacted]"))
+            .field("secret", &self.secret)
+            .field("previous_secret", &self.previous_secret)
             .field("key_prefix", &self.key_prefix)
             .field("timeout", &self.timeout)
             .field("lock", &self.lock)
@@ -126,6 +145,8 @@ mod tests {
                 "redis://127.0.0.1:7001".into(),
             ]),
             password: Some("s3cret".into()),
+            secret: Secret::new(b"fleet-key-fleet-key-fleet-key-32".to_vec()).expect("key"),
+            previous_secret: None,
             key_prefix: "sbapi:".into(),
             timeout: SharedSettings::DEFAULT_TIMEOUT,
             lock: Duration::from_secs(15),
@@ -133,7 +154,7 @@ mod tests {
         };
         let text = format!("{s:?}");
         assert!(
-            !text.contains("hunter2") && !text.contains("s3cret"),
+            !text.contains("hunter2") && !text.contains("s3cret") && !text.contains("fleet-key"),
             "{text}"
         );
         assert!(text.contains("127.0.0.1:7001"));

@@ -1,10 +1,13 @@
 //! The fleet tier's calls to Redis or Valkey (through `fred`): every call
-//! bounded by the timeout and guarded by the breaker, an error or timeout
-//! reported as "the tier did not answer", never as a failure of the request.
+//! bounded by the timeout and guarded by the breaker, an error, a timeout or
+//! a reply of the wrong shape reported as "the tier did not answer", never
+//! as a failure of the request. What the tier holds is read with its
+//! remaining lifetime and checked before it counts (see [`super`]).
 
 use super::breaker::{Breaker, Opened, Permit, COOLDOWN};
 use super::format;
 use super::keys::{self, BoardKeys};
+use super::seal::Seal;
 use super::{Endpoint, SharedSettings};
 use crate::document::Coverage;
 use crate::metrics;
@@ -13,12 +16,29 @@ use crate::provider::error::FetchError;
 use bytes::Bytes;
 use fred::prelude::{
     Builder, ClientLike, Config, Expiration, KeysInterface, LuaInterface, ReconnectPolicy,
-    SetOptions,
+    SetOptions, Value,
 };
 use std::future::Future;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
+
+/// Each key's value and its remaining life in milliseconds (`PTTL`: -1
+/// when it has no expiry, -2 when it is gone), read at one instant.
+const LOOKUP: &str = "local out = {} \
+     for i, key in ipairs(KEYS) do \
+     out[2 * i - 1] = redis.call('GET', key) \
+     out[2 * i] = redis.call('PTTL', key) end \
+     return out";
+
+/// Takes a board's lock (`ARGV[1]` the token, `ARGV[2]` its life in ms)
+/// when no lock is there, or the one there has no expiry or a longer one
+/// than a lock can have: such a lock counts as expired.
+const TAKE: &str = "local t = redis.call('PTTL', KEYS[1]) \
+     if t == -2 or t == -1 or t > tonumber(ARGV[2]) then \
+     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end \
+     return 0";
 
 /// Releases a lock only if it still holds the caller's token.
 const UNLOCK: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
@@ -27,11 +47,15 @@ const UNLOCK: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
 /// GCRA over the server's clock: `ARGV[1]` is the interval between
 /// requests and `ARGV[2]` the burst tolerance, in microseconds. Returns 0
 /// when a request may go now (and counts it), else the microseconds to wait.
+/// A counter this script cannot have written (not a number, past
+/// `now + burst + interval`, or without an expiry) is reset, so no value
+/// written by anyone else holds the fleet's loads back.
 const BUDGET: &str = "local t = redis.call('TIME') \
      local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) \
      local interval = tonumber(ARGV[1]) \
      local tat = tonumber(redis.call('GET', KEYS[1])) \
-     if not tat or tat < now then tat = now end \
+     if not tat or tat ~= tat or tat < now or tat > now + tonumber(ARGV[2]) + interval \
+     or redis.call('PTTL', KEYS[1]) < 0 then tat = now end \
      local wait = tat - tonumber(ARGV[2]) - now \
      if wait > 0 then return math.ceil(wait) end \
      local new = tat + interval \
@@ -46,17 +70,22 @@ const FIRST_CONNECT: Duration = Duration::from_secs(1);
 const FIRST_POLL: Duration = Duration::from_millis(5);
 const MAX_POLL: Duration = Duration::from_millis(100);
 
+/// Rejected values are logged at most this often (each is counted).
+const REJECT_LOG_EVERY_MS: i64 = 60_000;
+
 /// What a lookup found.
 pub(crate) enum Looked {
     /// A stored document whose header checked out, with the time it has
-    /// left; its body is checked when it is decoded.
+    /// left (the least of its header's, the Redis key's and this node's
+    /// TTL); its tag and body are checked when it is decoded.
     Doc {
         value: Bytes,
         key: String,
         left: Duration,
     },
-    /// The provider's refusal, shared by another node.
-    Failure(FetchError),
+    /// The provider's refusal, shared by another node, and how long it has
+    /// left.
+    Failure(FetchError, Duration),
     /// Nothing stored; whether a load holds the lock.
     Miss { locked: bool },
     /// The tier did not answer (error, timeout, breaker open).
@@ -73,16 +102,27 @@ pub(crate) enum Lock {
     Unavailable,
 }
 
+/// What a node accepts from the tier, and how long it keeps it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TierLimits {
+    /// Documents over this are neither stored nor read back.
+    pub max_document_bytes: usize,
+    /// Board nodes a document read back may hold.
+    pub max_nodes: usize,
+    /// This node's TTL: no shared document is kept longer.
+    pub ttl: Duration,
+    /// How long a shared `403`/`404` lives (and is kept at most).
+    pub error_ttl: Duration,
+}
+
 /// A connection (pool) to the tier, shared by every request of the node.
 pub(crate) struct SharedTier {
     client: fred::clients::Client,
     connected: OnceCell<()>,
     settings: SharedSettings,
     breaker: Breaker,
-    /// Documents over this are neither stored nor read back.
-    max_document_bytes: usize,
-    /// How long a shared `403`/`404` lives.
-    error_ttl: Duration,
+    seal: Seal,
+    limits: TierLimits,
 }
 
 impl SharedTier {
@@ -92,11 +132,7 @@ impl SharedTier {
     ///
     /// # Errors
     /// A URL the client cannot use.
-    pub(crate) fn new(
-        settings: SharedSettings,
-        max_document_bytes: usize,
-        error_ttl: Duration,
-    ) -> Result<Self, String> {
+    pub(crate) fn new(settings: SharedSettings, limits: TierLimits) -> Result<Self, String> {
         let mut config = client_config(&settings.endpoint)?;
         if let Some(password) = &settings.password {
             config.password = Some(password.clone());
@@ -116,10 +152,10 @@ impl SharedTier {
         Ok(SharedTier {
             client,
             connected: OnceCell::new(),
+            seal: Seal::new(&settings.secret, settings.previous_secret.as_ref()),
             settings,
             breaker: Breaker::new(COOLDOWN),
-            max_document_bytes,
-            error_ttl,
+            limits,
         })
     }
 
@@ -127,8 +163,18 @@ impl SharedTier {
         BoardKeys::new(&self.settings.key_prefix, board_id, permission_id)
     }
 
-    pub(crate) fn max_document_bytes(&self) -> usize {
-        self.max_document_bytes
+    pub(crate) fn limits(&self) -> TierLimits {
+        self.limits
+    }
+
+    /// How long a load's lock lives (`lock_ms`).
+    pub(crate) fn lock_life(&self) -> Duration {
+        self.settings.lock
+    }
+
+    /// The fleet key's seal, for the values this node writes and reads.
+    pub(crate) fn seal(&self) -> &Seal {
+        &self.seal
     }
 
     /// One call, bounded by the timeout and guarded by the breaker; `None`
@@ -178,7 +224,10 @@ impl SharedTier {
     }
 
     /// The board's document of at least `coverage`, its shared failure, or
-    /// whether someone is loading it: one `MGET` on the board's slot.
+    /// whether someone is loading it, each with its remaining life: one
+    /// script call on the board's slot. A document or failure with no
+    /// expiry, or one that is not ours, is deleted; a lock with no expiry
+    /// or a longer one than `lock_ms` counts as expired.
     pub(crate) async fn lookup(&self, keys: &BoardKeys, coverage: Coverage) -> Looked {
         let mut names = vec![keys.doc(coverage)];
         if coverage == Coverage::Outline {
@@ -186,23 +235,35 @@ impl SharedTier {
         }
         names.push(keys.failure());
         names.push(keys.lock(coverage));
-        let Some(values) = self
-            .call(self.client.mget::<Vec<Option<Bytes>>, _>(names.clone()))
-            .await
-        else {
+        let count = names.len();
+        let read = async {
+            let reply = self
+                .client
+                .eval::<Value, _, _, _>(LOOKUP, names.clone(), Vec::<String>::new())
+                .await
+                .map_err(|e| e.to_string())?;
+            entries(reply, count)
+        };
+        let Some(values) = self.call(read).await else {
             return Looked::Unavailable;
         };
-        let docs = names.len() - 2;
+        let docs = count - 2;
         let now = now_ms();
-        for (name, value) in names.iter().zip(&values).take(docs) {
+        for (name, (value, pttl)) in names.iter().zip(&values).take(docs) {
             let Some(value) = value else { continue };
+            if *pttl < 0 {
+                self.reject(name, &format::Invalid("a document with no expiry"))
+                    .await;
+                continue;
+            }
             match format::header(value) {
                 Ok(h) if h.expires_at_ms > now => {
                     metrics::fleet("hit");
+                    let left = (h.expires_at_ms - now).min(*pttl);
                     return Looked::Doc {
                         value: value.clone(),
                         key: name.clone(),
-                        left: Duration::from_millis((h.expires_at_ms - now) as u64),
+                        left: Duration::from_millis(left as u64).min(self.limits.ttl),
                     };
                 }
                 // Expired by our clock while the server still has it.
@@ -210,45 +271,72 @@ impl SharedTier {
                 Err(e) => self.reject(name, &e).await,
             }
         }
-        if let Some(Some(failure)) = values.get(docs) {
-            match failure.as_ref() {
-                b"403" => return Looked::Failure(FetchError::AccessDenied),
-                b"404" => return Looked::Failure(FetchError::NotFound),
-                _ => {
-                    self.reject(&keys.failure(), &format::Invalid("failure"))
+        if let Some((Some(failure), pttl)) = values.get(docs) {
+            let name = keys.failure();
+            match format::read_failure(failure, &self.seal, &name) {
+                Ok(_) if *pttl < 0 => {
+                    self.reject(&name, &format::Invalid("a failure with no expiry"))
                         .await
                 }
+                Ok((status, expires)) if expires > now => {
+                    let left = Duration::from_millis((expires - now).min(*pttl) as u64);
+                    let e = match status {
+                        403 => FetchError::AccessDenied,
+                        _ => FetchError::NotFound,
+                    };
+                    return Looked::Failure(e, left.min(self.limits.error_ttl));
+                }
+                Ok(_) => {}
+                Err(e) => self.reject(&name, &e).await,
             }
         }
         metrics::fleet("miss");
+        let lock_ms = self.settings.lock.as_millis() as i64;
         Looked::Miss {
-            locked: values.get(docs + 1).is_some_and(Option::is_some),
+            locked: values
+                .get(docs + 1)
+                .is_some_and(|(v, pttl)| v.is_some() && (1..=lock_ms).contains(pttl)),
         }
     }
 
-    /// Deletes a value that must not be served.
+    /// Deletes a value that must not be served; counted, and logged at WARN
+    /// at most once a minute (with how many were deleted meanwhile).
     pub(crate) async fn reject(&self, key: &str, why: &format::Invalid) {
+        static LAST_WARN_MS: AtomicI64 = AtomicI64::new(i64::MIN);
+        static SINCE: AtomicU64 = AtomicU64::new(0);
         metrics::fleet("rejected");
-        log::warn!("fleet tier: {why}; deleted");
+        let now = now_ms();
+        let last = LAST_WARN_MS.load(Ordering::Relaxed);
+        let due = now.saturating_sub(last) >= REJECT_LOG_EVERY_MS
+            && LAST_WARN_MS
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+        if due {
+            let others = SINCE.swap(0, Ordering::Relaxed);
+            log::warn!(
+                "fleet tier: {why}; deleted ({others} more since the last warning; at most one warning a minute, board_api_fleet_total{{result=\"rejected\"}} counts them all)"
+            );
+        } else {
+            SINCE.fetch_add(1, Ordering::Relaxed);
+            log::debug!("fleet tier: {why}; deleted");
+        }
         let _ = self.call(self.client.del::<i64, _>(key)).await;
     }
 
     /// Takes the board's lock for a load of `coverage`.
     pub(crate) async fn lock(&self, keys: &BoardKeys, coverage: Coverage) -> Lock {
         let token = token();
-        let ms = self.settings.lock.as_millis() as i64;
+        let ms = self.settings.lock.as_millis().max(1).to_string();
         match self
-            .call(self.client.set::<Option<String>, _, _>(
+            .call(self.client.eval::<i64, _, _, _>(
+                TAKE,
                 keys.lock(coverage),
-                token.as_str(),
-                Some(Expiration::PX(ms)),
-                Some(SetOptions::NX),
-                false,
+                vec![token.clone(), ms],
             ))
             .await
         {
-            Some(Some(_)) => Lock::Taken(token),
-            Some(None) => Lock::Held,
+            Some(1) => Lock::Taken(token),
+            Some(_) => Lock::Held,
             None => Lock::Unavailable,
         }
     }
@@ -293,16 +381,18 @@ impl SharedTier {
     /// are this node's own and are not shared.
     pub(crate) async fn store_failure(&self, keys: &BoardKeys, e: &FetchError) {
         let code = match e {
-            FetchError::AccessDenied => "403",
-            FetchError::NotFound => "404",
+            FetchError::AccessDenied => 403,
+            FetchError::NotFound => 404,
             _ => return,
         };
-        let ms = self.error_ttl.as_millis().max(1) as i64;
+        let ttl = self.limits.error_ttl;
+        let name = keys.failure();
+        let value = format::failure(code, Self::expiry(ttl), &self.seal, &name);
         let _ = self
             .call(self.client.set::<Option<String>, _, _>(
-                keys.failure(),
-                code,
-                Some(Expiration::PX(ms)),
+                name,
+                Bytes::from(value),
+                Some(Expiration::PX(ttl.as_millis().max(1) as i64)),
                 None,
                 false,
             ))
@@ -370,6 +460,33 @@ impl Pace for SharedTier {
             }
         })
     }
+}
+
+/// The `count` (value, remaining life) pairs of a [`LOOKUP`] reply; any
+/// other shape is an error of the tier (it counts toward the breaker).
+fn entries(reply: Value, count: usize) -> Result<Vec<(Option<Bytes>, i64)>, String> {
+    let wrong = || format!("a lookup reply of the wrong shape for {count} keys");
+    let Value::Array(items) = reply else {
+        return Err(wrong());
+    };
+    if items.len() != 2 * count {
+        return Err(wrong());
+    }
+    let mut out = Vec::with_capacity(count);
+    let mut items = items.into_iter();
+    while let (Some(value), Some(pttl)) = (items.next(), items.next()) {
+        let value = match value {
+            Value::Null => None,
+            Value::Bytes(b) => Some(b),
+            Value::String(s) => Some(s.into_inner()),
+            _ => return Err(wrong()),
+        };
+        let Value::Integer(pttl) = pttl else {
+            return Err(wrong());
+        };
+        out.push((value, pttl));
+    }
+    Ok(out)
 }
 
 /// The client's configuration for `endpoint`; a cluster's nodes become one

@@ -1,0 +1,136 @@
+//! The tier's document check on hand-written documents; every fixture the
+//! normalizer writes passes it too (`tests/pipeline_differential.rs`).
+
+use super::*;
+
+fn doc(board: &str) -> String {
+    format!(
+        r#"{{"version":1,"source":{{"provider":"milanote","boardId":"b"}},"fetchedAt":"t","board":{{"id":"b","type":"BOARD","title":"T","children":[{board}]}}}}"#
+    )
+}
+
+fn check(json: &str) -> Result<Completeness, Invalid> {
+    document(json.as_bytes(), "b", 100)
+}
+
+#[test]
+fn what_the_service_writes_passes() {
+    let cases = [
+        doc(""),
+        doc(
+            r#"{"id":"c","type":"CARD","richText":{"plainText":"a\"b\\c\n\u0001 é 😀 \ud83d\ude00","blocks":[]},"children":[]}"#,
+        ),
+        doc(
+            r#"{"id":"n","type":"UNKNOWN","content":{"x":[1,-0.5,1e300,-12345678901234567890,true,false,null,{},[]]},"children":[]}"#,
+        ),
+    ];
+    for json in &cases {
+        assert_eq!(check(json), Ok(Completeness::default()), "{json}");
+    }
+}
+
+#[test]
+fn nested_boards_not_loaded_are_counted() {
+    let json = doc(
+        r#"{"id":"x","type":"BOARD","childrenLoaded":false,"unloadedReason":"DEADLINE","children":[]},{"id":"y","type":"BOARD","childrenLoaded":false,"unloadedReason":"ACCESS_DENIED","children":[]},{"id":"z","type":"CARD","childrenLoaded":false,"children":[]}"#,
+    );
+    assert_eq!(
+        check(&json),
+        Ok(Completeness {
+            unloaded: 2,
+            transient: true
+        })
+    );
+}
+
+#[test]
+fn anything_else_is_refused() {
+    let cases: Vec<(String, &str)> = vec![
+        (String::new(), "not an object"),
+        ("[]".into(), "not an object"),
+        (doc("").replace(":1,", ": 1,"), "not compact JSON"),
+        (format!("{} ", doc("")), "not compact JSON"),
+        (doc("").replace("\"T\"", "\"a\tb\""), "not compact JSON"),
+        (doc("").replace("\"T\"", r#""\ud83d""#), "not compact JSON"),
+        (doc("").replace("\"T\"", r#""\x41""#), "not compact JSON"),
+        (doc("").replace("\"T\"", "01"), "not compact JSON"),
+        (doc("").replace("\"T\"", "1."), "not compact JSON"),
+        (doc("").replace("\"T\"", "1e999"), "a number out of range"),
+        (doc("").replace("\"T\"", "tru"), "not compact JSON"),
+        (doc("").replace("]}}", "]}"), "not compact JSON"),
+        (doc("").replace("]}}", "]}}}"), "not compact JSON"),
+        (doc("").replace("[]", "[,]"), "not compact JSON"),
+        (doc("").replace("\"title\"", "title"), "not compact JSON"),
+        (
+            doc("").replace("\"boardId\":\"b\"", "\"boardId\":\"a\""),
+            "another board",
+        ),
+        (
+            doc("").replace("\"id\":\"b\"", "\"id\":\"a\""),
+            "another board",
+        ),
+        (doc("").replace("\"source\"", "\"origin\""), "another board"),
+        (
+            doc("").replace("\"id\":\"b\",", "\"id\":\"b\",\"id\":\"b\","),
+            "a repeated board id",
+        ),
+        (
+            doc(r#"{"id":"c","permissionId":"p","children":[]}"#),
+            "a sensitive field",
+        ),
+        (
+            doc(r#"{"id":"c","content":{"x":{"ToKeN":"t"}},"children":[]}"#),
+            "a sensitive field",
+        ),
+        (
+            doc(r#"{"id":"c","content":{"\u0074oken":"t"},"children":[]}"#),
+            "a sensitive field",
+        ),
+    ];
+    for (json, why) in &cases {
+        assert_eq!(check(json), Err(Invalid(why)), "{json}");
+    }
+    let not_utf8 = [doc("").as_bytes(), &[0xff]].concat();
+    assert_eq!(document(&not_utf8, "b", 100), Err(Invalid("not UTF-8")));
+}
+
+/// A board nested `levels` deep below the root.
+fn nested(levels: usize) -> String {
+    let open = r#"{"id":"n","type":"CARD","children":["#;
+    let inner = format!("{}{}", open.repeat(levels), "]}".repeat(levels));
+    doc(&inner[..inner.len()])
+}
+
+#[test]
+fn depth_and_node_count_are_bounded() {
+    // The root object, `board`, then `children` and a node per level.
+    let deepest = (MAX_DEPTH - 3) / 2;
+    assert!(check(&nested(deepest)).is_ok());
+    assert_eq!(check(&nested(deepest + 1)), Err(Invalid("nested too deep")));
+    assert_eq!(check(&nested(200_000)), Err(Invalid("nested too deep")));
+    let flat = |n: usize| doc(&vec![r#"{"id":"c","children":[]}"#; n].join(","));
+    assert!(check(&flat(99)).is_ok(), "the root and 99 nodes");
+    assert_eq!(check(&flat(100)), Err(Invalid("too many nodes")));
+    // Objects elsewhere are not nodes.
+    let content = doc(&format!(
+        r#"{{"id":"c","content":[{}],"children":[]}}"#,
+        vec!["{}"; 500].join(",")
+    ));
+    assert!(check(&content).is_ok());
+}
+
+#[test]
+fn the_string_scan_finds_every_stop() {
+    let text = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    for at in 0..text.len() {
+        for stop in [b'"', b'\\', 0x01, 0x1f] {
+            let mut t = text.to_vec();
+            t[at] = stop;
+            assert_eq!(plain_run(&t, 0), at);
+        }
+        assert_eq!(plain_run(text, at), text.len());
+    }
+    // Bytes at or above 0x20 and non-ASCII UTF-8 are plain.
+    let s = "é 😀 ~\x7f".repeat(5);
+    assert_eq!(plain_run(s.as_bytes(), 0), s.len());
+}

@@ -1,0 +1,374 @@
+//! The fleet tier against someone who can write to its key prefix (another
+//! service on the same Redis, or its ACL user): every hostile value is
+//! written in the tier's own format into a real `redis-server`, sealed
+//! with the fleet key where the case needs it to show that the checks after
+//! the MAC hold too. Every node stays up and every request answers `200`
+//! with the right board, within `lock_ms` plus the load.
+//!
+//! The tests of this file run one at a time (they start servers of their
+//! own and read process-wide metrics).
+
+mod common;
+
+use common::redis::{self, cache_level, wait_for, Proxy, Redis};
+use common::*;
+use shared_board_api::internals::document::Coverage;
+use shared_board_api::internals::store::shared::format::{self, Header};
+use shared_board_api::internals::store::shared::keys::BoardKeys;
+use shared_board_api::internals::store::shared::seal::{Seal, Secret};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How long a lock may live on these nodes.
+const LOCK_MS: u64 = 4_000;
+/// A second fixture board, for values moved between boards.
+const OTHER: &str = "2Xk9PqRt7LmN4v";
+
+/// `board_api` lines for a tier at `url`, with `ttl` seconds of TTL.
+fn tier(url: &str, ttl: u64, extra: &str) -> String {
+    format!(
+        "  cache:\n    ttl_seconds: {ttl}\n    error_ttl_seconds: 30\n    shared:\n      url: {url}\n      secret_env: {}\n      lock_ms: {LOCK_MS}\n{extra}",
+        redis::fleet_key_var()
+    )
+}
+
+fn seal() -> Seal {
+    Seal::new(
+        &Secret::new(redis::FLEET_KEY.to_vec()).expect("32 bytes"),
+        None,
+    )
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn header(expires_at_ms: i64) -> Header {
+    Header {
+        coverage: Coverage::Full,
+        unloaded: 0,
+        transient: false,
+        expires_at_ms,
+    }
+}
+
+/// `json` stored as a node of the fleet would store it under `name`.
+fn sealed(json: &[u8], expires_at_ms: i64, name: &str) -> Vec<u8> {
+    format::encode(&header(expires_at_ms), json, &seal(), name).expect("encodes")
+}
+
+fn doc_key(board: &str, p: &str) -> String {
+    BoardKeys::new("sbapi:", board, p).doc(Coverage::Full)
+}
+
+/// The document of `board` as this service writes it: the `data` of a
+/// full view, whose body is the document inside the envelope.
+fn document_of(node: std::net::SocketAddr, board: &str) -> Vec<u8> {
+    let r = request(
+        node,
+        "GET",
+        &format!("/api/detail?url={}", link(board, "hostile-source")),
+        &[],
+    );
+    assert_eq!(r.status, 200);
+    let prefix = br#"{"ok":true,"data":"#;
+    assert!(r.body.starts_with(prefix));
+    r.body[prefix.len()..r.body.len() - 1].to_vec()
+}
+
+/// Every representation a crash was seen with, and the full view: each
+/// answers `200` with `board`'s id, within `LOCK_MS` plus the load.
+/// Returns the cache level of the first answer.
+fn every_view_answers(node: std::net::SocketAddr, board: &str, p: &str) -> String {
+    let query = format!("url={}", link(board, p));
+    let targets = [
+        (format!("/api/detail?{query}&view=standard"), false),
+        (format!("/api/detail?{query}&include=**"), false),
+        (format!("/api/search?{query}"), true),
+        (format!("/api/detail?{query}"), false),
+        (
+            format!("/api/detail?{query}&exclude=board.children.title"),
+            true,
+        ),
+    ];
+    let mut first = None;
+    for (target, markdown) in targets {
+        let started = Instant::now();
+        let headers: &[(&str, &str)] = if markdown {
+            &[("accept", "text/markdown")]
+        } else {
+            &[]
+        };
+        let r = request(node, "GET", &target, headers);
+        let took = started.elapsed();
+        assert_eq!(
+            r.status,
+            200,
+            "{target}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert!(
+            took < Duration::from_millis(LOCK_MS),
+            "{target} took {took:?}"
+        );
+        if markdown {
+            assert!(r
+                .header("content-type")
+                .unwrap_or_default()
+                .starts_with("text/markdown"));
+        } else {
+            let data = &r.json()["data"];
+            if !data["board"]["id"].is_null() {
+                assert_eq!(data["board"]["id"], board, "{target}");
+            }
+            if !data["source"]["boardId"].is_null() {
+                assert_eq!(data["source"]["boardId"], board, "{target}");
+            }
+        }
+        first.get_or_insert_with(|| cache_level(&r));
+    }
+    first.unwrap_or_default()
+}
+
+/// `{"version":1,...,"board":{"id":board,...,"children":[` a node holding a
+/// node ... `levels` deep `]}}`, built as text.
+fn nested(board: &str, levels: usize) -> Vec<u8> {
+    let mut doc = format!(
+        r#"{{"version":1,"source":{{"provider":"milanote","boardId":"{board}"}},"fetchedAt":"2026-11-25T05:00:00.000Z","board":{{"id":"{board}","type":"BOARD","title":"deep","children":"#
+    )
+    .into_bytes();
+    for _ in 0..levels {
+        doc.extend_from_slice(br#"[{"children":"#);
+    }
+    doc.extend_from_slice(b"[]");
+    for _ in 0..levels {
+        doc.extend_from_slice(b"}]");
+    }
+    doc.extend_from_slice(b"}}");
+    doc
+}
+
+fn rejected() -> f64 {
+    let text = prometheus::TextEncoder::new()
+        .encode_to_string(&prometheus::gather())
+        .unwrap_or_default();
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("board_api_fleet_total{result=\"rejected\"}")
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn hostile_documents_are_misses_on_every_node() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let tier = tier(&proxy.url(), 60, "");
+    let a = start_gateway("", &tier);
+    let b = start_gateway("", &tier);
+    let good = document_of(a.addr, BOARD);
+    let expires = now_ms() + 60_000;
+
+    let mut cases: Vec<(&str, &str, Vec<u8>)> = Vec::new();
+    // A stack overflow once: 30,000 and 200,000 nested children, sealed
+    // with the fleet key (the depth check after the MAC refuses them).
+    for (p, levels) in [("hostile-deep-30k", 30_000), ("hostile-deep-200k", 200_000)] {
+        let value = sealed(&nested(BOARD, levels), expires, &doc_key(BOARD, p));
+        cases.push((p, BOARD, value));
+    }
+    // Board A's value copied under board B's key: its tag is for A's key.
+    let a_key = doc_key(BOARD, "hostile-copy");
+    let b_key = doc_key(OTHER, "hostile-copy");
+    cases.push(("hostile-copy", OTHER, sealed(&good, expires, &a_key)));
+    // The same document sealed for B's key by a node of the fleet: the
+    // board id inside is still A's.
+    cases.push((
+        "hostile-copy-sealed",
+        OTHER,
+        sealed(&good, expires, &doc_key(OTHER, "hostile-copy-sealed")),
+    ));
+    // A forged document: a token and a permission id, another board id,
+    // seven unloaded boards in its header; without the fleet key...
+    let forged = String::from_utf8_lossy(&good).replacen(
+        "\"board\":{",
+        "\"board\":{\"permissionId\":\"p\",\"token\":\"t\",\"userId\":\"u\",",
+        1,
+    );
+    let other_key = Seal::new(&Secret::new(vec![b'x'; 32]).expect("key"), None);
+    let name = doc_key(BOARD, "hostile-forged");
+    let value =
+        format::encode(&header(expires), forged.as_bytes(), &other_key, &name).expect("encodes");
+    cases.push(("hostile-forged", BOARD, value));
+    // ... and with it: the content check refuses the sensitive fields.
+    let name = doc_key(BOARD, "hostile-forged-sealed");
+    cases.push((
+        "hostile-forged-sealed",
+        BOARD,
+        sealed(forged.as_bytes(), expires, &name),
+    ));
+    let name = doc_key(BOARD, "hostile-unloaded");
+    let lying = Header {
+        unloaded: 7,
+        ..header(expires)
+    };
+    let value = format::encode(&lying, &good, &seal(), &name).expect("encodes");
+    cases.push(("hostile-unloaded", BOARD, value));
+    // Non-compact JSON, once a 500 kept in memory.
+    let pretty = serde_json::to_vec_pretty(
+        &serde_json::from_slice::<serde_json::Value>(&good).expect("JSON"),
+    )
+    .expect("serializes");
+    let name = doc_key(BOARD, "hostile-pretty");
+    cases.push(("hostile-pretty", BOARD, sealed(&pretty, expires, &name)));
+
+    let before = rejected();
+    for (p, board, value) in &cases {
+        let key = if *p == "hostile-copy" {
+            b_key.clone()
+        } else {
+            doc_key(board, p)
+        };
+        for node in [a.addr, b.addr] {
+            // Each node meets the hostile value: the one before stored its
+            // own load over it.
+            redis.set_bytes(&key, value, Some(60_000));
+            let written = redis.cli(&["--no-raw", "get", &key]);
+            let level = every_view_answers(node, board, p);
+            assert_eq!(level, "miss", "{p}: the hostile value was not served");
+            let replaced = wait_for(|| redis.cli(&["--no-raw", "get", &key]) != written);
+            assert!(replaced, "{p}: the node stored its own load");
+        }
+    }
+    assert!(
+        rejected() >= before + 2.0 * cases.len() as f64,
+        "every hostile value was counted"
+    );
+    // Both nodes are up; the good values they stored serve the fleet.
+    for (p, board, _) in &cases {
+        for node in [a.addr, b.addr] {
+            every_view_answers(node, board, p);
+        }
+    }
+    let c = start_gateway("", &tier);
+    assert_eq!(
+        every_view_answers(c.addr, BOARD, "hostile-deep-30k"),
+        "shared"
+    );
+}
+
+#[test]
+fn lifetimes_are_capped_by_the_key_and_the_node() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let a = start_gateway("", &tier(&proxy.url(), 60, ""));
+    let good = document_of(a.addr, BOARD);
+    // A header expiry in the year 2255, on a key that lives 1.5 s: served
+    // from the tier, then never past the key's own expiry.
+    let far = 9_000_000_000_000;
+    let p = "hostile-far";
+    redis.set_bytes(
+        &doc_key(BOARD, p),
+        &sealed(&good, far, &doc_key(BOARD, p)),
+        Some(1_500),
+    );
+    assert_eq!(every_view_answers(a.addr, BOARD, p), "shared");
+    std::thread::sleep(Duration::from_millis(2_000));
+    assert_eq!(
+        every_view_answers(a.addr, BOARD, p),
+        "miss",
+        "the node dropped it with the Redis key"
+    );
+    // A key that lives an hour, on a node whose TTL is 1 s: kept 1 s.
+    let short = start_gateway("", &tier(&proxy.url(), 1, ""));
+    let p = "hostile-far-ttl";
+    redis.set_bytes(
+        &doc_key(BOARD, p),
+        &sealed(&good, far, &doc_key(BOARD, p)),
+        Some(3_600_000),
+    );
+    assert_eq!(every_view_answers(short.addr, BOARD, p), "shared");
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(
+        every_view_answers(short.addr, BOARD, p),
+        "shared",
+        "read again from the tier after the node's own TTL"
+    );
+    // A document without any expiry is not ours: deleted, and loaded.
+    let p = "hostile-persist";
+    let key = doc_key(BOARD, p);
+    redis.set_bytes(&key, &sealed(&good, now_ms() + 60_000, &key), None);
+    assert_eq!(every_view_answers(a.addr, BOARD, p), "miss");
+}
+
+#[test]
+fn side_keys_without_expiry_or_out_of_range_change_nothing() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    let budget = "    fleet_requests_per_second: 50\n";
+    let a = start_gateway(budget, &tier(&proxy.url(), 60, ""));
+    let keys = |p: &str| BoardKeys::new("sbapi:", BOARD, p);
+    // A lock without expiry, and one that outlives any lock: expired.
+    redis.cli(&["set", &keys("hostile-lock").lock(Coverage::Full), "x"]);
+    redis.cli(&[
+        "set",
+        &keys("hostile-lock-long").lock(Coverage::Full),
+        "x",
+        "PX",
+        "600000",
+    ]);
+    // Failures: a sealed 403 with no expiry, a plain `403` (once the
+    // format), a status no node writes.
+    let name = keys("hostile-fail").failure();
+    redis.set_bytes(
+        &name,
+        &format::failure(403, now_ms() + 60_000, &seal(), &name),
+        None,
+    );
+    redis.cli(&[
+        "set",
+        &keys("hostile-fail-plain").failure(),
+        "403",
+        "PX",
+        "60000",
+    ]);
+    let name = keys("hostile-fail-418").failure();
+    redis.set_bytes(
+        &name,
+        &format::failure(418, now_ms() + 60_000, &seal(), &name),
+        Some(60_000),
+    );
+    // A budget counter far in the future, without expiry.
+    redis.cli(&["set", "sbapi:budget", "99999999999999999999"]);
+    for p in [
+        "hostile-lock",
+        "hostile-lock-long",
+        "hostile-fail",
+        "hostile-fail-plain",
+        "hostile-fail-418",
+        "hostile-budget",
+    ] {
+        assert_eq!(every_view_answers(a.addr, BOARD, p), "miss", "{p}");
+    }
+    for p in ["hostile-fail", "hostile-fail-plain", "hostile-fail-418"] {
+        assert_eq!(
+            redis.cli(&["exists", &keys(p).failure()]),
+            "0",
+            "{p} deleted"
+        );
+    }
+    // The counter was reset by the budget script to a value it can write.
+    let pttl: i64 = redis.cli(&["pttl", "sbapi:budget"]).parse().expect("pttl");
+    assert!(pttl > 0, "the counter has an expiry again: {pttl}");
+}
