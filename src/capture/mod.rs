@@ -209,7 +209,13 @@ pub fn capture(settings: &Settings, link: &str, out: &Path) -> Result<Report, Ca
 /// overwrites another.
 fn prepare_dir(dir: &Path) -> Result<(), CaptureError> {
     let shown = dir.display();
-    std::fs::create_dir_all(dir)
+    // Only its owner reads a new directory: the board's text is in it.
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
         .map_err(|e| CaptureError(format!("--out: cannot create {shown}: {e}")))?;
     let mut entries = std::fs::read_dir(dir)
         .map_err(|e| CaptureError(format!("--out: cannot read {shown}: {e}")))?;

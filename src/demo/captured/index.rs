@@ -173,7 +173,14 @@ pub fn read(dir: &Path) -> Result<Loaded, ReadError> {
         if entry.ids.is_empty() || !entry.ids.iter().all(|id| is_board_id(id)) {
             return fail(format!("{}: ids are not board ids", path.display()));
         }
-        let bytes = read_bounded(&path, MAX_FILE_BYTES.min(MAX_TOTAL_BYTES - total))?;
+        let left = MAX_TOTAL_BYTES - total;
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() > left && m.len() <= MAX_FILE_BYTES) {
+            return fail(format!(
+                "{}: the capture's files are larger than {MAX_TOTAL_BYTES} bytes together",
+                path.display()
+            ));
+        }
+        let bytes = read_bounded(&path, MAX_FILE_BYTES.min(left))?;
         total += bytes.len() as u64;
         let value: Value = match serde_json::from_slice(&bytes) {
             Ok(v @ Value::Object(_)) => v,
