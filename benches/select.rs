@@ -78,7 +78,6 @@ fn leaf_kind(i: usize) -> NodeKind {
             ..LinkFields::default()
         }),
         5 => NodeKind::Table(TableFields {
-            width: Some(scalar(300)),
             table: Some(Table {
                 rows: (0..3)
                     .map(|r| {
@@ -136,6 +135,7 @@ fn document() -> BoardDocument {
                 items.push(Node {
                     id: format!("{column_id}-{i}"),
                     kind: leaf_kind(i),
+                    size: Default::default(),
                     location: Some(location(&column_id, i)),
                     timestamps: Some(timestamps()),
                     children: vec![],
@@ -146,6 +146,7 @@ fn document() -> BoardDocument {
                 kind: NodeKind::Column(ColumnFields {
                     title: Some(format!("Column {c}")),
                 }),
+                size: Default::default(),
                 location: Some(location(&board_id, c)),
                 timestamps: Some(timestamps()),
                 children: items,
@@ -159,6 +160,7 @@ fn document() -> BoardDocument {
                 children_loaded: true,
                 ..BoardFields::default()
             }),
+            size: Default::default(),
             location: Some(location("root", b)),
             timestamps: Some(timestamps()),
             children: columns,
@@ -183,6 +185,7 @@ fn document() -> BoardDocument {
                 children_loaded: true,
                 ..BoardFields::default()
             },
+            size: Default::default(),
             location: None,
             timestamps: Some(timestamps()),
             children: boards,

@@ -186,21 +186,24 @@ fn demo_board_nests_three_levels_of_boards() {
         find(&doc, "Tbl2Shortlis0k")["table"]["rows"][2][0]["value"],
         "Cantinho do Avillez"
     );
-    // canvasOrder first, then section/score/index/y/x/id.
+    // canvasOrder first, then section/score/index/y/x/id (the stacking
+    // order, not the reading order); nothing trashed or deleted.
     assert_eq!(
         child_ids(&doc["board"]),
         [
+            "Crd9EveryNode1",
             "Wq3mTz8Lp0Ab1C",
             "Img5Tram28xYz0",
             "2Xk9PqRt7LmN4v",
             "Col8BeforeGo01",
-            "Lin8Arrow0Cd1E",
+            "5Sw7Ln4Dc2Sk8e",
             "Crd2NataRank0q",
             "Lnk6TimeOut0aB",
+            "Fil7Tickets0pQ",
             "Tbl9Budget0Xy1",
             "Cth3Budget0Thr",
-            "Fil7Tickets0pQ",
-            "5Sw7Ln4Dc2Sk8e"
+            "Lin8Arrow0Cd1E",
+            "Crd7Unsorted01"
         ]
     );
     let comments = &find(&doc, "Cth3Budget0Thr")["comments"];

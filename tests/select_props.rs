@@ -235,8 +235,7 @@ fn kind() -> impl Strategy<Value = NodeKind> {
                 ..TaskFields::default()
             })
         }),
-        (opt(scalar()), opt(table()))
-            .prop_map(|(width, table)| NodeKind::Table(TableFields { width, table })),
+        opt(table()).prop_map(|table| NodeKind::Table(TableFields { table })),
         (opt(text()), prop::collection::vec(comment(), 0..3)).prop_map(|(thread_id, comments)| {
             NodeKind::CommentThread(CommentThreadFields {
                 thread_id,
@@ -270,10 +269,12 @@ fn kind() -> impl Strategy<Value = NodeKind> {
 }
 
 fn node() -> impl Strategy<Value = Node> {
-    let leaf = (text(), kind(), opt(location()), opt(timestamps())).prop_map(
-        |(id, kind, location, timestamps)| Node {
+    let size = (opt(scalar()), opt(scalar())).prop_map(|(width, height)| Size { width, height });
+    let leaf = (text(), kind(), size, opt(location()), opt(timestamps())).prop_map(
+        |(id, kind, size, location, timestamps)| Node {
             id,
             kind,
+            size,
             location,
             timestamps,
             children: Vec::new(),
@@ -289,6 +290,7 @@ fn node() -> impl Strategy<Value = Node> {
             .prop_map(|(id, kind, location, children)| Node {
                 id,
                 kind,
+                size: Size::default(),
                 location,
                 timestamps: None,
                 children,
@@ -316,6 +318,7 @@ fn document() -> impl Strategy<Value = BoardDocument> {
                     id,
                     kind: BoardType::Board,
                     fields,
+                    size: Size::default(),
                     location,
                     timestamps,
                     children,
@@ -578,6 +581,7 @@ fn pruned_views_need_not_validate() {
                 title: "T".into(),
                 ..BoardFields::default()
             },
+            size: Size::default(),
             location: None,
             timestamps: None,
             children: vec![],

@@ -162,11 +162,10 @@ pub struct TaskFields {
     pub reminder_at: Option<String>,
 }
 
+/// A table's `width` is a field of every node (its size in grid units).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TableFields {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub width: Option<Scalar>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table: Option<Table>,
 }

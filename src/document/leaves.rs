@@ -115,6 +115,23 @@ pub struct Position {
     pub score: Option<Scalar>,
 }
 
+/// An element's size on its board, in the board's grid units (the unit of
+/// `position.x` and `y`; a default card or column is 34 units wide), as
+/// the provider stores it in the element's `content`. `height` is absent
+/// when the element grows with its content (`autoHeight`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Size {
+    /// The element's width in grid units (about 9 px each at 100 % zoom;
+    /// a default card or column is 34), as the provider stores it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub width: Option<Scalar>,
+    /// The element's height in grid units; absent when it grows with its
+    /// content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub height: Option<Scalar>,
+}
+
 /// All `YYYY-MM-DDTHH:MM:SS.sssZ` (UTC).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

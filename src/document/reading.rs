@@ -283,6 +283,7 @@ mod tests {
             Node {
                 id: self.id,
                 kind: crate::document::NodeKind::Column(Default::default()),
+                size: Default::default(),
                 location: Some(Location {
                     section: s(&l["section"]),
                     position: Some(crate::document::Position {

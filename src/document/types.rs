@@ -15,7 +15,7 @@ use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 
 use super::kinds::*;
-use super::leaves::{Location, Timestamps};
+use super::leaves::{Location, Size, Timestamps};
 
 /// The complete, unpruned document: what `view=full` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -71,6 +71,8 @@ pub struct RootBoard {
     pub kind: BoardType,
     #[serde(flatten)]
     pub fields: BoardFields,
+    #[serde(flatten)]
+    pub size: Size,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,6 +96,8 @@ pub struct Node {
     /// `type` plus the fields of that type.
     #[serde(flatten)]
     pub kind: NodeKind,
+    #[serde(flatten)]
+    pub size: Size,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
     #[serde(skip_serializing_if = "Option::is_none")]

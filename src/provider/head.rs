@@ -3,6 +3,7 @@
 //! is read (the fields themselves are not kept). Also the one rule for which
 //! element an id names.
 
+use crate::document::reading::is_removed_section;
 use crate::document::{Location, Position, Timestamps};
 use crate::provider::raw::{ident, object, own_id, scalar};
 use crate::provider::time::normalize_time;
@@ -177,6 +178,16 @@ impl Head {
     /// The raw `elementType`, `""` when it is missing or not a string.
     pub fn element_type(&self) -> &str {
         self.element_type.as_deref().unwrap_or_default()
+    }
+
+    /// Whether the element is in a `TRASH` or `DELETED` section: not part
+    /// of the board, nor is anything below it
+    /// ([`crate::document::reading::is_removed_section`]).
+    pub fn is_removed(&self) -> bool {
+        let section = self.location.as_ref().and_then(|l| l.section.as_ref());
+        section
+            .and_then(|s| s.0.as_str())
+            .is_some_and(is_removed_section)
     }
 
     /// The id this element claims under map key `key`: `id`, else `_id`,

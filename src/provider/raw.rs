@@ -23,8 +23,9 @@ use serde_json::{Map, Value};
 pub const MAX_RAW_DEPTH: usize = 48;
 
 /// `value` as a [`Raw`] leaf, keeping at most `levels` nested array/object
-/// levels and leaving out every sensitive key ([`is_sensitive`]) at every
-/// depth, written straight to compact JSON text (no copy of the tree).
+/// levels and leaving out every sensitive key ([`is_sensitive`]) and every
+/// TipTap mention's `attrs.id` at every depth, written straight to compact
+/// JSON text (no copy of the tree).
 ///
 /// Raw JSON reaches the document only through this function, and the typed
 /// fields have no sensitive names, so the normalized document is sanitized
@@ -37,7 +38,7 @@ pub fn raw_leaf(value: &Value, levels: usize) -> Option<Raw> {
     if !fits(value, levels) {
         return None;
     }
-    let text = serde_json::to_string(&Bounded { value, levels }).ok()?;
+    let text = serde_json::to_string(&Bounded::new(value, levels)).ok()?;
     RawValue::from_string(text).ok().map(Raw::from_json)
 }
 
@@ -48,10 +49,23 @@ fn fits(value: &Value, levels: usize) -> bool {
 }
 
 /// Serializes a value the way [`raw_leaf`] keeps it: containers past the
-/// level bound and sensitive keys are skipped as they are written.
+/// level bound and sensitive keys are skipped as they are written, and so is
+/// the `id` in the `attrs` of a TipTap `mention` node (a user id).
 struct Bounded<'a> {
     value: &'a Value,
     levels: usize,
+    /// This object is a mention's `attrs`: its `id` is left out.
+    mention_attrs: bool,
+}
+
+impl<'a> Bounded<'a> {
+    fn new(value: &'a Value, levels: usize) -> Bounded<'a> {
+        Bounded {
+            value,
+            levels,
+            mention_attrs: false,
+        }
+    }
 }
 
 impl Serialize for Bounded<'_> {
@@ -61,31 +75,41 @@ impl Serialize for Bounded<'_> {
             Value::Array(items) => {
                 let mut seq = serializer.serialize_seq(None)?;
                 for value in items.iter().filter(|v| fits(v, inner)) {
-                    seq.serialize_element(&Bounded {
-                        value,
-                        levels: inner,
-                    })?;
+                    seq.serialize_element(&Bounded::new(value, inner))?;
                 }
                 seq.end()
             }
             Value::Object(map) => {
                 let mut out = serializer.serialize_map(None)?;
                 for (key, value) in map {
-                    if !is_sensitive(key) && fits(value, inner) {
-                        out.serialize_entry(
-                            key,
-                            &Bounded {
-                                value,
-                                levels: inner,
-                            },
-                        )?;
+                    if is_sensitive(key)
+                        || !fits(value, inner)
+                        || (self.mention_attrs && key == "id")
+                    {
+                        continue;
                     }
+                    // Asked only of objects with `attrs` (blocks and marks),
+                    // not of every text node.
+                    let mention_attrs = key == "attrs" && is_mention(map);
+                    out.serialize_entry(
+                        key,
+                        &Bounded {
+                            value,
+                            levels: inner,
+                            mention_attrs,
+                        },
+                    )?;
                 }
                 out.end()
             }
             scalar => scalar.serialize(serializer),
         }
     }
+}
+
+/// A TipTap `mention` node, whose `attrs.id` names a person.
+fn is_mention(node: &Map<String, Value>) -> bool {
+    node.get("type").and_then(Value::as_str) == Some("mention")
 }
 
 /// Raw pass-through of any non-null value, depth-bounded.
@@ -148,6 +172,34 @@ pub fn object(value: Option<&Value>) -> Option<&Map<String, Value>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_mention_loses_its_id_and_nothing_else_does() {
+        let block = json!({"type": "paragraph", "attrs": {"key": "k1", "id": "kept"}, "content": [
+            {"type": "mention", "attrs": {"id": "u-PLANTED", "label": "Ann", "key": "m"}},
+            {"attrs": {"id": "u-PLANTED-2", "label": "Bo"}, "type": "mention"},
+            {"type": "text", "text": "x", "marks": [{"type": "textMention", "attrs": {"userId": "u-PLANTED-3", "originalText": "@Ann"}}]},
+            {"type": "inlineBoardLink", "attrs": {"id": "b1", "permissionId": "p-PLANTED", "title": "T"}}
+        ]});
+        let kept = raw_leaf(&block, MAX_RAW_DEPTH).unwrap();
+        let text = serde_json::to_string(&kept).unwrap();
+        assert!(!text.contains("PLANTED"), "{text}");
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["attrs"]["id"], "kept");
+        assert_eq!(
+            back["content"][0]["attrs"],
+            json!({"label": "Ann", "key": "m"})
+        );
+        assert_eq!(back["content"][1]["attrs"], json!({"label": "Bo"}));
+        assert_eq!(
+            back["content"][2]["marks"][0]["attrs"],
+            json!({"originalText": "@Ann"})
+        );
+        assert_eq!(
+            back["content"][3]["attrs"],
+            json!({"id": "b1", "title": "T"})
+        );
+    }
 
     #[test]
     fn raw_leaf_table() {

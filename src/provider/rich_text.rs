@@ -12,9 +12,14 @@
 //!   string unchanged. An empty string is no rich text (`None`).
 //! - Anything else (numbers, arrays, other objects) is no rich text (`None`).
 //!
-//! `plainText`: a node's `text` where present; `hardBreak` is a newline;
-//! children of `paragraph`, `heading`, `listItem` join with nothing, other
-//! containers and Draft.js blocks join with newlines; empty parts are dropped.
+//! `plainText`: a node's `text` where present; `hardBreak` is a newline; a
+//! `mention` is `@` and its `label` (one `@`), an `inlineBoardLink` its
+//! `title`; children of `paragraph`, `heading`, `listItem`, and of the
+//! blocks that hold a line of text the same way (`smallText`, `codeBlock`,
+//! `taskItem`), join with nothing; other containers (`callout`,
+//! `taskList`, lists, quotes, a node this code does not know) and Draft.js
+//! blocks join with newlines; empty parts are dropped. No other attribute
+//! of a node is text: a mention's `id` (a user id) never is.
 //! The walk is iterative, so deep documents cannot overflow the stack.
 //! Blocks are written as compact JSON text keeping at most
 //! [`MAX_RAW_DEPTH`] nested levels.
@@ -22,6 +27,7 @@
 use crate::document::RichText;
 use crate::provider::raw::{raw_leaf, MAX_RAW_DEPTH};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Reads rich text in any of the accepted shapes (see the module docs).
 ///
@@ -107,27 +113,46 @@ fn draft_plain_text(blocks: &[Value]) -> String {
 
 /// What one TipTap node contributes before its children are looked at.
 enum Piece<'a> {
-    /// Final text (a `text` node or a `hardBreak`); may be empty.
-    Text(&'a str),
+    /// Final text (a `text` node, a `hardBreak`, a mention, a board link);
+    /// may be empty.
+    Text(Cow<'a, str>),
     /// A container: its children and the separator they join with.
     Container(&'a [Value], &'static str),
 }
 
 fn piece(node: &Value) -> Piece<'_> {
     if let Some(text) = node.get("text").and_then(Value::as_str) {
-        return Piece::Text(text);
+        return Piece::Text(Cow::Borrowed(text));
     }
     let kind = node.get("type").and_then(Value::as_str).unwrap_or_default();
-    if kind == "hardBreak" {
-        return Piece::Text("\n");
+    let attr = |key: &str| {
+        node.get("attrs")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+    };
+    match kind {
+        "hardBreak" => return Piece::Text(Cow::Borrowed("\n")),
+        "mention" => return Piece::Text(mention_text(attr("label").unwrap_or_default())),
+        "inlineBoardLink" => return Piece::Text(Cow::Borrowed(attr("title").unwrap_or_default())),
+        _ => {}
     }
     let children = node.get("content").and_then(Value::as_array);
     let children = children.map(Vec::as_slice).unwrap_or_default();
     let separator = match kind {
-        "paragraph" | "heading" | "listItem" => "",
+        "paragraph" | "heading" | "smallText" | "codeBlock" | "listItem" | "taskItem" => "",
         _ => "\n",
     };
     Piece::Container(children, separator)
+}
+
+/// A mention's words: `@` and its label, one `@` when the label has one.
+pub fn mention_text(label: &str) -> Cow<'_, str> {
+    let label = label.trim();
+    if label.is_empty() || label.starts_with('@') {
+        Cow::Borrowed(label)
+    } else {
+        Cow::Owned(format!("@{label}"))
+    }
 }
 
 struct Frame<'a> {
@@ -140,7 +165,7 @@ struct Frame<'a> {
 /// TipTap plain text, post-order over an explicit stack.
 fn tiptap_plain_text(root: &Value) -> String {
     let (children, separator) = match piece(root) {
-        Piece::Text(text) => return text.to_owned(),
+        Piece::Text(text) => return text.into_owned(),
         Piece::Container(children, separator) => (children, separator),
     };
     let mut stack = vec![Frame {
@@ -155,7 +180,7 @@ fn tiptap_plain_text(root: &Value) -> String {
             match piece(child) {
                 Piece::Text(text) => {
                     if !text.is_empty() {
-                        top.parts.push(text.to_owned());
+                        top.parts.push(text.into_owned());
                     }
                 }
                 Piece::Container(children, separator) => stack.push(Frame {
@@ -221,6 +246,30 @@ mod tests {
             (json!({"type": "doc", "content": [{"type": "blockquote", "content": [p("q1"), p("q2")]}]}), Some("q1\nq2")),
             (json!({"type": "doc", "content": [{"type": "mention", "text": "@ann", "content": [p("x")]}]}), Some("@ann")),
             (json!({"type": "doc", "content": ["stray", 3, null, p("ok")]}), Some("ok")),
+            (
+                json!({"type": "doc", "content": [{"type": "paragraph", "content": [
+                    {"type": "text", "text": "ask "},
+                    {"type": "mention", "attrs": {"id": "u-PLANTED", "label": "Ann"}},
+                    {"type": "text", "text": ", see "},
+                    {"type": "inlineBoardLink", "attrs": {"boardId": "b", "title": "Porto", "url": "https://x"}},
+                    {"type": "text", "text": "."}]}]}),
+                Some("ask @Ann, see Porto."),
+            ),
+            (json!({"type": "doc", "content": [{"type": "paragraph", "content": [
+                {"type": "mention", "attrs": {"label": "@bo"}}, {"type": "mention", "attrs": {"id": "u1"}},
+                {"type": "inlineBoardLink", "attrs": {"boardId": "b"}}]}]}), Some("@bo")),
+            (
+                json!({"type": "doc", "content": [
+                    {"type": "smallText", "content": [{"type": "text", "text": "small "}, {"type": "text", "text": "print", "marks": [{"type": "underline"}]}]},
+                    {"type": "callout", "attrs": {"icon": "bulb"}, "content": [p("c1"), p("c2")]},
+                    {"type": "codeBlock", "attrs": {"language": "rust"}, "content": [{"type": "text", "text": "let a;\nlet b;"}]},
+                    {"type": "taskList", "content": [
+                        {"type": "taskItem", "attrs": {"checked": true}, "content": [p("done")]},
+                        {"type": "taskItem", "attrs": {"checked": false}, "content": [p("to"), p("do")]}]},
+                    {"type": "horizontalRule"},
+                    {"type": "futureNode", "content": [p("f1"), p("f2")]}]}),
+                Some("small print\nc1\nc2\nlet a;\nlet b;\ndone\ntodo\nf1\nf2"),
+            ),
             (json!({"blocks": [{"text": "a"}, {"text": ""}, {"text": "b"}], "entityMap": {}}), Some("a\nb")),
             (json!({"blocks": [{"key": "k"}, {"text": 5}]}), Some("")),
             (json!({"blocks": []}), Some("")),

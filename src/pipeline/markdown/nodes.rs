@@ -1,5 +1,8 @@
 //! The board tree as Markdown: the root board's title as `# `, then its
-//! children in document order. A column, task list or nested board opens a
+//! children in reading order ([`crate::document::reading`]: an attached
+//! thread right after its element, the canvas in rows by `y` then `x`, a
+//! column's or a task list's notes by `index`; the document's own order
+//! where the selection left `location` out). A column, task list or nested board opens a
 //! section one heading level deeper (a bold line below level 6); other
 //! elements are blocks separated by blank lines, and a board's lines are
 //! listed under `Connections` at its end. A field the selection left out is
@@ -7,7 +10,8 @@
 
 use super::out::{is_web_url, Flow, Out, Sep};
 use super::rich::{self, heading_text, task_marker};
-use super::value::V;
+use super::value::{Num, V};
+use crate::document::reading::{self, ReadingKey};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -72,7 +76,8 @@ fn children<'d, 'a>(
     labels: &mut Option<Labels<'d, 'a>>,
 ) {
     let mut after_task = false;
-    for child in node.list("children") {
+    let list = node.list("children");
+    for child in in_reading_order(list) {
         let kind = child.str("type").unwrap_or_default();
         match kind {
             "BOARD" => section(out, child, level + 1, data, labels),
@@ -99,6 +104,37 @@ fn children<'d, 'a>(
             }
         }
         after_task = kind == "TASK";
+    }
+}
+
+/// `children` in reading order, from the `location` the selection kept.
+fn in_reading_order<'d, 'a>(children: &'d [V<'a>]) -> impl Iterator<Item = &'d V<'a>> {
+    let keys: Vec<ReadingKey> = children.iter().map(reading_key).collect();
+    reading::reading_order(&keys)
+        .into_iter()
+        .map(move |i| &children[i])
+}
+
+fn reading_key(node: &V) -> ReadingKey {
+    let location = node.get("location");
+    let position = location.and_then(|l| l.get("position"));
+    let coord = |key: &str| position.and_then(|p| p.get(key)).and_then(coordinate);
+    ReadingKey::new(
+        location.and_then(|l| l.str("section")),
+        coord("x"),
+        coord("y"),
+        coord("index"),
+    )
+}
+
+/// A coordinate as the reading order reads it (see [`reading::number`]).
+fn coordinate(value: &V) -> Option<f64> {
+    match value {
+        V::Num(Num::U(n)) => Some(*n as f64),
+        V::Num(Num::I(n)) => Some(*n as f64),
+        V::Num(Num::F(n)) => Some(*n),
+        V::Str(s) => reading::numeric(s),
+        _ => None,
     }
 }
 

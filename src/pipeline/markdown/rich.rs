@@ -1,9 +1,14 @@
 //! Rich text (`{blocks, plainText}`, TipTap/ProseMirror or Draft.js
-//! blocks) as Markdown: paragraphs, headings below the current section's
-//! level, bullet, ordered and task lists, quotes and callouts, code blocks,
-//! hard breaks, and bold, italic, strike, inline code and web links. A
-//! node it does not know gives its plain text; text without blocks is
-//! written as its plain text.
+//! blocks) as Markdown: paragraphs (and `smallText`, a paragraph in small
+//! type), headings below the current section's level, bullet, ordered
+//! (keeping `start`) and task lists, quotes and callouts, code blocks (with
+//! their language), hard breaks, and bold, italic, strike, inline code and
+//! web links. A mention is `@` and its label, a link to a board `[title](url)`
+//! (its title as text when the URL is not a web URL). Marks that only
+//! style (underline, highlight, text colour) and those that point elsewhere
+//! (a comment, a mention's original text) leave their text plain. A node it
+//! does not know gives its plain text; text without blocks is written as
+//! its plain text.
 
 use super::draft;
 use super::out::{is_web_url, Flow, Out, Sep};
@@ -79,7 +84,7 @@ pub fn inline(out: &mut Out, rich: &V) {
 fn tiptap_block(out: &mut Out, node: &V, level: usize) {
     let kind = node.str("type").unwrap_or_default();
     match kind {
-        "paragraph" => paragraph(out, node),
+        "paragraph" | "smallText" => paragraph(out, node),
         "heading" => {
             let own = node
                 .get("attrs")
@@ -135,7 +140,7 @@ fn tiptap_block(out: &mut Out, node: &V, level: usize) {
 fn is_block(node: &V) -> bool {
     !matches!(
         node.str("type"),
-        Some("text" | "hardBreak" | "image" | "mention" | "emoji") | None
+        Some("text" | "hardBreak" | "image" | "mention" | "inlineBoardLink" | "emoji") | None
     )
 }
 
@@ -300,6 +305,26 @@ fn tiptap_pieces<'v>(node: &'v V, pieces: &mut Vec<Piece<'v>>) {
             }
         }
         Some("hardBreak") => pieces.push(Piece::Break),
+        Some("mention") => {
+            let label = attr(node, "label").map(str::trim).unwrap_or_default();
+            if !label.is_empty() {
+                if !label.starts_with('@') {
+                    pieces.push(plain("@"));
+                }
+                pieces.push(plain(label));
+            }
+        }
+        Some("inlineBoardLink") => {
+            let url = attr(node, "url").filter(|u| is_web_url(u));
+            let title = attr(node, "title").filter(|t| !t.trim().is_empty());
+            if let Some(text) = title.or(url) {
+                pieces.push(Piece::Text {
+                    text,
+                    marks: 0,
+                    href: url,
+                });
+            }
+        }
         Some("image") => {
             let attrs = node.get("attrs");
             let src = attrs.and_then(|a| a.str("src")).filter(|s| is_web_url(s));
@@ -326,18 +351,42 @@ fn tiptap_pieces<'v>(node: &'v V, pieces: &mut Vec<Piece<'v>>) {
     }
 }
 
-/// Plain text of a node: `text`, hard breaks as newlines, children of
-/// blocks other than paragraphs and headings on lines of their own.
+/// A string attribute of a TipTap node.
+fn attr<'v>(node: &'v V, key: &str) -> Option<&'v str> {
+    node.get("attrs").and_then(|a| a.str(key))
+}
+
+/// Unmarked text.
+fn plain<'v>(text: &'v str) -> Piece<'v> {
+    Piece::Text {
+        text,
+        marks: 0,
+        href: None,
+    }
+}
+
+/// Plain text of a node: `text`, hard breaks as newlines, a mention's
+/// `@label`, a board link's title, children of blocks other than
+/// paragraphs, headings and the like on lines of their own.
 fn plain_text(node: &V, into: &mut String) {
     if let Some(text) = node.str("text") {
         into.push_str(text);
     }
-    if node.str("type") == Some("hardBreak") {
-        into.push('\n');
+    match node.str("type") {
+        Some("hardBreak") => into.push('\n'),
+        Some("mention") => {
+            let label = attr(node, "label").map(str::trim).unwrap_or_default();
+            if !label.is_empty() && !label.starts_with('@') {
+                into.push('@');
+            }
+            into.push_str(label);
+        }
+        Some("inlineBoardLink") => into.push_str(attr(node, "title").unwrap_or_default()),
+        _ => {}
     }
     let joins = !matches!(
         node.str("type"),
-        Some("paragraph" | "heading" | "listItem" | "codeBlock")
+        Some("paragraph" | "heading" | "listItem" | "codeBlock" | "smallText" | "taskItem")
     );
     for (i, child) in node.list("content").iter().enumerate() {
         if joins && i > 0 && !into.ends_with('\n') {

@@ -11,7 +11,9 @@ const MAX_PARENT_CHAIN: usize = 64;
 
 /// `BOARD` elements below a loaded board that are not in `known`, in element
 /// id order. "Below" means the `location.parentId` chain reaches a loaded
-/// board through non-board elements (columns, ...).
+/// board through non-board elements (columns, ...), none of them (nor the
+/// board itself) in a `TRASH` or `DELETED` section: what was trashed is not
+/// part of the board and is never fetched.
 pub fn boards_to_fetch(fetched: &Fetched, known: &HashSet<String>) -> Vec<String> {
     // Sorted: the elements map keeps the provider's key order, and which
     // boards land in which batch must not depend on it.
@@ -39,6 +41,10 @@ fn parent_id(element: &Head) -> Option<&str> {
 fn below_loaded_board(fetched: &Fetched, element: &Head) -> bool {
     let mut current = element;
     for _ in 0..MAX_PARENT_CHAIN {
+        // Trashed or deleted, or below such an element: not in the board.
+        if current.is_removed() {
+            return false;
+        }
         let Some(parent) = parent_id(current) else {
             return false;
         };
@@ -77,7 +83,11 @@ mod tests {
             "loop1": {"elementType": "COLUMN", "location": {"parentId": "loop2"}},
             "loop2": {"elementType": "COLUMN", "location": {"parentId": "loop1"}},
             "b5": {"elementType": "BOARD", "location": {"parentId": "loop1"}},
-            "c": {"elementType": "CARD", "location": {"parentId": "r"}}
+            "c": {"elementType": "CARD", "location": {"parentId": "r"}},
+            "tb": {"elementType": "BOARD", "location": {"parentId": "r-trash", "section": "TRASH"}},
+            "db": {"elementType": "BOARD", "location": {"parentId": "r", "section": "DELETED"}},
+            "tcol": {"elementType": "COLUMN", "location": {"parentId": "r", "section": "TRASH"}},
+            "b6": {"elementType": "BOARD", "location": {"parentId": "tcol", "section": "INBOX"}}
         }})));
         let known: HashSet<String> = ["b1".to_owned()].into();
         assert_eq!(boards_to_fetch(&f, &known), ["b2"]);

@@ -32,6 +32,17 @@ use serde_json::{Map, Value};
 /// `BOARD` title when the provider has none.
 pub const UNTITLED_BOARD: &str = "Untitled board";
 
+/// An element's `width` and `height` (grid units), from its `content`;
+/// outlines keep them (they are no body).
+pub fn size(content: Option<&Value>) -> Size {
+    let c = object(content);
+    let get = |k: &str| scalar(c.and_then(|c| c.get(k)));
+    Size {
+        width: get("width"),
+        height: get("height"),
+    }
+}
+
 /// The fields of every type except `COMMENT_THREAD` (see [`comment_thread`]).
 ///
 /// `content` is the element's raw `content`, kept apart from its other
@@ -89,7 +100,6 @@ pub fn kind(
             reminder_at: c.get("dueReminderTimestamp").and_then(normalize_time),
         }),
         "TABLE" => NodeKind::Table(TableFields {
-            width: scalar(c.get("width")),
             table: object(c.get("tableContent")).map(table),
         }),
         "COMMENT_THREAD" => NodeKind::CommentThread(CommentThreadFields {

@@ -164,6 +164,7 @@ fn document(fetched: &Fetched, provider_name: &str, node: Node) -> Option<BoardD
             id: node.id,
             kind: BoardType::Board,
             fields,
+            size: node.size,
             location: node.location,
             timestamps: node.timestamps,
             children: node.children,
@@ -328,6 +329,32 @@ mod tests {
         assert_eq!(chain(&doc), ["a", "b"]);
         assert_eq!(doc.board.children.len(), 1);
         assert!(doc.board.children[0].children[0].children.is_empty());
+    }
+
+    #[test]
+    fn trashed_and_deleted_elements_and_what_is_below_them_are_not_output() {
+        let f = fetched(
+            "r",
+            json!({
+                "r": {"elementType": "BOARD"},
+                "kept": {"elementType": "CARD", "location": {"parentId": "r", "section": "CANVAS"},
+                         "content": {"width": 34, "height": 12, "textContent": "kept"}},
+                "trashed": {"elementType": "CARD", "location": {"parentId": "r-trash", "section": "TRASH"}},
+                "trashed-here": {"elementType": "CARD", "location": {"parentId": "r", "section": "TRASH"}},
+                "deleted": {"elementType": "COLUMN", "location": {"parentId": "r", "section": "DELETED"}},
+                "below": {"elementType": "CARD", "location": {"parentId": "deleted", "section": "INBOX"}},
+                "under-kept": {"elementType": "CARD", "location": {"parentId": "kept", "section": "deleted"}}
+            }),
+        );
+        let doc = normalize(&f, "m").unwrap();
+        assert_eq!(chain(&doc), ["kept"]);
+        assert_eq!(doc.board.children.len(), 1);
+        let kept = serde_json::to_value(&doc.board.children[0]).unwrap();
+        assert_eq!((&kept["width"], &kept["height"]), (&json!(34), &json!(12)));
+        // The streaming writer gives the same bytes.
+        let mut out = Vec::new();
+        write(&f, "m", Coverage::Full, &mut out).unwrap();
+        assert_eq!(out, serde_json::to_vec(&doc).unwrap());
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! - Children of a node are the elements whose `location.parentId` is its id,
 //!   ordered by [`super::order`]. Every element has one parent, so each is
 //!   output at most once: the output grows linearly with the input.
+//! - An element in a `TRASH` or `DELETED` section is no one's child,
+//!   whatever its `parentId`: it is not part of the board, and neither is
+//!   anything below it (unreachable from the root, like an orphan).
 //! - A child already on the path (the root, when its own `parentId` points
 //!   below it) is skipped, so a cycle never loops. Elements whose parent is
 //!   missing or unreachable from the root (orphans) are not output.
@@ -68,6 +71,9 @@ impl<'a> Index<'a> {
             .collect();
         let mut children: HashMap<&'a str, Vec<usize>, IdHasher> = HashMap::default();
         for (i, entry) in entries.iter().enumerate() {
+            if entry.head.is_removed() {
+                continue;
+            }
             let parent = entry
                 .head
                 .location
@@ -245,6 +251,7 @@ pub fn walk(
         let node = Node {
             id: entry.id.to_owned(),
             kind,
+            size: fields::size(content.as_ref()),
             location: entry.head.location.clone(),
             timestamps: entry.head.timestamps(),
             children: Vec::new(),
