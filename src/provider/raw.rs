@@ -23,9 +23,9 @@ use serde_json::{Map, Value};
 pub const MAX_RAW_DEPTH: usize = 48;
 
 /// `value` as a [`Raw`] leaf, keeping at most `levels` nested array/object
-/// levels and leaving out every sensitive key ([`is_sensitive`]) and every
-/// TipTap mention's `attrs.id` at every depth, written straight to compact
-/// JSON text (no copy of the tree).
+/// levels and leaving out every sensitive key ([`is_sensitive`]) and the
+/// attributes of TipTap mentions that point at a person at every depth,
+/// written straight to compact JSON text (no copy of the tree).
 ///
 /// Raw JSON reaches the document only through this function, and the typed
 /// fields have no sensitive names, so the normalized document is sanitized
@@ -49,13 +49,15 @@ fn fits(value: &Value, levels: usize) -> bool {
 }
 
 /// Serializes a value the way [`raw_leaf`] keeps it: containers past the
-/// level bound and sensitive keys are skipped as they are written, and so is
-/// the `id` in the `attrs` of a TipTap `mention` node (a user id).
+/// level bound and sensitive keys are skipped as they are written, and so
+/// are the attributes of a TipTap mention that point at a person: the `id`
+/// in the `attrs` of a `mention` node (a user id), and the `mentionKey` in
+/// those of a `textMention` mark (its `userId` is a sensitive key).
 struct Bounded<'a> {
     value: &'a Value,
     levels: usize,
-    /// This object is a mention's `attrs`: its `id` is left out.
-    mention_attrs: bool,
+    /// This object is a mention's `attrs`: the key left out of it.
+    person_key: Option<&'static str>,
 }
 
 impl<'a> Bounded<'a> {
@@ -63,7 +65,7 @@ impl<'a> Bounded<'a> {
         Bounded {
             value,
             levels,
-            mention_attrs: false,
+            person_key: None,
         }
     }
 }
@@ -84,19 +86,22 @@ impl Serialize for Bounded<'_> {
                 for (key, value) in map {
                     if is_sensitive(key)
                         || !fits(value, inner)
-                        || (self.mention_attrs && key == "id")
+                        || self.person_key == Some(key.as_str())
                     {
                         continue;
                     }
                     // Asked only of objects with `attrs` (blocks and marks),
                     // not of every text node.
-                    let mention_attrs = key == "attrs" && is_mention(map);
+                    let person_key = match key.as_str() {
+                        "attrs" => person_key(map),
+                        _ => None,
+                    };
                     out.serialize_entry(
                         key,
                         &Bounded {
                             value,
                             levels: inner,
-                            mention_attrs,
+                            person_key,
                         },
                     )?;
                 }
@@ -107,9 +112,13 @@ impl Serialize for Bounded<'_> {
     }
 }
 
-/// A TipTap `mention` node, whose `attrs.id` names a person.
-fn is_mention(node: &Map<String, Value>) -> bool {
-    node.get("type").and_then(Value::as_str) == Some("mention")
+/// The attribute of a TipTap node or mark that points at a person.
+fn person_key(node: &Map<String, Value>) -> Option<&'static str> {
+    match node.get("type").and_then(Value::as_str) {
+        Some("mention") => Some("id"),
+        Some("textMention") => Some("mentionKey"),
+        _ => None,
+    }
 }
 
 /// Raw pass-through of any non-null value, depth-bounded.
@@ -194,6 +203,12 @@ mod tests {
         assert_eq!(
             back["content"][2]["marks"][0]["attrs"],
             json!({"originalText": "@Ann"})
+        );
+        let mark = json!({"type": "textMention", "attrs": {"mentionKey": "mk1", "userId": "u", "originalText": "@A"}});
+        let kept = serde_json::to_string(&raw_leaf(&mark, MAX_RAW_DEPTH).unwrap()).unwrap();
+        assert_eq!(
+            kept,
+            r#"{"type":"textMention","attrs":{"originalText":"@A"}}"#
         );
         assert_eq!(
             back["content"][3]["attrs"],
