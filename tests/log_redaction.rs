@@ -3,7 +3,8 @@
 //! requests is captured behind the same `Redacting` wrapper the binary
 //! installs, and searched. Our own records must be clean even before it.
 //! The access log is on: one line per request, with the path and never the
-//! query, and the board id where a board was read.
+//! query, and the board id where a board was read. MCP tool calls, whose
+//! arguments carry the share link, are held to the same.
 
 mod common;
 
@@ -108,6 +109,29 @@ fn no_log_line_carries_a_secret() {
         &[],
     );
     sent.push(("/api/search".into(), extra.status, Some(BOARD.to_string())));
+    // The same boards read by MCP tools: the arguments carry the link.
+    for board in [BOARD, "fault-500", "NoSuchBoard1"] {
+        let url = format!("https://app.milanote.com/{board}/x?p={p}");
+        for (tool, args) in [
+            ("read_board", serde_json::json!({"url": url})),
+            (
+                "search_board",
+                serde_json::json!({"url": url, "query": "porto"}),
+            ),
+        ] {
+            let r = common::mcp::call(gw.addr, tool, args);
+            assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+            assert!(!String::from_utf8_lossy(&r.body).contains(p));
+            sent.push(("/api/mcp".into(), 200, Some(board.to_string())));
+        }
+    }
+    let refused = common::mcp::call(
+        gw.addr,
+        "read_board",
+        serde_json::json!({"url": format!("https://evil.example/{BOARD}?p={p}")}),
+    );
+    assert!(!String::from_utf8_lossy(&refused.body).contains(p));
+    sent.push(("/api/mcp".into(), 200, None));
     let tokens: Vec<String> = sample()
         .requests()
         .iter()
@@ -178,11 +202,20 @@ fn assert_access_lines(lines: &[String], sent: &[(String, u16, Option<String>)])
         let v: serde_json::Value = serde_json::from_str(json).expect("one JSON object");
         let path = v["path"].as_str().expect("path").to_string();
         assert!(!path.contains('?'), "{line}");
-        assert_eq!(v["method"], "GET", "{line}");
+        if path == "/api/mcp" {
+            assert_eq!(v["method"], "POST", "{line}");
+            assert_eq!(
+                (&v["rpc"], &v["tool"].is_string()),
+                (&"tools/call".into(), &true),
+                "{line}"
+            );
+        } else {
+            assert_eq!(v["method"], "GET", "{line}");
+        }
         assert!(v["bytes"].is_u64() && v["ms"].is_number(), "{line}");
         assert_eq!(v["client"], "127.0.0.1", "{line}");
         let status = u16::try_from(v["status"].as_u64().expect("status")).expect("u16");
-        if status == 200 {
+        if status == 200 && path != "/api/mcp" {
             assert!(v["cache"].is_string(), "{line}");
         }
         let board = v["board"].as_str().map(str::to_string);

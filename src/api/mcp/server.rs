@@ -34,31 +34,26 @@ fn capabilities() -> Value {
 pub(super) static MODERN_META: LazyLock<String> =
     LazyLock::new(|| json!({"io.modelcontextprotocol/serverInfo": server_info()}).to_string());
 
+/// A cacheable 2026-07-28 result: `fields` with `resultType`, the caching
+/// hints and `serverInfo`.
+fn cacheable(mut fields: Value) -> Vec<u8> {
+    fields["resultType"] = "complete".into();
+    fields["ttlMs"] = LIST_TTL_MS.into();
+    fields["cacheScope"] = "public".into();
+    fields["_meta"] = json!({"io.modelcontextprotocol/serverInfo": server_info()});
+    fields.to_string().into_bytes()
+}
+
 static DISCOVER: LazyLock<Vec<u8>> = LazyLock::new(|| {
-    json!({
-        "resultType": "complete",
+    cacheable(json!({
         "supportedVersions": SUPPORTED,
         "capabilities": capabilities(),
         "instructions": INSTRUCTIONS,
-        "ttlMs": LIST_TTL_MS,
-        "cacheScope": "public",
-        "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
-    })
-    .to_string()
-    .into_bytes()
+    }))
 });
 
-static TOOLS_MODERN: LazyLock<Vec<u8>> = LazyLock::new(|| {
-    json!({
-        "resultType": "complete",
-        "tools": tools::definitions(),
-        "ttlMs": LIST_TTL_MS,
-        "cacheScope": "public",
-        "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
-    })
-    .to_string()
-    .into_bytes()
-});
+static TOOLS_MODERN: LazyLock<Vec<u8>> =
+    LazyLock::new(|| cacheable(json!({"tools": tools::definitions()})));
 
 static TOOLS_HANDSHAKE: LazyLock<Vec<u8>> = LazyLock::new(|| {
     json!({"tools": tools::definitions()})
