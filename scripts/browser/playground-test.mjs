@@ -218,6 +218,16 @@ async function checkCanvas(page, shot) {
   // The board's line (from a card to the image) ends on the two boxes.
   const line = await lineEnds(page, "Lin8Arrow0Cd1E");
   check(line && line.onFrom && line.onTo, `the demo's line runs from its card's box to the image's box (${JSON.stringify(line)})`);
+  // The demo board is in the web app's captured shape (grid units): drawn
+  // as the web app draws it, no two top-level boxes overlap, and nothing
+  // trashed or deleted shows.
+  const demoBoxes = await topLevelBoxes(page);
+  check(demoBoxes.top.length >= 6 && demoBoxes.overlaps.length === 0,
+    `the demo board: no two of its ${demoBoxes.top.length} top-level boxes overlap (${demoBoxes.overlaps.join(" ") || "none"})`);
+  const demoText = await page.evaluate(() => document.querySelector("#canvas-view").innerText);
+  const removedText = ["TRASHED-CARD-TEXT", "DELETED-CARD-TEXT", "DELETED-COLUMN-TITLE", "BELOW-DELETED-TEXT", "TRASHED-BOARD-TITLE"]
+    .filter((t) => demoText.includes(t));
+  check(removedText.length === 0, `the demo board: no trashed or deleted element is drawn (${removedText.join(", ") || "none"})`);
   await page.screenshot({ path: shot("canvas"), fullPage: true });
 
   // A nested board's tile opens its canvas; back returns.
@@ -246,6 +256,24 @@ async function checkCanvas(page, shot) {
   await page.selectOption("#view", "full");
 }
 
+// The top-level boxes of the canvas drawn now, and which pairs overlap.
+async function topLevelBoxes(page) {
+  const top = await page.evaluate(() => Array.from(document.querySelectorAll("#canvas-view .surface > .el.placed"), (e) => {
+    const b = e.getBoundingClientRect();
+    return { id: e.dataset.id, type: e.dataset.type, l: b.left, t: b.top, r: b.right, b: b.bottom, w: b.width };
+  }));
+  const overlaps = [];
+  for (let i = 0; i < top.length; i++) {
+    for (let j = i + 1; j < top.length; j++) {
+      const [a, b] = [top[i], top[j]];
+      const w = Math.min(a.r, b.r) - Math.max(a.l, b.l);
+      const h = Math.min(a.b, b.b) - Math.max(a.t, b.t);
+      if (w > 0.5 && h > 0.5) overlaps.push(`${a.id}/${b.id}`);
+    }
+  }
+  return { top, overlaps };
+}
+
 // A board in the web app's captured shape (grid units, INBOX children, a
 // deleted and a trashed card) drawn as the web app lays it out.
 async function checkCaptured(page, shot) {
@@ -259,30 +287,20 @@ async function checkCaptured(page, shot) {
   await page.click("#tab-canvas");
   await page.selectOption("#canvas-zoom", "1");
   await page.waitForSelector('#canvas-view .el.placed[data-id="1XbZEqlawr6y03"]');
+  const { top, overlaps } = await topLevelBoxes(page);
   const r = await page.evaluate(() => {
-    const rect = (e) => { const b = e.getBoundingClientRect(); return { id: e.dataset.id, type: e.dataset.type, l: b.left, t: b.top, r: b.right, b: b.bottom, w: b.width }; };
-    const top = Array.from(document.querySelectorAll("#canvas-view .surface > .el.placed"), rect);
     const column = document.querySelector('#canvas-view [data-id="1XbZEqlawr6y05"]');
     return {
-      top,
       text: document.querySelector("#canvas-view").innerText,
       deletedBoxes: document.querySelectorAll('#canvas-view [data-id="1XbZEqlawr6y11"], #canvas-view [data-id="1XbZEqlawr6y12"]').length,
       columnOrder: column ? Array.from(column.querySelectorAll(".el"), (e) => e.dataset.id) : [],
       tasks: Array.from(document.querySelectorAll('#canvas-view [data-id="1XbZEqlawr6y10"] input[type=checkbox]'), (c) => c.checked),
     };
   });
+  r.top = top;
   const by = Object.fromEntries(r.top.map((b) => [b.id, b]));
   const [first, right, below, narrow] = ["1XbZEqlawr6y03", "1XbZEqlawr6y04", "1XbZEqlawr6y08", "1XbZEqlawr6y09"].map((id) => by[id]);
   check(r.top.length === 6 && first && right && below && narrow, `captured board: the six top-level boxes are drawn (${r.top.map((b) => b.id).join(", ")})`);
-  const overlaps = [];
-  for (let i = 0; i < r.top.length; i++) {
-    for (let j = i + 1; j < r.top.length; j++) {
-      const [a, b] = [r.top[i], r.top[j]];
-      const w = Math.min(a.r, b.r) - Math.max(a.l, b.l);
-      const h = Math.min(a.b, b.b) - Math.max(a.t, b.t);
-      if (w > 0.5 && h > 0.5) overlaps.push(`${a.id}/${b.id}`);
-    }
-  }
   check(overlaps.length === 0, `captured board: no two top-level boxes overlap (${r.top.length} boxes; overlapping: ${overlaps.join(" ") || "none"})`);
   if (!(first && right && below && narrow)) return;
   check(right.l >= first.r, `captured board: the card at x 40 is right of the card at x 4 (${Math.round(first.r)} <= ${Math.round(right.l)} px)`);
