@@ -172,10 +172,10 @@ for kind in search detail; do
     "$(ratio_median "$TMP/$kind.ours.h2" "$TMP/$kind.bare.h2")" "$(ratio_median "$TMP/$kind.ours.h2" "$TMP/$kind.ours")"
 done
 echo
-lines=$(grep -c 'shared_board_api::access' "$TMP/hotlog.log" || true)
+lines=$(grep -c '^{"method":' "$TMP/hotlog.log" || true)
 dropped=$(curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | awk '/^board_api_access_log_dropped_total /{print $2}')
 echo "access log (on): ${lines} lines written, ${dropped:-0} dropped (board_api_access_log_dropped_total); a line:"
-grep -m1 'shared_board_api::access' "$TMP/hotlog.log" | cut -c1-300 | sed 's/^/  /'
+grep -m1 '^{"method":' "$TMP/hotlog.log" | cut -c1-300 | sed 's/^/  /'
 echo
 echo "| cached 200, /api/detail small board | body bytes | req/s (runs) | median | Markdown/JSON, median of per-round ratios |"
 echo "|---|---:|---|---:|---:|"

@@ -29,10 +29,6 @@
 //! ```
 
 use log::{Level, LevelFilter, Log, Metadata, Record, SetLoggerError};
-#[cfg(feature = "demo")]
-use std::io::Write;
-#[cfg(feature = "demo")]
-use std::sync::{Arc, Mutex};
 
 /// What every redacted span is replaced with.
 const REDACTED: &str = "[redacted]";
@@ -277,157 +273,19 @@ fn demoted(record: &Record) -> bool {
         && record.args().to_string() == "failed to acquire reusable stream"
 }
 
-/// The log target of the standalone binary's access lines (one per API
-/// request, written by `host::access_log`).
-pub const ACCESS_TARGET: &str = "shared_board_api::access";
-
 /// Installs `env_logger` (default level `info`, `RUST_LOG` to change it)
-/// behind [`Redacting`] as the process logger; what the binary does.
-///
-/// Access lines ([`ACCESS_TARGET`]) are formatted the same way but written
-/// in batches: env_logger makes one `write` system call per record, which
-/// at tens of thousands of requests a second costs the access log's thread
-/// more than everything else it does. Their writer holds them until the
-/// access log has drained what it had queued and flushes the logger
-/// ([`log::Log::flush`]), like nginx's `access_log ... buffer=`; every
-/// other record is written at once, as before.
+/// behind [`Redacting`] as the process logger; what the binary does. The
+/// binary's access log does not pass through it: its lines are bare JSON
+/// written by `host::access_log` to a destination of their own.
 ///
 /// # Errors
 /// A logger was already installed in this process.
 #[cfg(feature = "demo")]
 pub fn init() -> Result<(), SetLoggerError> {
-    // Both read the same `RUST_LOG` and format the same way.
-    let builder =
-        || env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"));
-    let general = builder().build();
-    let batch = Arc::new(Mutex::new(Vec::with_capacity(BATCH)));
-    let access = builder()
-        .target(env_logger::Target::Pipe(Box::new(Held(Arc::clone(&batch)))))
-        .build();
-    let level = general.filter().max(access.filter());
-    Redacting::new(Split {
-        general,
-        access,
-        batch,
-    })
-    .install(level)
-}
-
-/// Access lines held before they are written at the latest.
-#[cfg(feature = "demo")]
-const BATCH: usize = 64 * 1024;
-
-/// The most one `write(2)` of access lines carries: `PIPE_BUF` on Linux, so
-/// that on a pipe each write lands whole, even with another process (the
-/// other side of a `-u` upgrade) writing to the same one.
-#[cfg(feature = "demo")]
-const ATOMIC_WRITE: usize = 4096;
-
-/// env_logger for every record, with the access lines' own writer.
-#[cfg(feature = "demo")]
-struct Split {
-    general: env_logger::Logger,
-    access: env_logger::Logger,
-    batch: Arc<Mutex<Vec<u8>>>,
-}
-
-#[cfg(feature = "demo")]
-impl Split {
-    fn pick(&self, target: &str) -> &env_logger::Logger {
-        if target == ACCESS_TARGET {
-            &self.access
-        } else {
-            &self.general
-        }
-    }
-}
-
-#[cfg(feature = "demo")]
-impl Log for Split {
-    fn enabled(&self, metadata: &Metadata) -> bool {
-        self.pick(metadata.target()).enabled(metadata)
-    }
-
-    fn log(&self, record: &Record) {
-        self.pick(record.target()).log(record);
-    }
-
-    /// Writes the access lines held so far.
-    fn flush(&self) {
-        self.general.flush();
-        if let Ok(mut batch) = self.batch.lock() {
-            write_lines(&mut batch);
-        }
-    }
-}
-
-/// The access lines' writer as env_logger sees it: env_logger hands it one
-/// whole line per record and flushes after each, and this writer leaves
-/// the flushing to [`Split::flush`], writing by itself only when [`BATCH`]
-/// bytes are held.
-#[cfg(feature = "demo")]
-struct Held(Arc<Mutex<Vec<u8>>>);
-
-#[cfg(feature = "demo")]
-impl Write for Held {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut batch = self
-            .0
-            .lock()
-            .map_err(|_| std::io::Error::other("access log writer poisoned"))?;
-        batch.extend_from_slice(buf);
-        if batch.len() >= BATCH {
-            write_lines(&mut batch);
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Writes and empties `batch` under one lock of stderr, so no other record
-/// of this process lands inside it, in writes of whole lines of at most
-/// [`ATOMIC_WRITE`] bytes (a longer line is one write of its own).
-#[cfg(feature = "demo")]
-fn write_lines(batch: &mut Vec<u8>) {
-    let mut err = std::io::stderr().lock();
-    for chunk in line_chunks(batch, ATOMIC_WRITE) {
-        // Nowhere to report a failed write of the log itself.
-        if err.write_all(chunk).is_err() {
-            break;
-        }
-    }
-    batch.clear();
-}
-
-/// `bytes` cut after newlines into pieces of at most `max` bytes, except a
-/// line longer than `max`, which is a piece of its own.
-#[cfg(any(feature = "demo", test))]
-fn line_chunks(bytes: &[u8], max: usize) -> impl Iterator<Item = &[u8]> {
-    let mut rest = bytes;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let window = &rest[..rest.len().min(max)];
-        let end = if window.len() == rest.len() {
-            rest.len()
-        } else {
-            match window.iter().rposition(|&b| b == b'\n') {
-                Some(i) => i + 1,
-                // One line longer than `max`: up to its end.
-                None => rest
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .map_or(rest.len(), |i| i + 1),
-            }
-        };
-        let (chunk, tail) = rest.split_at(end);
-        rest = tail;
-        Some(chunk)
-    })
+    let logger =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).build();
+    let level = logger.filter();
+    Redacting::new(logger).install(level)
 }
 
 #[cfg(test)]
@@ -448,27 +306,6 @@ mod tests {
             seen.push((record.level(), record.args().to_string()));
         }
         fn flush(&self) {}
-    }
-
-    #[test]
-    fn access_lines_are_written_as_whole_lines_in_bounded_writes() {
-        let chunks = |text: &str, max| -> Vec<String> {
-            line_chunks(text.as_bytes(), max)
-                .map(|c| String::from_utf8_lossy(c).into_owned())
-                .collect()
-        };
-        assert_eq!(chunks("", 8), Vec::<String>::new());
-        assert_eq!(chunks("a\nb\n", 8), ["a\nb\n"]);
-        assert_eq!(chunks("aaa\nbbb\nccc\n", 8), ["aaa\nbbb\n", "ccc\n"]);
-        assert_eq!(chunks("aaaaaaaaaa\nb\n", 8), ["aaaaaaaaaa\n", "b\n"]);
-        assert_eq!(chunks("a\nbbbbbbbbbbbb", 8), ["a\n", "bbbbbbbbbbbb"]);
-        // Every piece is whole lines, none over the bound unless one line is.
-        let text: String = (0..500)
-            .map(|i| format!("{}\n", "x".repeat(i % 97)))
-            .collect();
-        let pieces: Vec<&[u8]> = line_chunks(text.as_bytes(), 256).collect();
-        assert_eq!(pieces.concat(), text.as_bytes());
-        assert!(pieces.iter().all(|p| p.len() <= 256 && p.ends_with(b"\n")));
     }
 
     #[test]

@@ -2,21 +2,17 @@
 //! the share link: every record emitted while serving good and failing
 //! requests is captured behind the same `Redacting` wrapper the binary
 //! installs, and searched. Our own records must be clean even before it.
-//! The access log is on: one line per request, with the path and never the
-//! query, and the board id where a board was read. MCP tool calls, whose
-//! arguments carry the share link, are held to the same.
+//! The access log is on, to a file: one bare JSON line per request, with the
+//! path and never the query, and the board id where a board was read. MCP
+//! tool calls, whose arguments carry the share link, are held to the same.
 
 mod common;
 
 use common::*;
 use std::collections::BTreeMap;
-use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
 static RECORDS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
-/// Notified on every record, for the access lines written by their thread.
-static WRITTEN: Condvar = Condvar::new();
-const ACCESS: &str = "shared_board_api::access";
 static RAW: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 
 struct Capture;
@@ -47,7 +43,6 @@ impl log::Log for Capture {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push((record.target().to_string(), line));
-        WRITTEN.notify_all();
     }
     fn flush(&self) {}
 }
@@ -60,10 +55,14 @@ fn no_log_line_carries_a_secret() {
     .expect("first logger in this test binary");
     log::set_max_level(log::LevelFilter::Trace);
     let p = "LeakCanary7Qx9";
+    let dir = std::env::temp_dir().join(format!("sba-redaction-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let access_file = dir.join("access.log");
     let gw = start_gateway_with(
         "    batch_size: 1\n    fetch_deadline_ms: 1500\n",
         "",
-        "    access_log: true\n",
+        &format!("    access_log: {}\n", access_file.display()),
     );
     // What each request got, to hold the access lines to: (path, status, board).
     let mut sent: Vec<(String, u16, Option<String>)> = Vec::new();
@@ -145,22 +144,9 @@ fn no_log_line_carries_a_secret() {
     assert!(!tokens.is_empty(), "the provider was asked with a token");
     // Each request's line was queued before its connection closed; wait
     // for the writer thread to have written them all.
-    let access = |records: &Vec<(String, String)>| -> Vec<String> {
-        records
-            .iter()
-            .filter(|(target, _)| target == ACCESS)
-            .map(|(_, line)| line.clone())
-            .collect()
-    };
-    let records = WRITTEN
-        .wait_timeout_while(
-            RECORDS.lock().unwrap_or_else(|e| e.into_inner()),
-            Duration::from_secs(30),
-            |records| access(records).len() < sent.len(),
-        )
-        .map(|(records, _)| records.clone())
-        .unwrap_or_else(|e| e.into_inner().0.clone());
-    assert_access_lines(&access(&records), &sent);
+    let access = wait_for_lines(&access_file, sent.len());
+    assert_access_lines(&access, &sent);
+    let records = RECORDS.lock().unwrap_or_else(|e| e.into_inner()).clone();
     assert!(
         records.iter().any(|(_, r)| r.contains("provider")),
         "the client logged: {records:?}"
@@ -171,7 +157,8 @@ fn no_log_line_carries_a_secret() {
     let ours = raw
         .iter()
         .filter(|(target, _)| target.starts_with("shared_board_api"));
-    for (target, line) in ours.chain(records.iter()) {
+    let access = access.iter().map(|l| ("access log".to_string(), l.clone()));
+    for (target, line) in ours.chain(records.iter()).cloned().chain(access) {
         let line = &format!("{target}: {line}");
         assert!(!line.contains(p), "permission id in log: {line}");
         assert!(
@@ -182,9 +169,10 @@ fn no_log_line_carries_a_secret() {
             assert!(!line.contains(token.as_str()), "token in log: {line}");
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// One access line per request, at INFO, as one JSON object: the path without
+/// One access line per request, as one bare JSON object: the path without
 /// its query, the status the client got, and the board id of every request
 /// that got as far as reading a board (all but the `400`s).
 fn assert_access_lines(lines: &[String], sent: &[(String, u16, Option<String>)]) {
@@ -196,10 +184,7 @@ fn assert_access_lines(lines: &[String], sent: &[(String, u16, Option<String>)])
     }
     let mut got: BTreeMap<Key, usize> = BTreeMap::new();
     for line in lines {
-        let json = line
-            .strip_prefix("INFO ")
-            .unwrap_or_else(|| panic!("not at INFO: {line}"));
-        let v: serde_json::Value = serde_json::from_str(json).expect("one JSON object");
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object");
         let path = v["path"].as_str().expect("path").to_string();
         assert!(!path.contains('?'), "{line}");
         if path == "/api/mcp" {

@@ -29,13 +29,38 @@ pub(crate) struct ServerConf {
     /// Accept cleartext HTTP/2 with prior knowledge (default false).
     #[serde(default)]
     pub h2c: Option<bool>,
-    /// One JSON line per API request on `shared_board_api::access` (default false).
+    /// One JSON line per API request: `stdout`, `stderr` (or `true`), a
+    /// file path, or `false` (the default).
     #[serde(default)]
-    pub access_log: Option<bool>,
+    pub access_log: Option<AccessLogConf>,
     /// Access log lines waiting to be written before new ones are dropped
     /// (default 4096).
     #[serde(default)]
     pub access_log_buffer: Option<usize>,
+}
+
+/// `board_api.server.access_log` as written: a switch or a destination.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum AccessLogConf {
+    On(bool),
+    To(String),
+}
+
+/// Where access lines go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessTarget {
+    Stdout,
+    Stderr,
+    /// Appended to, created when missing.
+    File(PathBuf),
+}
+
+/// The access log, when on: its destination and its buffer in lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessLogSettings {
+    pub target: AccessTarget,
+    pub buffer: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -67,8 +92,8 @@ pub(crate) struct ServerSettings {
     pub http2: bool,
     /// Cleartext HTTP/2 with prior knowledge on plain listeners.
     pub h2c: bool,
-    /// `Some(buffer)`: write the access log through a buffer of that many lines.
-    pub access_log: Option<usize>,
+    /// The access log, when on.
+    pub access_log: Option<AccessLogSettings>,
 }
 
 /// Access log lines buffered by default: a few seconds of a busy node's
@@ -153,7 +178,30 @@ impl ServerConf {
             playground: self.playground.unwrap_or(false),
             http2,
             h2c,
-            access_log: self.access_log.unwrap_or(false).then_some(buffer),
+            access_log: access_target(self.access_log)?
+                .map(|target| AccessLogSettings { target, buffer }),
         })
     }
+}
+
+/// `board_api.server.access_log`: off, or where the lines go. A path must be
+/// a file this process can create or append to.
+fn access_target(conf: Option<AccessLogConf>) -> Result<Option<AccessTarget>, ConfigError> {
+    const KEY: &str = "board_api.server.access_log";
+    Ok(match conf {
+        None | Some(AccessLogConf::On(false)) => None,
+        Some(AccessLogConf::On(true)) => Some(AccessTarget::Stderr),
+        Some(AccessLogConf::To(to)) => match to.as_str() {
+            "stdout" => Some(AccessTarget::Stdout),
+            "stderr" | "true" => Some(AccessTarget::Stderr),
+            // A quoted `"false"` means off, not a file named `false`.
+            "false" => None,
+            "" => return fail(KEY, "stdout, stderr, a file path, true or false"),
+            path => {
+                let path = PathBuf::from(path);
+                super::files::writable_file(KEY, &path)?;
+                Some(AccessTarget::File(path))
+            }
+        },
+    })
 }

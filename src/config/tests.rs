@@ -156,7 +156,30 @@ fn errors_name_the_key() {
     let on = server("    h2c: true\n    access_log: true\n    access_log_buffer: 8\n")
         .expect("h2c and the access log");
     assert!(on.server.http2 && on.server.h2c);
-    assert_eq!(on.server.access_log, Some(8));
+    assert_eq!(
+        on.server.access_log,
+        Some(AccessLogSettings {
+            target: AccessTarget::Stderr,
+            buffer: 8
+        })
+    );
+    for (value, target) in [
+        ("stdout", Some(AccessTarget::Stdout)),
+        ("stderr", Some(AccessTarget::Stderr)),
+        ("\"false\"", None),
+        ("false", None),
+        (
+            "./access.log",
+            Some(AccessTarget::File("./access.log".into())),
+        ),
+    ] {
+        let s = server(&format!("    access_log: {value}\n")).expect(value);
+        assert_eq!(s.server.access_log.map(|a| a.target), target, "{value}");
+    }
+    for bad in ["\"\"", "/nonexistent-dir/access.log", "src"] {
+        let e = server(&format!("    access_log: {bad}\n")).expect_err(bad);
+        assert_eq!(e.key, "board_api.server.access_log", "{bad}: {e}");
+    }
     for level in 0..=9 {
         let s = server(&format!("    compression_level: {level}\n")).expect("in range");
         assert_eq!(s.server.compression_level, level);

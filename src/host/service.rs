@@ -112,7 +112,12 @@ pub(crate) fn service(
     );
     let server = &settings.server;
     let mut app = BoardApiService::new(api, server.compression_level);
-    app.access_log = server.access_log.map(AccessLog::new);
+    app.access_log = match &server.access_log {
+        Some(log) => Some(AccessLog::new(log).map_err(|e| {
+            ConfigError::new("board_api.server.access_log", format!("cannot open: {e}"))
+        })?),
+        None => None,
+    };
     let mut service = pingora_proxy::http_proxy_service_with_name(conf, app, "shared-board-api");
     if server.h2c {
         if let Some(proxy) = service.app_logic_mut() {

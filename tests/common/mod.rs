@@ -349,3 +349,25 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
         data = &data[(size + 2).min(data.len())..];
     }
 }
+
+/// The lines of the file at `path` once it holds at least `count` (the
+/// access log's writer thread writes them a few milliseconds after the
+/// answers); panics after 30 s with what it holds.
+#[allow(dead_code)]
+pub fn wait_for_lines(path: &std::path::Path, count: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        if lines.len() >= count {
+            return lines;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of {count} lines in {}:\n{text}",
+            lines.len(),
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
