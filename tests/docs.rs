@@ -160,7 +160,17 @@ board_api:
 ";
 
 /// Environment variables the docs' examples name (`password_env`).
-const ENV: &[(&str, &str)] = &[("SBAPI_REDIS_PASSWORD", "example")];
+const ENV: &[(&str, &str)] = &[
+    ("SBAPI_REDIS_PASSWORD", "example"),
+    (
+        "SBAPI_FLEET_KEY",
+        "an example fleet key of at least thirty-two bytes",
+    ),
+    (
+        "SBAPI_FLEET_KEY_OLD",
+        "the example fleet key before the rotation, 32+",
+    ),
+];
 
 /// Runs `-t` on `yaml`; its exit code and output.
 fn dash_t(yaml: &str, name: &str) -> (i32, String) {
@@ -285,13 +295,17 @@ fn with_key(key: &str, value: &str) -> String {
         over = Value::Mapping(map);
     }
     let mut whole: Value = serde_yaml::from_str(BASE).expect("base");
-    // The fleet tier's keys need its one required key beside them.
-    if key.starts_with("board_api.cache.shared.")
-        && !key.ends_with(".url")
-        && !key.ends_with(".cluster")
-    {
-        let url = "board_api: {cache: {shared: {url: \"redis://127.0.0.1:6379/0\"}}}";
-        merge(&mut whole, serde_yaml::from_str(url).expect("url"));
+    // The fleet tier's keys need its required keys beside them.
+    if key.starts_with("board_api.cache.shared.") {
+        let key_env = "board_api: {cache: {shared: {secret_env: SBAPI_FLEET_KEY}}}";
+        merge(
+            &mut whole,
+            serde_yaml::from_str(key_env).expect("secret_env"),
+        );
+        if !key.ends_with(".url") && !key.ends_with(".cluster") {
+            let url = "board_api: {cache: {shared: {url: \"redis://127.0.0.1:6379/0\"}}}";
+            merge(&mut whole, serde_yaml::from_str(url).expect("url"));
+        }
     }
     merge(&mut whole, over);
     serde_yaml::to_string(&whole).expect("yaml")
