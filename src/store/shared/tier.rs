@@ -534,3 +534,42 @@ fn token() -> String {
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lookup_reply_of_another_shape_is_an_error_of_the_tier() {
+        let value = |b: &'static [u8]| Value::Bytes(Bytes::from_static(b));
+        let good = Value::Array(vec![
+            value(b"doc"),
+            Value::Integer(900),
+            Value::Null,
+            Value::Integer(-2),
+        ]);
+        assert_eq!(
+            entries(good, 2),
+            Ok(vec![(Some(Bytes::from_static(b"doc")), 900), (None, -2)])
+        );
+        let wrong = [
+            Value::Integer(1),
+            Value::Array(vec![value(b"doc"), Value::Integer(900)]),
+            Value::Array(vec![
+                Value::Integer(7),
+                Value::Integer(1),
+                Value::Null,
+                Value::Integer(1),
+            ]),
+            Value::Array(vec![
+                value(b"doc"),
+                value(b"900"),
+                Value::Null,
+                Value::Integer(1),
+            ]),
+        ];
+        for reply in wrong {
+            assert!(entries(reply, 2).is_err());
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Fuzz target for what the fleet tier hands back: arbitrary bytes as a
+//! value read from Redis, and arbitrary bytes as the document inside a value
+//! sealed with the fleet key (what a node of another version, a bug or a
+//! leaked key could write), through the read (tag, header, inflate, the
+//! document check) and, when the value is accepted, every view and
+//! selection as JSON and as Markdown, and the search. Nothing may panic or
+//! overflow a stack, and an accepted document must render every way: a
+//! value that would fail a render must be refused at the read.
+//!
+//! Run: `cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run tier_value -- -max_total_time=600`
+
+#![no_main]
+
+mod common_selections;
+
+use common_selections::SELECTIONS;
+use libfuzzer_sys::fuzz_target;
+use shared_board_api::internals::document::{Completeness, Coverage};
+use shared_board_api::internals::pipeline::{search, LoadedBoard, Representation};
+use shared_board_api::internals::store::shared::check;
+use shared_board_api::internals::store::shared::format::{self, Header};
+use shared_board_api::internals::store::shared::seal::{Seal, Secret};
+use std::sync::LazyLock;
+
+const NAME: &str = "sbapi:{00112233445566778899aabbccddeeff}:doc:full";
+const MAX_BYTES: usize = 1 << 20;
+
+static SEAL: LazyLock<Seal> = LazyLock::new(|| {
+    Seal::new(
+        &Secret::new(b"fuzz-fleet-key-fuzz-fleet-key-32".to_vec()).expect("32 bytes"),
+        None,
+    )
+});
+
+fuzz_target!(|data: &[u8]| {
+    // The bytes as they are, read as a value under NAME.
+    if let Ok((header, json)) = format::decode(data, MAX_BYTES, &SEAL, NAME) {
+        use_value(&header, json);
+    }
+    // The bytes as the document of a value a node sealed; the first byte
+    // is the header's coverage and completeness.
+    let Some((&flags, json)) = data.split_first() else {
+        return;
+    };
+    let header = Header {
+        coverage: if flags & 1 == 0 {
+            Coverage::Full
+        } else {
+            Coverage::Outline
+        },
+        unloaded: u32::from((flags >> 1) & 3),
+        transient: flags & 8 != 0,
+        expires_at_ms: i64::MAX,
+    };
+    let value = format::encode(&header, json, &SEAL, NAME).expect("encodes");
+    let (read, json) = format::decode(&value, MAX_BYTES, &SEAL, NAME).expect("its own value");
+    assert_eq!(read, header);
+    use_value(&header, json);
+});
+
+/// What a node does with a value whose tag verified.
+fn use_value(header: &Header, json: Vec<u8>) {
+    // The board the key is for: the one the document names, when it can
+    // be read (so the check's other rules are reached), else any.
+    let board = serde_json::from_slice::<serde_json::Value>(&json)
+        .ok()
+        .and_then(|v| v["board"]["id"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| "root".to_owned());
+    let Ok(completeness) = check::document(&json, &board, 10_000) else {
+        return;
+    };
+    let announced = Completeness {
+        unloaded: header.unloaded,
+        transient: header.transient,
+    };
+    if completeness != announced {
+        return;
+    }
+    let loaded = LoadedBoard::with_completeness(json, header.coverage, completeness);
+    for selection in SELECTIONS.iter() {
+        if !loaded.serves(selection) {
+            continue;
+        }
+        for scope in ["search", "detail"] {
+            for representation in [Representation::Json, Representation::Markdown] {
+                if let Err(e) = loaded.render_as(representation, scope, selection) {
+                    panic!(
+                        "an accepted document does not render ({representation:?}, {}): {e}",
+                        selection.canonical()
+                    );
+                }
+            }
+        }
+    }
+    let _ = search::search(loaded.document_json(), "a", 20);
+}
