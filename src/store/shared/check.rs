@@ -21,7 +21,7 @@
 //! Markdown (the `tier_value` fuzz target holds it to that).
 
 use super::format::Invalid;
-use crate::document::sanitize::is_sensitive;
+use crate::document::sanitize::{is_sensitive, SENSITIVE_KEYS};
 use crate::document::Completeness;
 use crate::select::stream::MAX_DEPTH;
 
@@ -102,6 +102,18 @@ struct Scan<'a> {
     board: Option<&'a [u8]>,
     completeness: Completeness,
 }
+
+/// Bit `n` set when a sensitive key name has `n` bytes (all are ASCII and
+/// shorter than 32).
+const SENSITIVE_LENGTHS: u32 = {
+    let mut mask = 0u32;
+    let mut i = 0;
+    while i < SENSITIVE_KEYS.len() {
+        mask |= 1 << SENSITIVE_KEYS[i].len();
+        i += 1;
+    }
+    mask
+};
 
 const MALFORMED: Invalid = Invalid("not compact JSON");
 
@@ -249,6 +261,9 @@ impl<'a> Scan<'a> {
             // characters; read the key as it would.
             let quoted = &self.b[start - 1..self.i - 1];
             serde_json::from_slice::<String>(quoted).map_or(true, |k| is_sensitive(&k))
+        } else if key.is_ascii() && SENSITIVE_LENGTHS & (1 << key.len().min(31)) == 0 {
+            // Most keys are passed by their length alone.
+            false
         } else {
             // The document was checked as UTF-8 as a whole.
             std::str::from_utf8(key).map_or(true, is_sensitive)
