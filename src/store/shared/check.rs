@@ -23,7 +23,7 @@
 use super::format::Invalid;
 use crate::document::sanitize::{is_sensitive, SENSITIVE_KEYS};
 use crate::document::Completeness;
-use crate::select::stream::MAX_DEPTH;
+use crate::select::stream::{text_run, MAX_DEPTH};
 
 /// What a container is, for the few members the check reads.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -315,7 +315,7 @@ impl<'a> Scan<'a> {
         self.i += 1; // the opening quote
         let mut escaped = false;
         loop {
-            self.i = plain_run(self.b, self.i);
+            self.i = text_run(self.b, self.i, true);
             match self.b.get(self.i) {
                 Some(b'"') => {
                     self.i += 1;
@@ -424,36 +424,6 @@ impl<'a> Scan<'a> {
         }
         Ok(())
     }
-}
-
-/// The index of the first byte at or after `i` that ends plain string text
-/// (a quote, a backslash or a control character), or `b.len()`. Eight bytes
-/// at a time: most of a document is string text.
-fn plain_run(b: &[u8], mut i: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Bytes equal to zero, or below 0x20, flag their high bit (and maybe
-    // bits above a flagged byte, so the exact byte is found one by one).
-    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
-    while let Some(chunk) = b.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word);
-        let stops = below(x ^ (ONES * u64::from(b'"')), 1)
-            | below(x ^ (ONES * u64::from(b'\\')), 1)
-            | below(x, 0x20);
-        if stops != 0 {
-            break;
-        }
-        i += 8;
-    }
-    while let Some(&c) = b.get(i) {
-        if c == b'"' || c == b'\\' || c < 0x20 {
-            return i;
-        }
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]

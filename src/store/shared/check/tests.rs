@@ -132,11 +132,15 @@ fn the_string_scan_finds_every_stop() {
         for stop in [b'"', b'\\', 0x01, 0x1f] {
             let mut t = text.to_vec();
             t[at] = stop;
-            assert_eq!(plain_run(&t, 0), at);
+            assert_eq!(text_run(&t, 0, true), at);
+            assert_eq!(
+                text_run(&t, 0, false),
+                if stop < 0x20 { t.len() } else { at }
+            );
         }
-        assert_eq!(plain_run(text, at), text.len());
+        assert_eq!(text_run(text, at, true), text.len());
     }
     // Bytes at or above 0x20 and non-ASCII UTF-8 are plain.
     let s = "é 😀 ~\x7f".repeat(5);
-    assert_eq!(plain_run(s.as_bytes(), 0), s.len());
+    assert_eq!(text_run(s.as_bytes(), 0, true), s.len());
 }
