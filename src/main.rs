@@ -72,6 +72,10 @@ fn main() -> ExitCode {
         None => Captured::default(),
     };
     let demo = cli.demo.is_some();
+    // What the demo's help says of the capture (the boards move to the sample).
+    let captured_help = captured
+        .root()
+        .map(|root| (root.to_owned(), captured.board_ids().len()));
     let settings = if demo {
         // `--demo -c FILE` runs FILE's settings against the sample upstream.
         let text = match &cli.pingora.conf {
@@ -81,7 +85,7 @@ fn main() -> ExitCode {
             }),
             None => DEMO_CONF.to_string(),
         };
-        demo_settings(&text, captured.clone(), cli.listen)
+        demo_settings(&text, captured, cli.listen)
             .map(|(settings, sample)| (settings, Some(sample)))
     } else {
         match &cli.pingora.conf {
@@ -137,7 +141,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     if demo {
-        print_demo_help(&settings, &captured);
+        print_demo_help(&settings, captured_help);
     }
     server.run_forever()
 }
@@ -189,7 +193,7 @@ fn capture(conf: Option<&str>, link: &str, out: &Path) -> ExitCode {
     }
 }
 
-fn print_demo_help(settings: &Settings, captured: &Captured) {
+fn print_demo_help(settings: &Settings, captured: Option<(String, usize)>) {
     let base = settings
         .listen()
         .first()
@@ -206,8 +210,7 @@ fn print_demo_help(settings: &Settings, captured: &Captured) {
     if settings.playground() {
         println!("playground: open {base}/ in a browser");
     }
-    if let Some(root) = captured.root() {
-        let boards = captured.board_ids().len();
+    if let Some((root, boards)) = captured {
         println!(
             "captured board {root} ({boards} board{}), any permission id: \
              https://app.milanote.com/{root}/captured?p=any",
