@@ -66,6 +66,7 @@
 mod api;
 #[cfg(feature = "demo")]
 pub mod capture;
+mod client_addr;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -82,6 +83,7 @@ mod store;
 
 pub use api::respond::{ApiResponse, Served};
 pub use api::{BoardApi, RequestParts};
+pub use client_addr::{Cidr, TrustedProxies};
 pub use host::Answered;
 
 /// Not a public interface: the crate's internal modules, re-exported for its

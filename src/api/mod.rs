@@ -14,6 +14,7 @@ pub mod share_link;
 mod shared;
 pub mod timing;
 
+use crate::client_addr::TrustedProxies;
 use crate::config::{ApiSettings, ConfigError, McpSettings};
 use crate::encoding;
 use crate::metrics;
@@ -111,6 +112,8 @@ pub struct BoardApi {
     parsed: ParseMemo,
     boards: Boards,
     limiter: Option<RateLimiter>,
+    /// Whose forwarding headers name the client (default: nobody's).
+    proxies: TrustedProxies,
     /// `/api` unless configured: the endpoints are `{prefix}/search` and
     /// `{prefix}/detail`.
     prefix: String,
@@ -151,6 +154,7 @@ impl BoardApi {
             parsed: ParseMemo::default(),
             boards,
             limiter: settings.rate_limit.map(RateLimiter::new),
+            proxies: TrustedProxies::none(),
             prefix: settings.prefix.clone(),
             claim_prefix: settings.claim_prefix,
             answer_all_paths: false,
@@ -171,6 +175,22 @@ impl BoardApi {
     /// or the provider client cannot be built.
     pub fn from_file(path: &std::path::Path) -> Result<Self, ConfigError> {
         Self::new(&ApiSettings::from_file(path)?)
+    }
+
+    /// Believes the forwarding headers (`Forwarded`, `X-Forwarded-For`) of
+    /// requests whose TCP peer is one of `proxies`, so the rate limit (and
+    /// the standalone access log) see the client behind a balancer; see
+    /// [`TrustedProxies::client`]. Default: no proxy trusted. Only requests
+    /// through [`BoardApi::handle`] and [`BoardApi::serve`] are resolved: a
+    /// host calling [`BoardApi::respond`] passes the client it determined.
+    pub fn trust_proxies(mut self, proxies: TrustedProxies) -> Self {
+        self.proxies = proxies;
+        self
+    }
+
+    /// The proxies whose forwarding headers are believed.
+    pub(crate) fn proxies(&self) -> &TrustedProxies {
+        &self.proxies
     }
 
     /// Standalone mode: every path is ours, and unknown ones are `404 NOT_FOUND`.

@@ -3,6 +3,7 @@
 //! access log). An embedding host never needs this section.
 
 use super::{fail, ConfigError};
+use crate::client_addr::TrustedProxies;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -37,6 +38,10 @@ pub(crate) struct ServerConf {
     /// (default 4096).
     #[serde(default)]
     pub access_log_buffer: Option<usize>,
+    /// Networks of the balancers whose forwarding headers name the client
+    /// (default none).
+    #[serde(default)]
+    pub trusted_proxies: Option<Vec<String>>,
 }
 
 /// `board_api.server.access_log` as written: a switch or a destination.
@@ -94,6 +99,8 @@ pub(crate) struct ServerSettings {
     pub h2c: bool,
     /// The access log, when on.
     pub access_log: Option<AccessLogSettings>,
+    /// Whose forwarding headers name the client.
+    pub trusted_proxies: TrustedProxies,
 }
 
 /// Access log lines buffered by default: a few seconds of a busy node's
@@ -180,6 +187,10 @@ impl ServerConf {
             h2c,
             access_log: access_target(self.access_log)?
                 .map(|target| AccessLogSettings { target, buffer }),
+            trusted_proxies: TrustedProxies::parse(
+                self.trusted_proxies.iter().flatten().map(String::as_str),
+            )
+            .or_else(|e| fail("board_api.server.trusted_proxies", e))?,
         })
     }
 }

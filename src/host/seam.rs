@@ -50,12 +50,7 @@ impl BoardApi {
         let req = session.req_header();
         let head = req.method == http::Method::HEAD;
         let parts = RequestParts::new(&req.method, req.uri.path(), req.uri.query(), &req.headers)
-            .with_client_ip(
-                session
-                    .client_addr()
-                    .and_then(|a| a.as_inet())
-                    .map(|a| a.ip()),
-            )
+            .with_client_ip(self.client_ip(session))
             .with_body(&body);
         let Some(mut response) = self.respond(parts).await else {
             return Ok(None);
@@ -78,6 +73,14 @@ impl BoardApi {
             );
         }
         Ok(Some(answered))
+    }
+
+    /// The client of the request: the TCP peer, or, when the peer is a
+    /// trusted proxy ([`BoardApi::trust_proxies`]), the client its
+    /// forwarding headers name.
+    pub(crate) fn client_ip(&self, session: &Session) -> Option<std::net::IpAddr> {
+        let peer = session.client_addr()?.as_inet()?.ip();
+        Some(self.proxies().client(peer, &session.req_header().headers))
     }
 
     /// A summary of the request for the host's log lines, for paths this

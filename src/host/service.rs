@@ -60,10 +60,7 @@ impl ProxyHttp for BoardApiService {
                     uri: req.uri.clone(),
                     answered,
                     elapsed: started.elapsed(),
-                    client: session
-                        .client_addr()
-                        .and_then(|a| a.as_inet())
-                        .map(|a| a.ip()),
+                    client: self.api.client_ip(session),
                 });
             }
             return Ok(true);
@@ -108,7 +105,8 @@ pub(crate) fn service(
         BoardApi::new(&settings.api)?
             .answer_all_paths()
             .serve_playground(settings.server.playground)
-            .compress_renders(settings.server.compression_level > 0),
+            .compress_renders(settings.server.compression_level > 0)
+            .trust_proxies(settings.server.trusted_proxies.clone()),
     );
     let server = &settings.server;
     let mut app = BoardApiService::new(api, server.compression_level);
