@@ -162,7 +162,14 @@ if run 4; then
     # Node A of each loads the board cold and stores it; node B reads it.
     times "$BA" "$BIG" "$p" > /dev/null
     times "$AA" "$BIG" "$p" > /dev/null
-    sleep 0.5
+    # Until both stores (off the request path) have landed and the locks
+    # are released, so that node B reads rather than waits for a load.
+    for _ in $(seq 100); do
+      docs=$(redis-cli -p "$REDIS_PORT" --scan --pattern '*:doc:full' | grep -c '^\(before\|after\):' || true)
+      locks=$(redis-cli -p "$REDIS_PORT" --scan --pattern '*:lock:*' | wc -l)
+      [ "$docs" -ge $(( 2 * i )) ] && [ "$locks" -eq 0 ] && break
+      sleep 0.05
+    done
     if (( i % 2 )); then
       shared "$BB" "$p" "$TMP/sh-before.txt"; shared "$AB" "$p" "$TMP/sh-after.txt"
     else
