@@ -341,7 +341,7 @@ impl BoardApi {
         let board_id = &request.link.board_id;
         // Provider texts are redacted by the client; the link is never logged.
         let document = outcome.map_err(|e| {
-            log_failure(board_id, started.elapsed(), &e);
+            log_failure(board_id, started.elapsed(), &e, source);
             api_error(e)
         })?;
         log::debug!(
@@ -370,7 +370,7 @@ impl BoardApi {
             )
             .await
             .map_err(|e| {
-                log::error!("board {board_id}: {e:?}");
+                log::error!("board {board_id}: {e}");
                 api_error(e)
             })?;
         let mut response = respond::success(
@@ -390,19 +390,32 @@ impl BoardApi {
     }
 }
 
-/// A failed load in the log, at the level of whose it is: the client's
-/// (a denied or missing board: DEBUG), the provider's (5xx, timeouts,
-/// malformed answers: WARN), ours (a bug: ERROR). Overload is ours by
-/// design, not a fault: WARN, since an operator sizes the limits.
-fn log_failure(board_id: &str, after: Duration, e: &LoadError) {
+/// A failed load in the log, in words, at the level of whose it is: the
+/// client's (a denied or missing board: DEBUG), the provider's (5xx,
+/// timeouts, malformed answers: WARN), ours (a bug: ERROR). Overload is ours
+/// by design, not a fault: WARN, since an operator sizes the limits.
+///
+/// Only the request that met the failure logs it at that level: one WARN
+/// per failed load. Requests that joined that load, or got the failure
+/// from the error cache during `error_ttl_seconds`, log it at DEBUG, so an
+/// outage is one line per failure, not one per request.
+fn log_failure(board_id: &str, after: Duration, e: &LoadError, source: Source) {
+    let ms = after.as_secs_f64() * 1000.0;
+    if source != Source::Miss {
+        log::debug!(
+            "board {board_id}: {e} (again, {} in {ms:.1} ms)",
+            source.name()
+        );
+        return;
+    }
     match e {
         LoadError::Fetch(FetchError::AccessDenied | FetchError::NotFound) => {
-            log::debug!("board {board_id} refused by the provider after {after:?}: {e:?}")
+            log::debug!("board {board_id} refused after {ms:.0} ms: {e}")
         }
         LoadError::Fetch(_) | LoadError::Overloaded => {
-            log::warn!("board {board_id} failed after {after:?}: {e:?}")
+            log::warn!("board {board_id} failed after {ms:.0} ms: {e}")
         }
-        LoadError::Internal(_) => log::error!("board {board_id} failed after {after:?}: {e:?}"),
+        LoadError::Internal(_) => log::error!("board {board_id} failed after {ms:.0} ms: {e}"),
     }
 }
 

@@ -58,6 +58,16 @@ pub enum LoadError {
     Internal(String),
 }
 
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Fetch(e) => e.fmt(f),
+            LoadError::Overloaded => f.write_str("too many cold loads waiting (503 OVERLOADED)"),
+            LoadError::Internal(text) => write!(f, "internal error: {text}"),
+        }
+    }
+}
+
 /// Which level answered a request for a board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {

@@ -131,11 +131,11 @@ impl BoardApi {
         served.cache = Some(source.name());
         metrics::cache(source != Source::Miss);
         let doc = outcome.map_err(|e| {
-            log_failure(board_id, started.elapsed(), &e);
+            log_failure(board_id, started.elapsed(), &e, source);
             api_error(e)
         })?;
         let internal = |e| {
-            log::error!("board {board_id}: {e:?}");
+            log::error!("board {board_id}: {e}");
             api_error(e)
         };
         let core = match search {

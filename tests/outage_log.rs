@@ -1,0 +1,89 @@
+//! During a provider outage the log says so once per failed load, in words:
+//! one WARN for the request that met the failure, DEBUG for the requests
+//! that joined its load or got it from the error cache afterwards.
+
+mod common;
+
+use common::*;
+use std::sync::Mutex;
+
+/// (level, target, message) of every record.
+static RECORDS: Mutex<Vec<(log::Level, String, String)>> = Mutex::new(Vec::new());
+
+struct Capture;
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, r: &log::Record) {
+        RECORDS.lock().unwrap_or_else(|e| e.into_inner()).push((
+            r.level(),
+            r.target().to_string(),
+            r.args().to_string(),
+        ));
+    }
+    fn flush(&self) {}
+}
+
+/// Our records about `board` at `level`.
+fn count(level: log::Level, board: &str) -> usize {
+    RECORDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(l, t, m)| *l == level && t.starts_with("shared_board_api") && m.contains(board))
+        .count()
+}
+
+#[test]
+fn one_warn_per_failed_load_in_words() {
+    log::set_boxed_logger(Box::new(Capture)).expect("first logger");
+    log::set_max_level(log::LevelFilter::Debug);
+    // Failures are remembered for a minute here, so no reload happens
+    // within the test on a slow machine.
+    let gw = start_gateway("", "  cache:\n    error_ttl_seconds: 60\n");
+    let board = "fault-500";
+
+    // One after another: the first loads and fails, the rest replay it.
+    let target = format!("/api/search?url={}", link(board, "first"));
+    for _ in 0..6 {
+        assert_eq!(request(gw.addr, "GET", &target, &[]).status, 502);
+    }
+    assert_eq!(
+        count(log::Level::Warn, board),
+        1,
+        "{:#?}",
+        RECORDS.lock().unwrap()
+    );
+    assert_eq!(count(log::Level::Debug, &format!("{board}: ")), 5);
+
+    // At once, for another link: they share one load, and one line.
+    let target = format!("/api/detail?url={}", link(board, "second"));
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| assert_eq!(request(gw.addr, "GET", &target, &[]).status, 502));
+        }
+    });
+    let records = RECORDS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let warns: Vec<&String> = records
+        .iter()
+        .filter(|(l, t, m)| {
+            *l == log::Level::Warn && t.starts_with("shared_board_api") && m.contains(board)
+        })
+        .map(|(_, _, m)| m)
+        .collect();
+    assert_eq!(warns.len(), 2, "{warns:#?}");
+    for line in warns {
+        // Words, not a Rust Debug rendering.
+        assert!(
+            line.contains("failed after") && line.contains("provider error"),
+            "{line}"
+        );
+        assert!(
+            !line.contains("Fetch(") && !line.contains("Upstream("),
+            "{line}"
+        );
+    }
+    drop(gw);
+}
