@@ -113,7 +113,7 @@ mod tests {
         assert!(location.owns("/api/other") && !rebuilt.owns("/api/other"));
         assert!(!location.owns("/other"));
 
-        std::fs::write(&path, "board_api:\n  provider: {}\n").expect("write");
+        std::fs::write(&path, "board_api:\n  prefix: nope\n").expect("write");
         assert!(BoardApi::shared_from_file(&path).is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
