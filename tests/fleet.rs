@@ -75,7 +75,10 @@ fn a_fleet_loads_a_board_once_and_a_new_node_starts_warm() {
     let _one = serial();
     let redis = Redis::start();
     let proxy = Proxy::start(&redis.socket());
-    let tier = tier(&proxy.url(), "");
+    // A call's timeout well above what a busy machine takes: this test is
+    // about the fleet's lock, and a tier call that times out is (rightly)
+    // "no tier", which loads again.
+    let tier = tier(&proxy.url(), "      timeout_ms: 2000\n");
 
     // What one node costs the provider for this board: the baseline.
     let single = start_gateway("", "");
@@ -168,7 +171,7 @@ fn a_read_board_on_one_node_and_on_another_cost_one_load() {
     let _one = serial();
     let redis = Redis::start();
     let proxy = Proxy::start(&redis.socket());
-    let tier = tier(&proxy.url(), "");
+    let tier = tier(&proxy.url(), "      timeout_ms: 2000\n");
     let nodes: Vec<Gateway> = (0..2).map(|_| start_gateway("", &tier)).collect();
     let share = format!("https://app.milanote.com/{BOARD}/slug?p=fleet-mcp");
     let args = serde_json::json!({"url": share});
