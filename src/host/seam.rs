@@ -39,14 +39,7 @@ impl BoardApi {
     /// # Errors
     /// None, as [`BoardApi::handle`].
     pub async fn serve(&self, session: &mut Session) -> Result<Option<Answered>> {
-        let limit = {
-            let req = session.req_header();
-            self.body_limit(&req.method, req.uri.path())
-        };
-        let body = match limit {
-            Some(limit) => read_body(session, limit).await,
-            None => Vec::new(),
-        };
+        let body = self.request_body(session).await;
         let req = session.req_header();
         let head = req.method == http::Method::HEAD;
         let parts = RequestParts::new(&req.method, req.uri.path(), req.uri.query(), &req.headers)
@@ -81,6 +74,23 @@ impl BoardApi {
     pub(crate) fn client_ip(&self, session: &Session) -> Option<std::net::IpAddr> {
         let peer = session.client_addr()?.as_inet()?.ip();
         Some(self.proxies().client(peer, &session.req_header().headers))
+    }
+
+    /// The request's body as [`BoardApi::respond`] wants it in
+    /// [`RequestParts::with_body`]: read from the `Session` for a request
+    /// that has one to read (a `POST` to the MCP endpoint), at most one byte
+    /// past its limit (then answered `413`); empty for every other request,
+    /// whose body is left alone. For a host that calls `respond` itself
+    /// with a `Session` at hand (a gateway plugin).
+    pub async fn request_body(&self, session: &mut Session) -> Vec<u8> {
+        let limit = {
+            let req = session.req_header();
+            self.body_limit(&req.method, req.uri.path())
+        };
+        match limit {
+            Some(limit) => read_body(session, limit).await,
+            None => Vec::new(),
+        }
     }
 
     /// A summary of the request for the host's log lines, for paths this
