@@ -9,6 +9,7 @@
 //! standalone binary needs (`board_api.server`, inside [`Settings`]: listeners,
 //! TLS, metrics endpoint, compression, playground).
 
+mod builder;
 mod cache;
 mod files;
 mod limits;
@@ -21,6 +22,7 @@ mod shared;
 use crate::governance::Limits;
 use crate::provider::client::ProviderSettings;
 use crate::store::{CacheSettings, SharedSettings};
+pub use builder::ApiSettingsBuilder;
 use cache::CacheConf;
 pub(crate) use files::writable_file;
 use limits::LimitsConf;
