@@ -253,9 +253,23 @@ fn upgrade_hands_over_the_listener_without_failing_a_request() {
         .collect();
     std::thread::sleep(Duration::from_millis(500));
 
-    // The new process waits for the listener; the old one sends it on SIGQUIT.
+    // The steps of docs/operations.md, "Zero-downtime upgrade".
+    // 1. The new configuration checked with the flags of step 2.
+    let check = Command::new(bin)
+        .args(["-t", "-u", "-c"])
+        .arg(&conf)
+        .output()
+        .expect("run -t -u");
+    assert!(
+        check.status.success(),
+        "-t -u refused the configuration: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    // 2. The new process waits on upgrade_sock for the listener.
     procs.0.push(start(bin, &conf, &dir.join("new.log")));
     std::thread::sleep(Duration::from_secs(1));
+    // 3. SIGQUIT to the old process (in the foreground, as here, by its
+    // pid; a daemon started with -d is found by its pid_file).
     signal(&procs.0[0], "-QUIT");
     let old_exit = wait_exit(&mut procs.0[0], Duration::from_secs(60));
     // Only the new process can answer now.
