@@ -1,7 +1,7 @@
 //! The board for agents: a Model Context Protocol server on `POST
 //! {prefix}/mcp` (Streamable HTTP, JSON-RPC 2.0 answered as
 //! `application/json`, never a stream), with two read-only tools,
-//! `read_board` and `search_board` ([`tools`]). Pingora-free, like the rest
+//! `read_board` and `search_board` (`tools`). Pingora-free, like the rest
 //! of the API: request parts and the body in, an [`ApiResponse`] out.
 //!
 //! Both eras on one endpoint ([`era`]): 2026-07-28 (stateless:

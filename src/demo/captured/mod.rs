@@ -37,7 +37,7 @@ impl Captured {
     /// Reads the capture in `dir` (see `shared-board-api --capture`).
     ///
     /// # Errors
-    /// A [`ReadError`] naming the file and the fault; a capture file is
+    /// A `ReadError` naming the file and the fault; a capture file is
     /// untrusted input (sizes are bounded, names and ids checked).
     pub fn load(dir: &Path) -> Result<Captured, ReadError> {
         let loaded = index::read(dir)?;
