@@ -5,9 +5,9 @@
 //! body, ETag, the headers of the API's contract), and pingap's whole output
 //! at `info`, access log included, must hold no share link or permission id.
 //!
-//! Ignored by a plain `cargo test` (the pingap build takes minutes): `.ci/run`
-//! builds it first (`scripts/pingap-host.sh --build`), then runs
-//! `cargo test --test pingap -- --ignored`.
+//! Ignored by a plain `cargo test` (the pingap build takes minutes) and not
+//! yet run by `.ci/run`: build pingap first (`scripts/pingap-host.sh
+//! --build`), then run `cargo test --test pingap -- --ignored`.
 
 mod common;
 
@@ -245,7 +245,7 @@ fn post(addr: SocketAddr, target: &str, body: &str) -> Response {
 }
 
 #[test]
-#[ignore = "builds and runs pingap: .ci/run runs it after scripts/pingap-host.sh --build"]
+#[ignore = "needs a pingap build: scripts/pingap-host.sh --build, then --ignored"]
 fn pingap_answers_as_the_standalone_service_and_logs_no_secret() {
     let dir = std::env::temp_dir().join(format!("sba-pingap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -386,7 +386,7 @@ fn pingap_binary() -> PathBuf {
 }
 
 #[test]
-#[ignore = "builds and runs pingap: .ci/run runs it after scripts/pingap-host.sh --build"]
+#[ignore = "needs a pingap build: scripts/pingap-host.sh --build, then --ignored"]
 fn pingap_t_refuses_a_board_api_file_the_binary_refuses() {
     let pingap = pingap_binary();
     let dir = std::env::temp_dir().join(format!("sba-pingap-t-{}", std::process::id()));
