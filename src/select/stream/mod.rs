@@ -17,6 +17,10 @@
 //! it, can take a walk deeper than that (the normalizer writes at most 120
 //! levels; what the fleet tier hands back is checked before it is used).
 
+mod text;
+
+pub(crate) use text::text_run;
+
 use super::compile::{Program, Step};
 use crate::document::model::{self, Model, NodeId};
 
@@ -240,38 +244,6 @@ pub fn skip(doc: &[u8], at: usize) -> Walk<usize> {
     };
     r.skip_value()?;
     Ok(r.i)
-}
-
-/// The index of the first byte at or after `i` that ends a run of plain
-/// string text: a quote or a backslash, and with `controls` a control
-/// character too; `b.len()` when there is none. Eight bytes at a time (most
-/// of a document is string text), then byte by byte to find the one.
-pub(crate) fn text_run(b: &[u8], mut i: usize, controls: bool) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // The high bit of each byte below `n` (n <= 0x80) is set; a borrow may
-    // also set bits above such a byte, never without one.
-    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
-    let control = if controls { 0x20 } else { 0 };
-    while let Some(chunk) = b.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word);
-        let stops = below(x ^ (ONES * u64::from(b'"')), 1)
-            | below(x ^ (ONES * u64::from(b'\\')), 1)
-            | below(x, control);
-        if stops != 0 {
-            break;
-        }
-        i += 8;
-    }
-    while let Some(&c) = b.get(i) {
-        if c == b'"' || c == b'\\' || (controls && c < 0x20) {
-            return i;
-        }
-        i += 1;
-    }
-    i
 }
 
 /// A cursor over compact JSON, and how many containers the walk is inside.
