@@ -1,0 +1,97 @@
+//! A fleet tier read, piece by piece, on the ~5.3 MB document of the
+//! 7,000-card TipTap board (`benches/gen_board.py`): what a shared hit costs
+//! a node before the document is served.
+//!
+//! - `open`: the HMAC-SHA256 tag over the stored value (about 1 MB);
+//! - `inflate`: zstd to the document's compact JSON;
+//! - `check`: the document check (`store::shared::check::document`);
+//! - `decode`: `format::decode` (tag, header, inflate, `fetchedAt`);
+//! - `read`: `decode` then `check`, the whole CPU work of a shared hit;
+//! - `utf8`: `std::str::from_utf8` over the document, a floor for any pass
+//!   that reads every byte.
+//!
+//! Run: `cargo bench --bench tier -- --warm-up-time 1 --measurement-time 3`
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use serde_json::Value;
+use shared_board_api::internals::document::Coverage;
+use shared_board_api::internals::pipeline::load;
+use shared_board_api::internals::provider::answer::Answer;
+use shared_board_api::internals::provider::Fetched;
+use shared_board_api::internals::store::shared::check;
+use shared_board_api::internals::store::shared::format::{self, Header};
+use shared_board_api::internals::store::shared::seal::{Seal, Secret};
+use std::hint::black_box;
+
+const NAME: &str = "sbapi:{00112233445566778899aabbccddeeff}:doc:full";
+
+/// The loaded 7,000-card board's document JSON and its board id.
+fn document() -> (Vec<u8>, String) {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new("python3")
+        .arg(format!("{dir}/benches/gen_board.py"))
+        .output()
+        .expect("python3 runs benches/gen_board.py");
+    let body: Value = serde_json::from_slice(&out.stdout).expect("the generator writes JSON");
+    let root = body["boardIds"][0]
+        .as_str()
+        .expect("a root board")
+        .to_owned();
+    let raw = bytes::Bytes::from(out.stdout);
+    let answer = Answer::parse_bytes(&raw).expect("an answer");
+    let mut fetched = Fetched::new(&root, 0);
+    fetched.fetched_time_ms = answer.fields.get("fetchedTime").and_then(Value::as_i64);
+    fetched.merge_answer(answer);
+    fetched.loaded_boards.insert(root.clone());
+    let board = load::build(fetched, &root, "milanote", Coverage::Full).expect("it loads");
+    (board.document_json().to_vec(), root)
+}
+
+fn tier(c: &mut Criterion) {
+    let (json, board_id) = document();
+    let seal = Seal::new(
+        &Secret::new(b"bench-fleet-key-bench-fleet-key-".to_vec()).expect("32 bytes"),
+        None,
+    );
+    let header = Header {
+        coverage: Coverage::Full,
+        unloaded: 0,
+        transient: false,
+        expires_at_ms: i64::MAX,
+    };
+    let value = format::encode(&header, &json, &seal, NAME).expect("encodes");
+    let max = 64 << 20;
+    let nodes = 1_000_000;
+    println!("document {} bytes, value {} bytes", json.len(), value.len());
+    check::document(&json, &board_id, nodes).expect("the service's own document checks out");
+
+    let mut g = c.benchmark_group("tier/tiptap-7000");
+    g.throughput(Throughput::Bytes(json.len() as u64));
+    g.bench_function("open", |b| {
+        b.iter(|| black_box(seal.open(NAME, black_box(&value)).is_some()))
+    });
+    // The format's body: zstd at its level (1).
+    let body = zstd::bulk::compress(&json, 1).expect("compresses");
+    g.bench_function("inflate", |b| {
+        b.iter(|| black_box(zstd::bulk::decompress(black_box(&body), json.len()).is_ok()))
+    });
+    g.bench_function("utf8", |b| {
+        b.iter(|| black_box(std::str::from_utf8(black_box(&json)).is_ok()))
+    });
+    g.bench_function("check", |b| {
+        b.iter(|| black_box(check::document(black_box(&json), &board_id, nodes).is_ok()))
+    });
+    g.bench_function("decode", |b| {
+        b.iter(|| black_box(format::decode(black_box(&value), max, &seal, NAME).is_ok()))
+    });
+    g.bench_function("read", |b| {
+        b.iter(|| {
+            let (_, json) = format::decode(black_box(&value), max, &seal, NAME).expect("decodes");
+            black_box(check::document(&json, &board_id, nodes).is_ok())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, tier);
+criterion_main!(benches);
