@@ -8,16 +8,21 @@
 //! - `decode`: `format::decode` (tag, header, inflate, `fetchedAt`);
 //! - `read`: `decode` then `check`, the whole CPU work of a shared hit;
 //! - `utf8`: `std::str::from_utf8` over the document, a floor for any pass
-//!   that reads every byte.
+//!   that reads every byte;
+//! - `full/walked` and `full/noted`: the full view's render (its ETag) on
+//!   the board as a provider load keeps it, which walks the document for
+//!   its top-level entries, and as a shared hit keeps it, with the entries
+//!   the check noted.
 //!
 //! Run: `cargo bench --bench tier -- --warm-up-time 1 --measurement-time 3`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::Value;
 use shared_board_api::internals::document::Coverage;
-use shared_board_api::internals::pipeline::load;
+use shared_board_api::internals::pipeline::{load, LoadedBoard};
 use shared_board_api::internals::provider::answer::Answer;
 use shared_board_api::internals::provider::Fetched;
+use shared_board_api::internals::select::{Selection, View};
 use shared_board_api::internals::store::shared::check;
 use shared_board_api::internals::store::shared::format::{self, Header};
 use shared_board_api::internals::store::shared::seal::{Seal, Secret};
@@ -90,6 +95,15 @@ fn tier(c: &mut Criterion) {
             black_box(check::document(&json, &board_id, nodes).is_ok())
         })
     });
+    let full = Selection::view(View::Full);
+    let walked = LoadedBoard::from_json(json.clone());
+    let checked = check::document(&json, &board_id, nodes).expect("checks out");
+    let noted = LoadedBoard::from_json(json.clone()).with_entries(checked.entries);
+    for (name, board) in [("full/walked", &walked), ("full/noted", &noted)] {
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(board.render("detail", &full).is_ok()))
+        });
+    }
     g.finish();
 }
 

@@ -66,9 +66,10 @@ fn use_value(header: &Header, json: Vec<u8>) {
         .ok()
         .and_then(|v| v["board"]["id"].as_str().map(str::to_owned))
         .unwrap_or_else(|| "root".to_owned());
-    let Ok(completeness) = check::document(&json, &board, 10_000) else {
+    let Ok(checked) = check::document(&json, &board, 10_000) else {
         return;
     };
+    let completeness = checked.completeness;
     let announced = Completeness {
         unloaded: header.unloaded,
         transient: header.transient,
@@ -76,7 +77,15 @@ fn use_value(header: &Header, json: Vec<u8>) {
     if completeness != announced {
         return;
     }
-    let loaded = LoadedBoard::with_completeness(json, header.coverage, completeness);
+    // As a node keeps it: with the entries the check noted, whose full
+    // render must carry the same ETag as a walk of the document gives.
+    let walked = LoadedBoard::with_completeness(json.clone(), header.coverage, completeness);
+    let loaded = LoadedBoard::with_completeness(json, header.coverage, completeness)
+        .with_entries(checked.entries);
+    if let Some(full) = SELECTIONS.iter().find(|s| s.is_full() && loaded.serves(s)) {
+        let tag = |board: &LoadedBoard| board.render("detail", full).map(|r| r.etag);
+        assert_eq!(tag(&loaded).ok(), tag(&walked).ok(), "the noted entries hash as the walk");
+    }
     for selection in SELECTIONS.iter() {
         if !loaded.serves(selection) {
             continue;

@@ -28,6 +28,7 @@ pub use render::{render, RenderError, Rendered};
 use crate::document::{Completeness, Coverage};
 use crate::select::Selection;
 use bytes::Bytes;
+use std::ops::Range;
 
 /// Which representation of a selection a response carries: the JSON
 /// envelope (the default) or the Markdown text of its `data`.
@@ -64,6 +65,10 @@ pub struct LoadedBoard {
     envelope: Bytes,
     coverage: Coverage,
     completeness: Completeness,
+    /// The spans of the document's top-level entries, when a pass that read
+    /// the whole document noted them (the fleet tier's check); empty when
+    /// not known.
+    entries: Box<[Range<usize>]>,
 }
 
 impl LoadedBoard {
@@ -108,7 +113,22 @@ impl LoadedBoard {
             envelope: render::exact(envelope),
             coverage,
             completeness,
+            entries: Box::default(),
         }
+    }
+
+    /// This board, with the byte ranges of its document's top-level entries
+    /// (`"key":value`, offsets into [`LoadedBoard::document_json`]) as a pass
+    /// over the whole document found them: the full view's ETag then hashes
+    /// them without walking the document again. The caller vouches for them
+    /// (a pass that read every byte found them); ranges not even shaped like
+    /// the entries of the object (`{`, each starting with a quote, apart by
+    /// one `,`, then `}`) are not kept, and the render walks instead.
+    pub fn with_entries(mut self, entries: Vec<Range<usize>>) -> Self {
+        if tiles(self.document_json(), &entries) {
+            self.entries = entries.into_boxed_slice();
+        }
+        self
     }
 
     /// The sanitized document, compact JSON.
@@ -172,7 +192,12 @@ impl LoadedBoard {
             );
         }
         if selection.is_full() {
-            return render::render_envelope(scope, &selection.canonical(), &self.envelope);
+            return render::render_envelope(
+                scope,
+                &selection.canonical(),
+                &self.envelope,
+                &self.entries,
+            );
         }
         render::render_bytes(
             scope,
@@ -184,8 +209,29 @@ impl LoadedBoard {
 
     /// The heap bytes this board holds, for the cache's byte budget.
     pub fn weight(&self) -> usize {
-        std::mem::size_of::<Self>() + self.envelope.len()
+        std::mem::size_of::<Self>()
+            + self.envelope.len()
+            + std::mem::size_of_val::<[Range<usize>]>(&self.entries)
     }
+}
+
+/// Whether `entries` are the entries of the object `doc`, one after
+/// another: each starts with a key's quote, the first right after the `{`,
+/// each next one after a `,`, and the last ends at the `}`.
+fn tiles(doc: &[u8], entries: &[Range<usize>]) -> bool {
+    let mut at = 1;
+    for (n, entry) in entries.iter().enumerate() {
+        let before = if n == 0 { b'{' } else { b',' };
+        if entry.start != at
+            || entry.end <= entry.start
+            || doc.get(entry.start - 1) != Some(&before)
+            || doc.get(entry.start) != Some(&b'"')
+        {
+            return false;
+        }
+        at = entry.end + 1;
+    }
+    !entries.is_empty() && at == doc.len() && doc.last() == Some(&b'}')
 }
 
 #[cfg(test)]
@@ -195,6 +241,36 @@ mod tests {
 
     fn board(doc: serde_json::Value) -> LoadedBoard {
         LoadedBoard::from_json(serde_json::to_vec(&doc).expect("serializes"))
+    }
+
+    /// A full render hashes the noted entries to the very tag a walk of the
+    /// document gives; entries that do not tile the document are not kept.
+    #[test]
+    fn noted_entries_give_the_walks_etag() {
+        use crate::select::View;
+        let json = br#"{"version":1,"fetchedAt":"t","board":{"id":"b","t":"}\"{"},"n":[]}"#;
+        let spans = |cuts: &[usize]| -> Vec<Range<usize>> {
+            cuts.windows(2).map(|w| w[0] + 1..w[1]).collect()
+        };
+        let commas: Vec<usize> = [0, 12, 28, 58, json.len() - 1].to_vec();
+        assert_eq!(&json[commas[3]..commas[3] + 5], b",\"n\":");
+        let full = Selection::view(View::Full);
+        let walked = LoadedBoard::from_json(json.to_vec());
+        let noted = LoadedBoard::from_json(json.to_vec()).with_entries(spans(&commas));
+        assert_eq!(noted.entries.len(), 4);
+        let tag = |b: &LoadedBoard| b.render("detail", &full).expect("renders").etag;
+        assert_eq!(tag(&noted), tag(&walked));
+        for bad in [
+            vec![],
+            spans(&commas[..4]),
+            vec![0..json.len()],
+            vec![1..13, 13..28, 29..58, 59..json.len() - 1],
+            vec![1..12, 13..28, 30..58, 59..json.len() - 1],
+        ] {
+            let board = LoadedBoard::from_json(json.to_vec()).with_entries(bad.clone());
+            assert!(board.entries.is_empty(), "{bad:?}");
+            assert_eq!(tag(&board), tag(&walked));
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::select::Selection;
 use bytes::Bytes;
 use http::HeaderValue;
 use serde_json::Value;
+use std::ops::Range;
 use xxhash_rust::xxh3::Xxh3;
 
 /// A rendered success body and its weak ETag: what a selection of one
@@ -134,7 +135,10 @@ pub fn render_bytes(
 }
 
 /// [`render_bytes`] of the full view, whose body is `envelope` (the
-/// document inside `{"ok":true,"data":...}`): shared, not copied.
+/// document inside `{"ok":true,"data":...}`): shared, not copied. With
+/// `entries`, the spans of the document's top-level entries (see
+/// [`super::LoadedBoard::with_entries`]), the ETag hashes them without
+/// walking the document; empty, the document is walked.
 ///
 /// # Errors
 /// [`RenderError`] when the document is not compact JSON (it always is).
@@ -142,12 +146,23 @@ pub fn render_envelope(
     scope: &str,
     canonical: &str,
     envelope: &Bytes,
+    entries: &[Range<usize>],
 ) -> Result<Rendered, RenderError> {
     let end = envelope.len().checked_sub(1).ok_or(Malformed)?;
     let data = envelope.get(PREFIX.len()..end).ok_or(Malformed)?;
+    let etag = if entries.is_empty() {
+        etag_of(scope, canonical, data)?
+    } else {
+        let mut hasher = etag_hasher(scope, canonical);
+        for span in entries {
+            let entry = data.get(span.clone()).ok_or(Malformed)?;
+            hash_entry(&mut hasher, entry);
+        }
+        weak_etag(hasher.digest128())
+    };
     Ok(Rendered {
         body: envelope.clone(),
-        etag: etag_of(scope, canonical, data)?,
+        etag,
     })
 }
 
@@ -214,18 +229,28 @@ pub(crate) const PREFIX: &[u8] = br#"{"ok":true,"data":"#;
 /// The weak ETag of `data` (compact JSON of an object) for the endpoint
 /// `scope` and the canonical selection: every entry but `fetchedAt`.
 fn etag_of(scope: &str, canonical: &str, data: &[u8]) -> Result<HeaderValue, RenderError> {
+    let mut hasher = etag_hasher(scope, canonical);
+    entries(data, |_, entry| hash_entry(&mut hasher, entry))?;
+    Ok(weak_etag(hasher.digest128()))
+}
+
+/// The hasher of a JSON ETag, fed the endpoint and the canonical selection.
+fn etag_hasher(scope: &str, canonical: &str) -> Xxh3 {
     let mut hasher = Xxh3::new();
     hasher.update(scope.as_bytes());
     hasher.update(b"\0");
     hasher.update(canonical.as_bytes());
     hasher.update(b"\0");
-    entries(data, |key, entry| {
-        if key != "fetchedAt" {
-            hasher.update(entry);
-            hasher.update(b"\0");
-        }
-    })?;
-    Ok(weak_etag(hasher.digest128()))
+    hasher
+}
+
+/// One top-level entry (`"key":value`) into a JSON ETag: every entry but
+/// `fetchedAt`, so that a reload of unchanged content keeps its tag.
+fn hash_entry(hasher: &mut Xxh3, entry: &[u8]) {
+    if !entry.starts_with(b"\"fetchedAt\":") {
+        hasher.update(entry);
+        hasher.update(b"\0");
+    }
 }
 
 /// `body` as `Bytes` without spare capacity: the cache weighs a body by its

@@ -5,7 +5,7 @@
 /// The index of the first byte at or after `i` that ends a run of plain
 /// string text: a quote or a backslash, and with `controls` a control
 /// character too; `b.len()` when there is none. Eight bytes at a time (most
-/// of a document is string text), then byte by byte to find the one.
+/// of a document is string text), the last few byte by byte.
 pub(crate) fn text_run(b: &[u8], mut i: usize, controls: bool) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -21,7 +21,9 @@ pub(crate) fn text_run(b: &[u8], mut i: usize, controls: bool) -> usize {
             | below(x ^ (ONES * u64::from(b'\\')), 1)
             | below(x, control);
         if stops != 0 {
-            break;
+            // The lowest flagged byte is always a real stop (a borrow only
+            // flags bytes above one).
+            return i + (stops.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
@@ -32,4 +34,46 @@ pub(crate) fn text_run(b: &[u8], mut i: usize, controls: bool) -> usize {
         i += 1;
     }
     i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::text_run;
+
+    fn naive(b: &[u8], i: usize, controls: bool) -> usize {
+        (i..b.len())
+            .find(|&j| b[j] == b'"' || b[j] == b'\\' || (controls && b[j] < 0x20))
+            .unwrap_or(b.len())
+    }
+
+    /// Every stop byte (and its neighbours, which must not stop) at every
+    /// place of a 20-byte run, after fillers that make borrows likely.
+    #[test]
+    fn finds_the_first_stop_as_a_byte_loop_would() {
+        let probes = [
+            0x00, 0x01, 0x1f, 0x20, 0x21, b'"', b'#', b'[', b'\\', b']', 0x7f, 0x80, 0xc3, 0xff,
+        ];
+        for filler in [b'a', 0x00, 0x21, 0x23, 0x5d, 0x80, 0xff] {
+            for at in 0..20 {
+                for probe in probes {
+                    for second in [None, Some(b'"'), Some(0x01)] {
+                        let mut b = vec![filler; 20];
+                        b[at] = probe;
+                        if let Some(s) = second {
+                            b[(at + 3) % 20] = s;
+                        }
+                        for start in [0, 1, 5] {
+                            for controls in [false, true] {
+                                assert_eq!(
+                                    text_run(&b, start, controls),
+                                    naive(&b, start, controls),
+                                    "{b:?} from {start}, controls {controls}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

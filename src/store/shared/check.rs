@@ -19,11 +19,16 @@
 //!
 //! Whatever it accepts, every view and selection renders as JSON and as
 //! Markdown (the `tier_value` fuzz target holds it to that).
+//!
+//! The pass also notes where each top-level entry of the document lies,
+//! so that the full view's ETag, which hashes those entries, does not need
+//! a second walk over the document ([`crate::pipeline::LoadedBoard::with_entries`]).
 
 use super::format::Invalid;
 use crate::document::sanitize::{is_sensitive, SENSITIVE_KEYS};
 use crate::document::Completeness;
 use crate::select::stream::{text_run, MAX_DEPTH};
+use std::ops::Range;
 
 /// What a container is, for the few members the check reads.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,13 +69,22 @@ enum Wanted {
     Reason,
 }
 
+/// What the check found in a document it accepts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// The nested boards not loaded, as counted here.
+    pub completeness: Completeness,
+    /// The byte ranges of the top-level entries (`"key":value`), in order.
+    pub entries: Vec<Range<usize>>,
+}
+
 /// Checks `json`, a document read from the tier for `board_id`, against
 /// what this service writes (see the module doc), and returns its
-/// completeness as counted here.
+/// completeness as counted here and where its top-level entries lie.
 ///
 /// # Errors
 /// [`Invalid`] naming the first thing that does not check out.
-pub fn document(json: &[u8], board_id: &str, max_nodes: usize) -> Result<Completeness, Invalid> {
+pub fn document(json: &[u8], board_id: &str, max_nodes: usize) -> Result<Checked, Invalid> {
     std::str::from_utf8(json).map_err(|_| Invalid("not UTF-8"))?;
     let mut scan = Scan {
         b: json,
@@ -81,6 +95,8 @@ pub fn document(json: &[u8], board_id: &str, max_nodes: usize) -> Result<Complet
         source_board: None,
         board: None,
         completeness: Completeness::default(),
+        entries: Vec::new(),
+        entry_start: 0,
     };
     if json.first() != Some(&b'{') {
         return Err(Invalid("not an object"));
@@ -89,7 +105,10 @@ pub fn document(json: &[u8], board_id: &str, max_nodes: usize) -> Result<Complet
     if scan.source_board != Some(board_id.as_bytes()) || scan.board != Some(board_id.as_bytes()) {
         return Err(Invalid("another board"));
     }
-    Ok(scan.completeness)
+    Ok(Checked {
+        completeness: scan.completeness,
+        entries: scan.entries,
+    })
 }
 
 struct Scan<'a> {
@@ -101,19 +120,60 @@ struct Scan<'a> {
     source_board: Option<&'a [u8]>,
     board: Option<&'a [u8]>,
     completeness: Completeness,
+    /// The top-level entries read so far, and where the current one began.
+    entries: Vec<Range<usize>>,
+    entry_start: usize,
 }
 
-/// Bit `n` set when a sensitive key name has `n` bytes (all are ASCII and
-/// shorter than 32).
-const SENSITIVE_LENGTHS: u32 = {
-    let mut mask = 0u32;
+/// For each key length below 32, a bit for the first letter and one for
+/// the last (`a` to `z`, ASCII case ignored) of each sensitive key name of
+/// that length: an ASCII key whose two bits are not both set cannot be
+/// sensitive, which passes nearly every key of a document without
+/// comparing it to the names (all are ASCII letters, shorter than 32).
+const SENSITIVE_ENDS: [(u32, u32); 32] = {
+    let mut table = [(0u32, 0u32); 32];
     let mut i = 0;
     while i < SENSITIVE_KEYS.len() {
-        mask |= 1 << SENSITIVE_KEYS[i].len();
+        let name = SENSITIVE_KEYS[i].as_bytes();
+        let (first, last) = table[name.len()];
+        table[name.len()] = (
+            first | letter_bit(name[0]),
+            last | letter_bit(name[name.len() - 1]),
+        );
         i += 1;
     }
-    mask
+    table
 };
+
+/// The bit of an ASCII letter in a [`SENSITIVE_ENDS`] entry; 0 for any
+/// other byte.
+const fn letter_bit(byte: u8) -> u32 {
+    match byte | 0x20 {
+        lower @ b'a'..=b'z' => 1 << (lower - b'a'),
+        _ => 0,
+    }
+}
+
+/// Whether the key whose text (as written, without escapes) is `key`
+/// names a sensitive field, as [`is_sensitive`] reads it.
+fn sensitive_key(key: &[u8]) -> bool {
+    match key.first() {
+        None => false,
+        Some(&first) if key.is_ascii() => {
+            let last = key[key.len() - 1];
+            SENSITIVE_ENDS
+                .get(key.len())
+                .is_some_and(|&(firsts, lasts)| {
+                    firsts & letter_bit(first) != 0 && lasts & letter_bit(last) != 0
+                })
+                && SENSITIVE_KEYS
+                    .iter()
+                    .any(|name| name.as_bytes().eq_ignore_ascii_case(key))
+        }
+        // Other characters may fold to ASCII letters: the full comparison.
+        Some(_) => std::str::from_utf8(key).map_or(true, is_sensitive),
+    }
+}
 
 const MALFORMED: Invalid = Invalid("not compact JSON");
 
@@ -168,6 +228,10 @@ impl<'a> Scan<'a> {
             // After a value: the next entry or item, or the end of
             // containers.
             loop {
+                if self.stack.len() == 1 {
+                    // A value of the document itself ends here.
+                    self.entries.push(self.entry_start..self.i);
+                }
                 let Some(top) = self.stack.last().copied() else {
                     return if self.i == self.b.len() {
                         Ok(())
@@ -249,6 +313,9 @@ impl<'a> Scan<'a> {
         if self.peek()? != b'"' {
             return Err(MALFORMED);
         }
+        if self.stack.len() == 1 {
+            self.entry_start = self.i;
+        }
         let start = self.i + 1;
         let escaped = self.string()?;
         let key = &self.b[start..self.i - 1];
@@ -261,12 +328,8 @@ impl<'a> Scan<'a> {
             // characters; read the key as it would.
             let quoted = &self.b[start - 1..self.i - 1];
             serde_json::from_slice::<String>(quoted).map_or(true, |k| is_sensitive(&k))
-        } else if key.is_ascii() && SENSITIVE_LENGTHS & (1 << key.len().min(31)) == 0 {
-            // Most keys are passed by their length alone.
-            false
         } else {
-            // The document was checked as UTF-8 as a whole.
-            std::str::from_utf8(key).map_or(true, is_sensitive)
+            sensitive_key(key)
         };
         if sensitive {
             return Err(Invalid("a sensitive field"));

@@ -128,7 +128,8 @@ fn verified(
 ) -> Result<LoadedBoard, format::Invalid> {
     let limits = tier.limits();
     let (header, json) = format::decode(value, limits.max_document_bytes, tier.seal(), key)?;
-    let completeness = check::document(&json, board_id, limits.max_nodes)?;
+    let checked = check::document(&json, board_id, limits.max_nodes)?;
+    let completeness = checked.completeness;
     let announced = Completeness {
         unloaded: header.unloaded,
         transient: header.transient,
@@ -136,11 +137,10 @@ fn verified(
     if completeness != announced {
         return Err(format::Invalid("completeness differs from the header"));
     }
-    Ok(LoadedBoard::with_completeness(
-        json,
-        header.coverage,
-        completeness,
-    ))
+    Ok(
+        LoadedBoard::with_completeness(json, header.coverage, completeness)
+            .with_entries(checked.entries),
+    )
 }
 
 /// Encodes a loaded document on the pool and stores it for `ttl`; one too

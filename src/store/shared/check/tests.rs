@@ -10,7 +10,7 @@ fn doc(board: &str) -> String {
 }
 
 fn check(json: &str) -> Result<Completeness, Invalid> {
-    document(json.as_bytes(), "b", 100)
+    document(json.as_bytes(), "b", 100).map(|checked| checked.completeness)
 }
 
 #[test]
@@ -143,4 +143,70 @@ fn the_string_scan_finds_every_stop() {
     // Bytes at or above 0x20 and non-ASCII UTF-8 are plain.
     let s = "é 😀 ~\x7f".repeat(5);
     assert_eq!(text_run(s.as_bytes(), 0, true), s.len());
+}
+
+/// The check's key filter reads keys exactly as the sanitizer does: every
+/// sensitive name in any ASCII case, with letters that fold to ASCII, and
+/// the keys a document is made of.
+#[test]
+fn keys_are_sensitive_exactly_as_the_sanitizer_says() {
+    let mut keys: Vec<String> = Vec::new();
+    for name in SENSITIVE_KEYS {
+        keys.push(name.to_owned());
+        keys.push(name.to_ascii_uppercase());
+        let mut chars: Vec<char> = name.chars().collect();
+        chars[0] = chars[0].to_ascii_uppercase();
+        keys.push(chars.iter().collect());
+        // The same length, another first letter; one letter changed.
+        keys.push(format!("q{}", &name[1..]));
+        keys.push(format!("{}q", &name[..name.len() - 1]));
+        keys.push(name.replace('k', "\u{212a}").replace('s', "\u{17f}"));
+    }
+    for key in [
+        "",
+        "a",
+        "id",
+        "type",
+        "text",
+        "attrs",
+        "marks",
+        "content",
+        "children",
+        "location",
+        "position",
+        "section",
+        "title",
+        "élément",
+        "\u{212a}",
+        "tokens",
+        "creators",
+        "_id",
+    ] {
+        keys.push(key.to_owned());
+    }
+    for key in keys {
+        assert_eq!(sensitive_key(key.as_bytes()), is_sensitive(&key), "{key:?}");
+    }
+}
+
+/// The entries the check notes are the document's top-level `"key":value`
+/// spans, as the selection walk's `entries` reads them.
+#[test]
+fn the_top_level_entries_are_noted() {
+    for json in [
+        doc(""),
+        doc(r#"{"id":"c","type":"CARD","children":[]},{"id":"d","type":"CARD"}"#),
+        r#"{"source":{"boardId":"b"},"x":{},"y":[],"z":"}","board":{"id":"b"},"n":1}"#.to_owned(),
+    ] {
+        let checked = document(json.as_bytes(), "b", 100).expect("it checks out");
+        let mut walked = Vec::new();
+        crate::select::stream::entries(json.as_bytes(), |_, entry| walked.push(entry.to_vec()))
+            .expect("it walks");
+        let noted: Vec<Vec<u8>> = checked
+            .entries
+            .iter()
+            .map(|span| json.as_bytes()[span.clone()].to_vec())
+            .collect();
+        assert_eq!(noted, walked, "{json}");
+    }
 }
