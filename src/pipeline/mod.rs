@@ -263,7 +263,7 @@ mod tests {
         for bad in [
             vec![],
             spans(&commas[..4]),
-            vec![0..json.len()],
+            std::iter::once(0..json.len()).collect(),
             vec![1..13, 13..28, 29..58, 59..json.len() - 1],
             vec![1..12, 13..28, 30..58, 59..json.len() - 1],
         ] {
