@@ -10,7 +10,9 @@
 
 use serde_json::{Map, Value};
 use shared_board_api::internals::document::{Completeness, Coverage};
-use shared_board_api::internals::pipeline::{load, markdown, reference, Representation};
+use shared_board_api::internals::pipeline::{
+    load, markdown, reference, LoadedBoard, Representation,
+};
 use shared_board_api::internals::provider::fetched::comments_of;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
@@ -97,12 +99,24 @@ fn assert_same(fetched: &Fetched, what: &str) -> usize {
     assert_eq!(outline.completeness(), fast.completeness(), "{what}");
     // What the fleet tier accepts back: every document the service writes,
     // with the completeness it was written with.
+    // Kept with the entries the check noted, its full view carries the
+    // ETag a walk of the document gives.
     for built in [&fast, &outline] {
+        let checked = check::document(built.document_json(), &fetched.root_id, usize::MAX);
         assert_eq!(
-            check::document(built.document_json(), &fetched.root_id, usize::MAX),
+            checked.as_ref().map(|c| c.completeness),
             Ok(fast.completeness()),
             "{what}: the tier's check"
         );
+        let noted = LoadedBoard::with_completeness(
+            built.document_json().to_vec(),
+            built.coverage(),
+            built.completeness(),
+        )
+        .with_entries(checked.map(|c| c.entries).unwrap_or_default());
+        let full = Selection::view(View::Full);
+        let tag = |board: &LoadedBoard| board.render("detail", &full).map(|r| r.etag).ok();
+        assert_eq!(tag(&noted), tag(built), "{what}: the full view's ETag");
     }
     let mut outlined = 0;
     let mut markdown = 0;
