@@ -20,7 +20,8 @@
 //! proportion to its depth, not the thread's stack.
 
 use crate::document::reading::{number, reading_order, ReadingKey};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -85,6 +86,11 @@ impl std::error::Error for SearchError {}
 
 /// Searches `doc` (the compact JSON of a sanitized full document) for
 /// `query` (already trimmed, non-empty), listing at most `limit` matches.
+/// A field of another type than a document's counts as absent, and an
+/// element that is not an object is left out (see `readable`): any document
+/// the fleet tier's check accepts is searched. Each element is read by a
+/// parser of its own, so the reader's depth follows the document's, which
+/// every document bounds (`select::stream::MAX_DEPTH`).
 ///
 /// # Errors
 /// [`SearchError`] when `doc` is not a board document.
@@ -232,29 +238,29 @@ struct Doc<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Node<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     id: Cow<'a, str>,
-    #[serde(rename = "type", borrow, default)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "readable")]
     kind: Cow<'a, str>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     title: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     rich_text: Option<Text<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     caption: Option<Text<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     url: Option<Cow<'a, str>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "readable")]
     file: Option<FileRef>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     table: Option<Table<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable_items")]
     comments: Vec<Comment<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     location: Option<Location<'a>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "readable")]
     children_loaded: Option<bool>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable_items")]
     children: Vec<Node<'a>>,
 }
 
@@ -293,8 +299,37 @@ impl Node<'_> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Text<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     plain_text: Cow<'a, str>,
+}
+
+/// A field as this reader types it, or its default when the document holds
+/// something else there: a document read back from the fleet tier is
+/// checked for its structure, not for the type of every field (a node of
+/// another version may write another shape), and a search must not fail
+/// on it.
+fn readable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    let raw = <&'de RawValue>::deserialize(d)?;
+    Ok(serde_json::from_str(raw.get()).unwrap_or_default())
+}
+
+/// A list as [`readable`] reads a field, item by item: an item that cannot
+/// be read is left out (with what is below it), the others are kept.
+fn readable_items<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let raw = <&'de RawValue>::deserialize(d)?;
+    let items: Vec<&'de RawValue> = serde_json::from_str(raw.get()).unwrap_or_default();
+    Ok(items
+        .into_iter()
+        .filter_map(|item| serde_json::from_str(item.get()).ok())
+        .collect())
 }
 
 impl Text<'_> {
@@ -311,7 +346,7 @@ struct FileRef {
 
 #[derive(Deserialize)]
 struct Table<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     rows: Vec<Vec<Cell<'a>>>,
 }
 
@@ -320,7 +355,7 @@ struct Table<'a> {
 struct Cell<'a> {
     #[serde(default)]
     value: Option<Value>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     rich_text: Option<Text<'a>>,
 }
 
@@ -337,15 +372,15 @@ impl Cell<'_> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Comment<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     rich_text: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
 struct Location<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "readable")]
     section: Option<Cow<'a, str>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "readable")]
     position: Option<Position>,
 }
 

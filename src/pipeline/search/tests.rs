@@ -162,3 +162,28 @@ fn matches_come_in_reading_order() {
     let found = search(&d, "words", 20).expect("searches");
     assert_eq!(ids(&found), ["first", "second", "right", "below"]);
 }
+
+/// A document of another shape (fields of other types, as a node of
+/// another version might write one to the fleet tier) is searched for what
+/// can be read: a field of another type counts as absent, an element that
+/// is not an object is left out, the search never fails.
+#[test]
+fn fields_of_other_types_count_as_absent() {
+    let mixed = json!([
+        {"id": "a", "type": "CARD", "title": 5, "richText": {"plainText": "lisbon tram"},
+         "caption": "lisbon as a string", "url": ["lisbon"], "childrenLoaded": "yes",
+         "comments": [7, {"richText": {"plainText": "lisbon again"}}],
+         "location": {"section": 3, "position": "top"}, "children": {"id": "x"}},
+        17,
+        {"id": 9, "type": "CARD", "title": "Lisbon by night", "children": [card("c", "lisbon")]},
+        {"id": "d", "type": "CARD", "richText": 5, "children": null}
+    ]);
+    let found = search(&doc(mixed), "lisbon", 10).expect("searched");
+    assert_eq!(ids(&found), ["a", "", "c"]);
+    assert_eq!(found.matches[0].field, "text");
+    assert_eq!(found.matches[1].field, "title");
+    // The root's own fields too.
+    let root = br#"{"board":{"id":"r","type":["BOARD"],"title":{"t":1},"children":[{"id":"c","type":"CARD","title":"Lisbon"}]}}"#;
+    let found = search(root, "lisbon", 10).expect("searched");
+    assert_eq!((found.board.title.as_str(), ids(&found)), ("", vec!["c"]));
+}
