@@ -135,6 +135,24 @@ pub fn decode(
     seal: &Seal,
     name: &str,
 ) -> Result<(Header, Vec<u8>), Invalid> {
+    decode_framed(value, max_len, seal, name, &[], &[])
+}
+
+/// [`decode`], the document inflated straight between `front` and `back`
+/// in one buffer, `buffer[front.len()..buffer.len() - back.len()]`: a
+/// caller that keeps the document inside an envelope gets it without
+/// copying megabytes.
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_framed(
+    value: &[u8],
+    max_len: usize,
+    seal: &Seal,
+    name: &str,
+    front: &[u8],
+    back: &[u8],
+) -> Result<(Header, Vec<u8>), Invalid> {
     let value = seal
         .open(name, value)
         .ok_or(Invalid("tag does not verify"))?;
@@ -148,15 +166,19 @@ pub fn decode(
         return Err(Invalid("document over the size limit"));
     }
     let body = &value[FIXED + fetched_len..];
-    let json =
-        zstd::bulk::decompress(body, json_len).map_err(|_| Invalid("body does not inflate"))?;
-    if json.len() != json_len {
+    let end = front.len() + json_len;
+    let mut buffer = vec![0; end + back.len()];
+    buffer[..front.len()].copy_from_slice(front);
+    let inflated = zstd::bulk::decompress_to_buffer(body, &mut buffer[front.len()..end])
+        .map_err(|_| Invalid("body does not inflate"))?;
+    if inflated != json_len {
         return Err(Invalid("length differs"));
     }
-    if fetched_at(&json).unwrap_or_default() != fetched {
+    buffer[end..].copy_from_slice(back);
+    if fetched_at(&buffer[front.len()..end]).unwrap_or_default() != fetched {
         return Err(Invalid("fetchedAt differs"));
     }
-    Ok((header, json))
+    Ok((header, buffer))
 }
 
 /// The provider's refusal of a link (`403` or `404`), shared until
@@ -233,6 +255,10 @@ mod tests {
             assert_eq!(header(&stored), Ok(header_of(coverage)));
             let (h, json) = decode(&stored, DOC.len(), &seal(), NAME).expect("decodes");
             assert_eq!((h, json.as_slice()), (header_of(coverage), DOC));
+            let (h, framed) = decode_framed(&stored, DOC.len(), &seal(), NAME, b"<<", b">")
+                .expect("decodes");
+            assert_eq!(h, header_of(coverage));
+            assert_eq!(framed, [b"<<".as_slice(), DOC, b">"].concat());
         }
     }
 

@@ -9,7 +9,7 @@ use super::format::{self, Header};
 use super::tier::{Lock, Looked, SharedTier};
 use crate::document::{Completeness, Coverage};
 use crate::governance::WorkPool;
-use crate::pipeline::LoadedBoard;
+use crate::pipeline::{render, LoadedBoard};
 use crate::provider::error::FetchError;
 use crate::store::load::Loader;
 use crate::store::{CacheSettings, Doc, LoadError, LoadTiming};
@@ -127,8 +127,18 @@ fn verified(
     board_id: &str,
 ) -> Result<LoadedBoard, format::Invalid> {
     let limits = tier.limits();
-    let (header, json) = format::decode(value, limits.max_document_bytes, tier.seal(), key)?;
-    let checked = check::document(&json, board_id, limits.max_nodes)?;
+    // Inflated inside the envelope the board is kept in, so as not to copy it.
+    let (front, back) = (render::PREFIX, b"}");
+    let (header, envelope) = format::decode_framed(
+        value,
+        limits.max_document_bytes,
+        tier.seal(),
+        key,
+        front,
+        back,
+    )?;
+    let json = &envelope[front.len()..envelope.len() - back.len()];
+    let checked = check::document(json, board_id, limits.max_nodes)?;
     let completeness = checked.completeness;
     let announced = Completeness {
         unloaded: header.unloaded,
@@ -138,7 +148,7 @@ fn verified(
         return Err(format::Invalid("completeness differs from the header"));
     }
     Ok(
-        LoadedBoard::with_completeness(json, header.coverage, completeness)
+        LoadedBoard::from_envelope(envelope, header.coverage, completeness)
             .with_entries(checked.entries),
     )
 }
