@@ -335,6 +335,10 @@ impl<'a> Scan<'a> {
             return Err(Invalid("a sensitive field"));
         }
         let top = self.stack.last().map_or(Role::Other, |f| f.role);
+        if top == Role::Other {
+            // Most objects of a document (rich text, positions, ...).
+            return Ok((Role::Other, Wanted::None));
+        }
         Ok(match (top, key) {
             (Role::Root, b"source") => (Role::Source, Wanted::None),
             (Role::Root, b"board") => (Role::Node { root: true }, Wanted::None),
