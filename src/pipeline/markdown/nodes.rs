@@ -108,13 +108,40 @@ fn children<'d, 'a>(
 }
 
 /// `children` in reading order, from the `location` the selection kept.
-fn in_reading_order<'d, 'a>(children: &'d [V<'a>]) -> impl Iterator<Item = &'d V<'a>> {
-    let keys: Vec<ReadingKey> = children.iter().map(reading_key).collect();
-    reading::reading_order(&keys)
-        .into_iter()
-        .map(move |i| &children[i])
+/// Children already in order (fewer than two, a column's notes, a
+/// selection without `location`) are walked as given, without a copy or a
+/// sort; the check stops at the first child out of order. Otherwise each
+/// child is paired with its key and the pairs are sorted once.
+fn in_reading_order<'d, 'a>(children: &'d [V<'a>]) -> Children<'d, 'a> {
+    if children.len() < 2 || reading::in_order(children.iter().map(reading_key)) {
+        return Children::Given(children.iter());
+    }
+    let mut keyed: Vec<(ReadingKey, &V)> = children.iter().map(|c| (reading_key(c), c)).collect();
+    reading::sort(&mut keyed);
+    Children::Sorted(keyed.into_iter())
 }
 
+/// The children of a node, in reading order ([`in_reading_order`]).
+enum Children<'d, 'a> {
+    /// Already in reading order.
+    Given(std::slice::Iter<'d, V<'a>>),
+    /// Sorted by their keys.
+    Sorted(std::vec::IntoIter<(ReadingKey, &'d V<'a>)>),
+}
+
+impl<'d, 'a> Iterator for Children<'d, 'a> {
+    type Item = &'d V<'a>;
+
+    fn next(&mut self) -> Option<&'d V<'a>> {
+        match self {
+            Children::Given(children) => children.next(),
+            Children::Sorted(keyed) => keyed.next().map(|(_, child)| child),
+        }
+    }
+}
+
+/// The reading key of a child, from its `location` (see
+/// [`crate::document::reading`]).
 fn reading_key(node: &V) -> ReadingKey {
     let location = node.get("location");
     let position = location.and_then(|l| l.get("position"));
