@@ -69,6 +69,7 @@ impl fmt::Display for Invalid {
 /// over 4 GiB.
 pub fn encode(header: &Header, json: &[u8], seal: &Seal, name: &str) -> Result<Vec<u8>, Invalid> {
     let fetched_at = fetched_at(json).unwrap_or_default();
+    // Never refused: `fetched_at` is at most 255 bytes.
     let fetched_len = u8::try_from(fetched_at.len()).map_err(|_| Invalid("fetchedAt too long"))?;
     let json_len = u32::try_from(json.len()).map_err(|_| Invalid("document too large"))?;
     let compressed = zstd::bulk::compress(json, LEVEL).map_err(|_| Invalid("compression"))?;
@@ -218,13 +219,17 @@ fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
 }
 
 /// The `fetchedAt` string of a document's compact JSON: a top-level member
-/// written before `board`, so it sits in the first bytes.
+/// written before `board`, so it sits in the first bytes. `None` (nothing
+/// repeated in the header, on write and on read alike) when it is not
+/// there or longer than the header's one-byte length: this service writes
+/// an RFC 3339 time, and a document sealed with the fleet key is stored
+/// whatever it holds, its content judged on the way back ([`super::check`]).
 fn fetched_at(json: &[u8]) -> Option<&[u8]> {
     const KEY: &[u8] = b"\"fetchedAt\":\"";
     let head = &json[..json.len().min(1024)];
     let start = head.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
     let len = head[start..].iter().position(|&b| b == b'"')?;
-    Some(&head[start..start + len])
+    (len <= usize::from(u8::MAX)).then(|| &head[start..start + len])
 }
 
 #[cfg(test)]
@@ -320,6 +325,26 @@ mod tests {
             read_failure(&teapot, &seal(), name),
             Err(Invalid("not a shared status"))
         );
+    }
+
+    /// Found by the `tier_value` fuzz target: a document whose `fetchedAt`
+    /// was over 255 bytes could not be encoded at all (`encode` refused it
+    /// with an error its docs do not name). Such a value is stored and read
+    /// back like any other, with no `fetchedAt` repeated in its header.
+    #[test]
+    fn a_fetched_at_longer_than_the_header_holds_round_trips() {
+        for len in [255, 256, 900] {
+            let doc = format!(
+                r#"{{"version":1,"source":{{"provider":"milanote","boardId":"b"}},"fetchedAt":"{}","board":{{"id":"b","type":"BOARD","title":"T","children":[]}}}}"#,
+                "7".repeat(len)
+            );
+            let header = header_of(Coverage::Full);
+            let stored = encode(&header, doc.as_bytes(), &seal(), NAME).expect("encodes");
+            let fetched_len = usize::from(stored[FIXED - 1]);
+            assert_eq!(fetched_len, if len == 255 { 255 } else { 0 }, "{len}");
+            let (h, json) = decode(&stored, 1 << 20, &seal(), NAME).expect("decodes");
+            assert_eq!((h, json.as_slice()), (header, doc.as_bytes()), "{len}");
+        }
     }
 
     #[test]
