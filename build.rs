@@ -14,6 +14,11 @@ const TABLES: &[(&str, &str)] = &[
 ];
 
 fn main() {
+    // Without a rerun-if-changed line cargo reruns this script, and then
+    // rebuilds the crate and everything above it (a host such as the pingap
+    // build of scripts/pingap-host.sh), whenever any file of the package
+    // changes, docs and scripts included.
+    println!("cargo:rerun-if-changed=build.rs");
     // Only the `demo` feature (the sample upstream) embeds fixtures.
     if env::var_os("CARGO_FEATURE_DEMO").is_none() {
         return;

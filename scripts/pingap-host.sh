@@ -16,7 +16,10 @@
 # target/pingap-host/ (PINGAP_HOST_DIR to move it): a second run rebuilds only
 # what changed. The pingap configuration is written to
 # target/pingap-host/conf/pingap.toml (PINGAP_HOST_CONF: another directory);
-# PINGAP_THREADS sets pingap's worker threads (its default is 1). Installs protobuf-compiler and cmake with apt-get when missing.
+# PINGAP_THREADS sets pingap's worker threads (its default is 1);
+# PINGAP_ACCESS_LOG the access log's format (default the one docs/pingap.md
+# documents; empty: no access log). Installs protobuf-compiler and cmake
+# with apt-get when missing.
 set -eu
 
 PINGAP_VERSION=0.16.1
@@ -144,6 +147,9 @@ mkdir -p "$conf"
 # string, which carries the share link and its permission id (docs/pingap.md).
 threads=""
 [ -z "${PINGAP_THREADS:-}" ] || threads="threads = $PINGAP_THREADS"
+access_log=""
+format=${PINGAP_ACCESS_LOG-'{when} {client_ip} "{method} {path} {proto}" {status} {size} {latency}ms'}
+[ -z "$format" ] || access_log="access_log = '$format'"
 cat >"$conf/pingap.toml" <<EOF
 [basic]
 name = "shared-board-api"
@@ -157,7 +163,7 @@ plugins = ["boards"]
 [servers.gateway]
 addr = "$addr"
 locations = ["boards"]
-access_log = '{when} {client_ip} "{method} {path} {proto}" {status} {size} {latency}ms'
+$access_log
 
 [plugins.boards]
 category = "shared_board_api"

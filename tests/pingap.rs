@@ -5,9 +5,9 @@
 //! body, ETag, the headers of the API's contract), and pingap's whole output
 //! at `info`, access log included, must hold no share link or permission id.
 //!
-//! Ignored by a plain `cargo test` (the pingap build takes minutes) and not
-//! yet run by `.ci/run`: build pingap first (`scripts/pingap-host.sh
-//! --build`), then run `cargo test --test pingap -- --ignored`.
+//! Ignored by a plain `cargo test` (the pingap build takes minutes); `.ci/run`
+//! runs them: `scripts/pingap-host.sh --build`, then `cargo test --test
+//! pingap -- --ignored`.
 
 mod common;
 
@@ -72,6 +72,10 @@ struct Pingap {
 
 impl Pingap {
     fn start(yaml: &Path, dir: &Path) -> Pingap {
+        // The build first, once for both tests and without a deadline (from
+        // scratch it takes minutes); the script's own build below is then a
+        // no-op and the deadline is pingap's start alone.
+        pingap_binary();
         let out = dir.join("pingap.out");
         let log = std::fs::File::create(&out).expect("output file");
         let child = host_script()
@@ -89,9 +93,9 @@ impl Pingap {
             addr: ([127, 0, 0, 1], 0).into(),
             out,
         };
-        // The script builds (a no-op when cached), then execs pingap in its
-        // own process: the port pingap bound is read back from it.
-        let deadline = Instant::now() + Duration::from_secs(600);
+        // The script builds (a no-op now), then execs pingap in its own
+        // process: the port pingap bound is read back from it.
+        let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             if let Some(status) = pingap.child.try_wait().expect("wait") {
                 panic!("pingap exited ({status}):\n{}", pingap.output());
@@ -111,6 +115,20 @@ impl Pingap {
 
     fn output(&self) -> String {
         std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    /// Waits until pingap's output holds `text`: its access log lines are
+    /// written by a task after the answers, and a stop may come before.
+    fn wait_for_output(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.output().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "pingap's output never held {text:?}:\n{}",
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Stops pingap and returns everything it wrote.
@@ -352,6 +370,8 @@ fn pingap_answers_as_the_standalone_service_and_logs_no_secret() {
         "the plugin answered a path outside its prefix: {outside:?}"
     );
 
+    // The last request's access log line, then the output is complete.
+    pingap.wait_for_output("\"GET /elsewhere HTTP/1.1\"");
     drop(standalone);
     let out = pingap.stop();
     let _ = std::fs::remove_dir_all(&dir);
@@ -376,6 +396,11 @@ fn pingap_answers_as_the_standalone_service_and_logs_no_secret() {
 /// The pingap binary `scripts/pingap-host.sh --build` made (a no-op build
 /// when cached).
 fn pingap_binary() -> PathBuf {
+    static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BINARY.get_or_init(build_pingap).clone()
+}
+
+fn build_pingap() -> PathBuf {
     let out = host_script()
         .arg("--build")
         .stderr(Stdio::inherit())
