@@ -24,6 +24,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// Longest query accepted, in characters.
 pub const MAX_QUERY_CHARS: usize = 256;
@@ -87,17 +88,22 @@ impl std::error::Error for SearchError {}
 /// Searches `doc` (the compact JSON of a sanitized full document) for
 /// `query` (already trimmed, non-empty), listing at most `limit` matches.
 /// A field of another type than a document's counts as absent, and an
-/// element that is not an object is left out (see `readable`): any document
-/// the fleet tier's check accepts is searched. Each element is read by a
+/// element that is not an object, or names a member twice, is left out
+/// (see `readable`): any document the fleet tier's check accepts is
+/// searched. Each element is read by a
 /// parser of its own, so the reader's depth follows the document's, which
 /// every document bounds (`select::stream::MAX_DEPTH`).
 ///
 /// # Errors
 /// [`SearchError`] when `doc` is not a board document.
 pub fn search(doc: &[u8], query: &str, limit: usize) -> Result<Found, SearchError> {
-    let doc: Doc<'_> = serde_json::from_slice(doc).map_err(SearchError)?;
+    let members: Members<'_> = serde_json::from_slice(doc).map_err(SearchError)?;
+    let root: Node<'_> = members
+        .get("board")
+        .and_then(|board| serde_json::from_str(board.get()).ok())
+        .unwrap_or_default();
+    let root = &root;
     let needle = query.to_lowercase();
-    let root = &doc.board;
     let mut found = Found {
         board: BoardRef {
             id: root.id.to_string(),
@@ -228,14 +234,14 @@ fn snippet(text: &str, start: usize, end: usize) -> String {
     out
 }
 
-/// What the search reads of a document; everything else is skipped.
-#[derive(Deserialize)]
-struct Doc<'a> {
-    #[serde(borrow)]
-    board: Node<'a>,
-}
+/// The top-level members of a document, as a map: a member named twice
+/// (never written by this service) is read once, the last, rather than
+/// failing the search as a struct would.
+type Members<'a> = HashMap<Cow<'a, str>, &'a RawValue>;
 
-#[derive(Deserialize)]
+/// An element as the search reads it: the members of another type, or an
+/// object that names a member twice, read as the default (nothing).
+#[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct Node<'a> {
     #[serde(borrow, default, deserialize_with = "readable")]

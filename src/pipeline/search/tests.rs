@@ -182,6 +182,13 @@ fn fields_of_other_types_count_as_absent() {
     assert_eq!(ids(&found), ["a", "", "c"]);
     assert_eq!(found.matches[0].field, "text");
     assert_eq!(found.matches[1].field, "title");
+    // A member named twice: the element reads as empty, the search goes on.
+    let twice = br#"{"board":{"id":"r","type":"BOARD","children":[{"id":"a","type":"CARD","type":"X","title":"Lisbon"},{"id":"b","type":"CARD","title":"Lisbon"}]}}"#;
+    let found = search(twice, "lisbon", 10).expect("searched");
+    assert_eq!(ids(&found), ["b"]);
+    let twice = br#"{"board":{"id":"r","id":"s","children":[]},"board":{"id":"r","title":"Lisbon","type":"BOARD"}}"#;
+    let found = search(twice, "lisbon", 10).expect("searched");
+    assert_eq!((found.board.id.as_str(), ids(&found)), ("r", vec!["r"]));
     // The root's own fields too.
     let root = br#"{"board":{"id":"r","type":["BOARD"],"title":{"t":1},"children":[{"id":"c","type":"CARD","title":"Lisbon"}]}}"#;
     let found = search(root, "lisbon", 10).expect("searched");

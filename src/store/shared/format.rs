@@ -260,8 +260,8 @@ mod tests {
             assert_eq!(header(&stored), Ok(header_of(coverage)));
             let (h, json) = decode(&stored, DOC.len(), &seal(), NAME).expect("decodes");
             assert_eq!((h, json.as_slice()), (header_of(coverage), DOC));
-            let (h, framed) = decode_framed(&stored, DOC.len(), &seal(), NAME, b"<<", b">")
-                .expect("decodes");
+            let (h, framed) =
+                decode_framed(&stored, DOC.len(), &seal(), NAME, b"<<", b">").expect("decodes");
             assert_eq!(h, header_of(coverage));
             assert_eq!(framed, [b"<<".as_slice(), DOC, b">"].concat());
         }
