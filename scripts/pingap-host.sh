@@ -88,7 +88,10 @@ EOF
 prepare() {
   src=$(pingap_source)
   work="$dir/pingap-$PINGAP_VERSION"
-  if [ ! -f "$work/.patched" ]; then
+  # .patched names the repository the copy links: a build directory moved
+  # or copied to another checkout is prepared again, never built against
+  # the other checkout's plugin.
+  if [ "$(cat "$work/.patched" 2>/dev/null)" != "$repo" ]; then
     rm -rf "$work"
     cp -R "$src" "$work"
     chmod -R u+w "$work"
@@ -105,7 +108,7 @@ EOF
       exit 1
     }
     sed -i 's/^fn main() {$/fn main() {\n    shared_board_api_pingap::register();/' "$main"
-    : >"$work/.patched"
+    printf '%s' "$repo" >"$work/.patched"
   fi
 }
 

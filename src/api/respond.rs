@@ -127,9 +127,14 @@ pub fn error(err: &ApiError) -> ApiResponse {
 }
 
 /// `204` CORS preflight: allows the headers the browser asked for, else
-/// `If-None-Match`.
+/// `If-None-Match`. `no-store`: an answer to `OPTIONS` is not for HTTP
+/// caches (a browser keeps a preflight by `Access-Control-Max-Age`, which
+/// `Cache-Control` does not touch), and an answer that names its own
+/// `Cache-Control` is the same through any host (pingap gives an answer
+/// without one `private, no-cache`).
 pub fn preflight(request_headers: &HeaderMap) -> ApiResponse {
     let mut response = ApiResponse::new(StatusCode::NO_CONTENT);
+    response.set(header::CACHE_CONTROL, ERROR_CACHE_CONTROL);
     response.set(header::ACCESS_CONTROL_ALLOW_METHODS, ALLOW);
     let allow_headers = request_headers
         .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
@@ -275,6 +280,7 @@ mod tests {
         assert_eq!(header(&r, "access-control-allow-methods"), Some(ALLOW));
         assert_eq!(header(&r, "access-control-max-age"), Some("86400"));
         assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
+        assert_eq!(header(&r, "cache-control"), Some("no-store"));
         req.insert(
             header::ACCESS_CONTROL_REQUEST_HEADERS,
             HeaderValue::from_static("if-none-match, x-custom"),
