@@ -53,7 +53,7 @@ enum Group {
 
 /// What the reading order compares for one child (see the module docs),
 /// as one value that sorts in reading order: the group, then `first` and
-/// `second` as [`sortable`] integers. Comparing two keys is comparing
+/// `second` as `sortable` integers. Comparing two keys is comparing
 /// integers, so sorting the 7,000 children of a large canvas costs little.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ReadingKey {
