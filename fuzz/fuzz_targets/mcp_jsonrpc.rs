@@ -49,14 +49,18 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             if choice & 4 != 0 {
-                let name = message
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.get("name"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("read_board");
+                let name = message.name().unwrap_or("read_board");
                 if let Ok(v) = HeaderValue::from_str(name) {
                     headers.insert(NAME_HEADER, v);
+                }
+            }
+            // What the methods read of params is readable as they read it.
+            if let Some(params) = &message.params {
+                for object in [&params.arguments, &params.meta].into_iter().flatten().flatten() {
+                    for name in object.names() {
+                        let _ = object.text(name);
+                        assert!(object.contains(name));
+                    }
                 }
             }
             match era::classify(&message, &headers) {
@@ -68,7 +72,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             if let Some(id) = &message.id {
-                let answer = object(&jsonrpc::result_body(id, b"{}"));
+                let answer = object(&jsonrpc::result_body(id, &[b"{", b"}"]));
                 let echoed: Value = serde_json::from_str(id.json()).expect("an id is JSON");
                 assert_eq!(answer["id"], echoed);
             }

@@ -448,7 +448,8 @@ impl BoardApi {
     fn parsed_values(&self, values: [Option<&str>; 4]) -> Result<Arc<BoardRequest>, ApiError> {
         // One text per distinct set of values: each value's length (or `-`
         // when absent) before it, so no two sets share a text.
-        let mut key = String::new();
+        let len: usize = values.iter().flatten().map(|v| v.len() + 8).sum();
+        let mut key = String::with_capacity(len + 4);
         for value in values {
             match value {
                 Some(v) => {

@@ -395,6 +395,26 @@ impl Boards {
     ///
     /// # Errors
     /// [`LoadError::Internal`] when `make` failed or its job panicked.
+    /// The answer [`Boards::derived`] keeps for `doc`, `kind` and `key`,
+    /// when it is in the process cache: a hit without the work `derived`
+    /// would need its inputs for.
+    pub fn cached_derived(
+        &self,
+        doc: &Doc,
+        kind: &'static str,
+        key: &Arc<str>,
+    ) -> Option<bytes::Bytes> {
+        let key = Key::Derived {
+            generation: doc.generation,
+            kind,
+            key: Arc::clone(key),
+        };
+        match self.inner.cache.as_ref()?.budget.get(&key) {
+            Some(Entry::Derived(bytes)) => Some(bytes),
+            _ => None,
+        }
+    }
+
     pub async fn derived<F>(
         &self,
         doc: &Doc,

@@ -15,7 +15,7 @@
 //! the permission id, the link or provider text), so an agent sees why.
 
 use super::era::Era;
-use super::jsonrpc::{RpcError, INVALID_PARAMS};
+use super::jsonrpc::{Object, Params, RpcError, INVALID_PARAMS};
 use super::server::MODERN_META;
 use super::tools::{self, Tool};
 use crate::api::error::ApiError;
@@ -26,12 +26,12 @@ use crate::metrics;
 use crate::pipeline::render::PREFIX;
 use crate::pipeline::search::{self, Found};
 use crate::pipeline::Representation;
-use crate::store::Source;
+use crate::store::{Doc, Source};
 use bytes::Bytes;
 use http::HeaderValue;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
 /// What a tool call answered, beside its result.
@@ -52,14 +52,13 @@ impl BoardApi {
     /// arguments that are not an object; everything else is a tool result.
     pub(super) async fn call_tool(
         &self,
-        era: Era,
-        params: Option<&Map<String, Value>>,
+        params: Option<&Params<'_>>,
         req: &RequestParts<'_>,
         served: &mut Served,
         called: &mut Called,
-    ) -> Result<Vec<u8>, RpcError> {
+    ) -> Result<Bytes, RpcError> {
         let invalid = |message: String| RpcError::new(None, INVALID_PARAMS, message);
-        let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+        let name = params.and_then(|p| p.name.as_deref());
         let tool = match name.map(Tool::named) {
             Some(Some(tool)) => tool,
             Some(None) => {
@@ -71,30 +70,29 @@ impl BoardApi {
         };
         called.tool = Some(tool);
         served.tool = Some(tool.name());
-        let empty = Map::new();
-        let args = match params.and_then(|p| p.get("arguments")) {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(args)) => args,
-            Some(_) => return Err(invalid("params.arguments must be an object".into())),
+        let empty = Object::default();
+        let args = match params.and_then(|p| p.arguments.as_ref()) {
+            None => &empty,
+            Some(Ok(args)) => args,
+            Some(Err(())) => return Err(invalid("params.arguments must be an object".into())),
         };
         let started = Instant::now();
-        let core = match self
+        match self
             .run_tool(tool, args, req, served, called, started)
             .await
         {
-            Ok(core) => core,
+            Ok(core) => Ok(core),
             Err(e) => {
                 called.failed = true;
-                Bytes::from(error_core(&e))
+                Ok(Bytes::from(error_core(&e)))
             }
-        };
-        Ok(wrap(era, &core))
+        }
     }
 
     async fn run_tool(
         &self,
         tool: Tool,
-        args: &Map<String, Value>,
+        args: &Object<'_>,
         req: &RequestParts<'_>,
         served: &mut Served,
         called: &mut Called,
@@ -110,14 +108,10 @@ impl BoardApi {
             }
             Tool::SearchBoard => {
                 let a = tools::search_args(args)?;
-                (
-                    [a.url, None, None, None],
-                    false,
-                    Some((a.query.to_owned(), a.limit)),
-                )
+                ([a.url, None, None, None], false, Some((a.query, a.limit)))
             }
         };
-        let request = self.parsed_values(values)?;
+        let request = self.parsed_values(values.each_ref().map(Option::as_deref))?;
         let board_id = request.link.board_id.as_str();
         served.board = Some(Arc::from(board_id));
         let (outcome, source) = self
@@ -151,6 +145,15 @@ impl BoardApi {
                     .map_err(internal)?
             }
             None => {
+                let kind = if json {
+                    "mcp.read_board.json"
+                } else {
+                    "mcp.read_board.md"
+                };
+                let key = request.selection.canonical_shared();
+                if let Some(core) = self.boards.cached_derived(&doc, kind, &key) {
+                    return Ok(self.finish(core, &doc, source, started, called));
+                }
                 let representation = if json {
                     Representation::Json
                 } else {
@@ -168,12 +171,6 @@ impl BoardApi {
                     .await
                     .map_err(internal)?;
                 let body = variant.rendered.body;
-                let kind = if json {
-                    "mcp.read_board.json"
-                } else {
-                    "mcp.read_board.md"
-                };
-                let key = request.selection.canonical_shared();
                 self.boards
                     .derived(&doc, kind, key, move |_| {
                         read_core(&body, json).map(Bytes::from)
@@ -182,34 +179,43 @@ impl BoardApi {
                     .map_err(internal)?
             }
         };
+        Ok(self.finish(core, &doc, source, started, called))
+    }
+
+    /// A tool's core, once read: notes its `Server-Timing`.
+    fn finish(
+        &self,
+        core: Bytes,
+        doc: &Doc,
+        source: Source,
+        started: Instant,
+        called: &mut Called,
+    ) -> Bytes {
         let load = (source == Source::Miss).then_some(doc.timing);
         called.timing = Some(timing::server_timing(
             source.name(),
             load,
             started.elapsed(),
         ));
-        Ok(core)
+        core
     }
 }
 
-/// The result object around a core, in `era`'s shape.
-fn wrap(era: Era, core: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(core.len() + MODERN_META.len() + 40);
+/// The result object around a core, in `era`'s shape, as the pieces to
+/// write in order.
+pub(super) fn result(era: Era, core: &[u8]) -> [&[u8]; 3] {
     match era {
-        Era::Modern => {
-            out.extend_from_slice(b"{\"resultType\":\"complete\",");
-            out.extend_from_slice(core);
-            out.extend_from_slice(b",\"_meta\":");
-            out.extend_from_slice(MODERN_META.as_bytes());
-        }
-        Era::Handshake => {
-            out.push(b'{');
-            out.extend_from_slice(core);
-        }
+        Era::Modern => [
+            b"{\"resultType\":\"complete\",",
+            core,
+            MODERN_TAIL.as_bytes(),
+        ],
+        Era::Handshake => [b"{", core, b"}"],
     }
-    out.push(b'}');
-    out
 }
+
+/// What follows a 2026-07-28 result's core: `serverInfo` in `_meta`.
+static MODERN_TAIL: LazyLock<String> = LazyLock::new(|| format!(",\"_meta\":{}}}", *MODERN_META));
 
 /// `"content":[{"type":"text","text":TEXT}]` then `rest`. Made once per
 /// cached core, on the work pool.
@@ -311,9 +317,11 @@ fn error_core(e: &ApiError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn parsed(era: Era, core: &str) -> Value {
-        serde_json::from_slice(&wrap(era, core.as_bytes())).expect("JSON")
+        let whole: Vec<u8> = result(era, core.as_bytes()).concat();
+        serde_json::from_slice(&whole).expect("JSON")
     }
 
     #[test]

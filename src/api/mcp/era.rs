@@ -19,12 +19,14 @@
 //! `initialize` always opens the handshake era.
 
 use super::jsonrpc::{
-    Id, Message, RpcError, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST,
+    Id, Message, Object, RpcError, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
 use base64::Engine as _;
+use http::header::HeaderName;
 use http::HeaderMap;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+use std::borrow::Cow;
 
 /// The stateless revision served.
 pub const MODERN: &str = "2026-07-28";
@@ -40,6 +42,10 @@ const HANDSHAKE_ERA: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "202
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 pub const METHOD_HEADER: &str = "mcp-method";
 pub const NAME_HEADER: &str = "mcp-name";
+// The same names, looked up without parsing the name on every request.
+static PROTOCOL_VERSION: HeaderName = HeaderName::from_static(PROTOCOL_VERSION_HEADER);
+static METHOD: HeaderName = HeaderName::from_static(METHOD_HEADER);
+static NAME: HeaderName = HeaderName::from_static(NAME_HEADER);
 const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 
@@ -56,25 +62,21 @@ pub enum Era {
 ///
 /// # Errors
 /// The first check that failed, as the JSON-RPC error to answer.
-pub fn classify(message: &Message, headers: &HeaderMap) -> Result<Era, RpcError> {
-    let header = header_text(headers, PROTOCOL_VERSION_HEADER);
-    let meta = message
-        .params
-        .as_ref()
-        .and_then(|p| p.get("_meta"))
-        .and_then(Value::as_object);
+pub fn classify(message: &Message<'_>, headers: &HeaderMap) -> Result<Era, RpcError> {
+    let header = header_text(headers, &PROTOCOL_VERSION);
+    let meta = message.meta();
     let meta_version = meta.and_then(|m| m.get(VERSION_KEY));
     let modern = message.method != "initialize"
         && (meta_version.is_some()
             || header
                 .as_ref()
-                .is_some_and(|h| !HANDSHAKE_ERA.contains(&h.as_deref().unwrap_or(""))));
+                .is_some_and(|h| !HANDSHAKE_ERA.contains(&h.unwrap_or(""))));
     if !modern {
         return match header {
             // The handshake negotiates its version in its params.
             _ if message.method == "initialize" => Ok(Era::Handshake),
             None => Ok(Era::Handshake),
-            Some(Some(v)) if HANDSHAKE.contains(&v.as_str()) => Ok(Era::Handshake),
+            Some(Some(v)) if HANDSHAKE.contains(&v) => Ok(Era::Handshake),
             Some(v) => Err(RpcError::new(
                 message.id.clone(),
                 INVALID_REQUEST,
@@ -100,13 +102,12 @@ pub fn classify(message: &Message, headers: &HeaderMap) -> Result<Era, RpcError>
 
 /// The checks of a 2026-07-28 request (see the module docs).
 fn modern_ladder(
-    message: &Message,
-    meta: Option<&Map<String, Value>>,
+    message: &Message<'_>,
+    meta: Option<&Object<'_>>,
     headers: &HeaderMap,
 ) -> Result<(), RpcError> {
     let id = &message.id;
-    let Some(meta) =
-        meta.filter(|m| m.contains_key(VERSION_KEY) && m.contains_key(CAPABILITIES_KEY))
+    let Some(meta) = meta.filter(|m| m.contains(VERSION_KEY) && m.contains(CAPABILITIES_KEY))
     else {
         return Err(RpcError::new(
             id.clone(),
@@ -114,7 +115,7 @@ fn modern_ladder(
             format!("params._meta must carry {VERSION_KEY:?} and {CAPABILITIES_KEY:?}"),
         ));
     };
-    let version = &meta[VERSION_KEY];
+    let version = meta.text(VERSION_KEY);
     let mismatch = |what: &str| {
         RpcError::new(
             id.clone(),
@@ -122,43 +123,39 @@ fn modern_ladder(
             format!("Header mismatch: {what}"),
         )
     };
-    for name in [PROTOCOL_VERSION_HEADER, METHOD_HEADER, NAME_HEADER] {
-        if headers.get_all(name).iter().count() > 1 {
+    for name in [&PROTOCOL_VERSION, &METHOD, &NAME] {
+        let mut values = headers.get_all(name).iter();
+        if values.next().is_some() && values.next().is_some() {
             return Err(mismatch(&format!("{name} appears more than once")));
         }
     }
-    let header_version = header_text(headers, PROTOCOL_VERSION_HEADER).flatten();
-    if header_version.is_none() || header_version.as_deref() != version.as_str() {
+    let header_version = header_text(headers, &PROTOCOL_VERSION).flatten();
+    if header_version.is_none() || header_version != version.as_deref() {
         return Err(mismatch(
             "MCP-Protocol-Version does not match the request's protocol version",
         ));
     }
-    if header_text(headers, METHOD_HEADER).flatten().as_deref() != Some(message.method.as_str()) {
+    if header_text(headers, &METHOD).flatten() != Some(&*message.method) {
         return Err(mismatch("Mcp-Method does not match the request's method"));
     }
     if message.method == "tools/call" {
-        let body_name = message
-            .params
-            .as_ref()
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str);
-        if let Some(body_name) = body_name {
-            let header_name = header_text(headers, NAME_HEADER)
+        if let Some(body_name) = message.name() {
+            let header_name = header_text(headers, &NAME)
                 .flatten()
-                .and_then(|v| decode_header_value(&v));
+                .and_then(decode_header_value);
             if header_name.as_deref() != Some(body_name) {
                 return Err(mismatch("Mcp-Name does not match the tool's name"));
             }
         }
     }
-    match version.as_str() {
+    match version.as_deref() {
         None => Err(RpcError::new(
             id.clone(),
             INVALID_PARAMS,
             "the protocol version in params._meta must be a string",
         )),
         Some(MODERN) => Ok(()),
-        Some(_) => Err(unsupported(id.clone(), Some(version.clone()))),
+        Some(v) => Err(unsupported(id.clone(), Some(Value::from(v)))),
     }
 }
 
@@ -177,26 +174,24 @@ fn unsupported(id: Option<Id>, requested: Option<Value>) -> RpcError {
 }
 
 /// A header's value: `None` when absent, `Some(None)` when present but not
-/// visible ASCII text.
-fn header_text(headers: &HeaderMap, name: &str) -> Option<Option<String>> {
-    headers
-        .get(name)
-        .map(|v| v.to_str().ok().map(|s| s.trim().to_owned()))
+/// visible ASCII text; trimmed.
+fn header_text<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<Option<&'h str>> {
+    headers.get(name).map(|v| v.to_str().ok().map(str::trim))
 }
 
 /// A header value in the `=?base64?...?=` form decoded (base64 of UTF-8),
 /// any other value as it is; `None` for a malformed encoded value.
-pub fn decode_header_value(value: &str) -> Option<String> {
+pub fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     let Some(payload) = value
         .strip_prefix("=?base64?")
         .and_then(|v| v.strip_suffix("?="))
     else {
-        return Some(value.to_owned());
+        return Some(Cow::Borrowed(value));
     };
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(payload)
         .ok()?;
-    String::from_utf8(bytes).ok()
+    String::from_utf8(bytes).ok().map(Cow::Owned)
 }
 
 #[cfg(test)]
@@ -204,12 +199,13 @@ mod tests {
     use super::*;
     use crate::api::mcp::jsonrpc::parse;
 
-    fn message(method: &str, params: Value, id: bool) -> Message {
+    fn message(method: &str, params: Value, id: bool) -> Message<'static> {
         let mut m = json!({"jsonrpc": "2.0", "method": method, "params": params});
         if id {
             m["id"] = json!(1);
         }
-        parse(m.to_string().as_bytes()).expect("message")
+        let body: &'static [u8] = m.to_string().into_bytes().leak();
+        parse(body).expect("message")
     }
 
     fn meta(version: &str) -> Value {
@@ -224,7 +220,7 @@ mod tests {
         h
     }
 
-    fn code(m: &Message, h: &HeaderMap) -> Result<Era, i64> {
+    fn code(m: &Message<'_>, h: &HeaderMap) -> Result<Era, i64> {
         classify(m, h).map_err(|e| e.code)
     }
 

@@ -104,19 +104,17 @@ impl BoardApi {
         };
         let mut called = call::Called::default();
         let params = message.params.as_ref();
-        let result = match (era, message.method.as_str()) {
-            (Era::Modern, "server/discover") => Ok(server::discover().to_vec()),
-            (_, "tools/list") => Ok(server::tools_list(era).to_vec()),
-            (Era::Handshake, "initialize") => Ok(server::initialize(
-                params
-                    .and_then(|p| p.get("protocolVersion"))
-                    .and_then(|v| v.as_str()),
-            )),
-            (Era::Handshake, "ping") => Ok(server::empty().to_vec()),
-            (_, "tools/call") => {
-                self.call_tool(era, params, req, &mut served, &mut called)
-                    .await
-            }
+        let result = match (era, &*message.method) {
+            (Era::Modern, "server/discover") => Ok(ResultText::Static(server::discover())),
+            (_, "tools/list") => Ok(ResultText::Static(server::tools_list(era))),
+            (Era::Handshake, "initialize") => Ok(ResultText::Owned(server::initialize(
+                params.and_then(|p| p.protocol_version.as_deref()),
+            ))),
+            (Era::Handshake, "ping") => Ok(ResultText::Static(server::empty())),
+            (_, "tools/call") => self
+                .call_tool(params, req, &mut served, &mut called)
+                .await
+                .map(ResultText::Tool),
             _ => Err(RpcError::new(
                 None,
                 METHOD_NOT_FOUND,
@@ -128,7 +126,12 @@ impl BoardApi {
             Ok(result) => {
                 let outcome = if called.failed { "tool_error" } else { "ok" };
                 metrics::mcp(rpc, tool, outcome);
-                answer(StatusCode::OK, jsonrpc::result_body(&id, &result), origin)
+                let body = match &result {
+                    ResultText::Static(result) => jsonrpc::result_body(&id, &[result]),
+                    ResultText::Owned(result) => jsonrpc::result_body(&id, &[result]),
+                    ResultText::Tool(core) => jsonrpc::result_body(&id, &call::result(era, core)),
+                };
+                answer(StatusCode::OK, body, origin)
             }
             Err(mut e) => {
                 metrics::mcp(rpc, tool, "error");
@@ -146,6 +149,15 @@ impl BoardApi {
         response.served = served;
         response
     }
+}
+
+/// A method's result object, as its JSON text.
+enum ResultText {
+    /// Written once at start-up (`server/discover`, `tools/list`, `ping`).
+    Static(&'static [u8]),
+    Owned(Vec<u8>),
+    /// A tool result's core, wrapped for the era as it is written.
+    Tool(Bytes),
 }
 
 /// The HTTP status a 2026-07-28 error takes (as the official SDKs map it).
@@ -200,8 +212,15 @@ fn answer(status: StatusCode, body: Vec<u8>, origin: Option<&HeaderValue>) -> Ap
     }
 }
 
+/// `Vary: Origin, Accept-Encoding`: the CORS headers follow `Origin`, and a
+/// host's compression module (Pingora's in the binary) codes the JSON
+/// body by `Accept-Encoding`. Saying both here spares that module
+/// appending its own `Vary` line to every answer.
 fn cors(headers: &mut HeaderMap, origin: Option<&HeaderValue>) {
-    headers.insert(header::VARY, HeaderValue::from_static("Origin"));
+    headers.insert(
+        header::VARY,
+        HeaderValue::from_static("Origin, Accept-Encoding"),
+    );
     if let Some(origin) = origin {
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
         headers.insert(

@@ -3,9 +3,11 @@
 //! endpoints check (a share link, a selection) or refused as the endpoints
 //! refuse a query, with the same codes.
 
+use super::jsonrpc::{self, Object};
 use crate::api::error::ApiError;
 use crate::pipeline::search::{DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+use std::borrow::Cow;
 
 /// The tools, as `tools/list` lists them (in this order, always).
 pub fn definitions() -> Value {
@@ -112,25 +114,25 @@ impl Tool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadArgs<'a> {
     /// `url`, `view`, `include`, `exclude`, as the endpoints take them.
-    pub values: [Option<&'a str>; 4],
+    pub values: [Option<Cow<'a, str>>; 4],
     pub json: bool,
 }
 
 /// `search_board`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchArgs<'a> {
-    pub url: Option<&'a str>,
+    pub url: Option<Cow<'a, str>>,
     /// Trimmed, 1 to [`MAX_QUERY_CHARS`] characters.
-    pub query: &'a str,
+    pub query: String,
     pub limit: usize,
 }
 
 /// # Errors
 /// `INVALID_REQUEST` for an unknown argument, a value of the wrong type or
 /// an unknown `format`.
-pub fn read_args(args: &Map<String, Value>) -> Result<ReadArgs<'_>, ApiError> {
+pub fn read_args<'a>(args: &Object<'a>) -> Result<ReadArgs<'a>, ApiError> {
     known(args, &["url", "view", "include", "exclude", "format"])?;
-    let json = match text(args, "format")? {
+    let json = match text(args, "format")?.as_deref() {
         None | Some("markdown") => false,
         Some("json") => true,
         Some(_) => {
@@ -155,10 +157,11 @@ pub fn read_args(args: &Map<String, Value>) -> Result<ReadArgs<'_>, ApiError> {
 /// `INVALID_REQUEST` for an unknown argument, a value of the wrong type, a
 /// missing or empty query, one over [`MAX_QUERY_CHARS`] characters, or a
 /// limit outside 1 to [`MAX_LIMIT`].
-pub fn search_args(args: &Map<String, Value>) -> Result<SearchArgs<'_>, ApiError> {
+pub fn search_args<'a>(args: &Object<'a>) -> Result<SearchArgs<'a>, ApiError> {
     known(args, &["url", "query", "limit"])?;
     let url = text(args, "url")?;
-    let query = text(args, "query")?.map(str::trim).unwrap_or("");
+    let query = text(args, "query")?;
+    let query = query.as_deref().map(str::trim).unwrap_or("");
     if query.is_empty() {
         return Err(ApiError::invalid_request(
             "query",
@@ -172,10 +175,12 @@ pub fn search_args(args: &Map<String, Value>) -> Result<SearchArgs<'_>, ApiError
         ));
     }
     let limit = match args.get("limit") {
-        None | Some(Value::Null) => DEFAULT_LIMIT,
-        Some(v) => v
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
+        None => DEFAULT_LIMIT,
+        Some(v) if jsonrpc::is_null(v) => DEFAULT_LIMIT,
+        // An integer as written: not 5.0, not "5".
+        Some(v) => (v.get().bytes().all(|b| b.is_ascii_digit()))
+            .then(|| v.get().parse::<usize>().ok())
+            .flatten()
             .filter(|n| (1..=MAX_LIMIT).contains(n))
             .ok_or_else(|| {
                 ApiError::invalid_request(
@@ -184,25 +189,28 @@ pub fn search_args(args: &Map<String, Value>) -> Result<SearchArgs<'_>, ApiError
                 )
             })?,
     };
-    Ok(SearchArgs { url, query, limit })
+    Ok(SearchArgs {
+        url,
+        query: query.to_owned(),
+        limit,
+    })
 }
 
 /// An argument that is absent (or `null`), or a string.
-fn text<'a>(args: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, ApiError> {
+fn text<'a>(args: &Object<'a>, name: &str) -> Result<Option<Cow<'a, str>>, ApiError> {
     match args.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ApiError::invalid_request(
-            name,
-            format!("{name} must be a string"),
-        )),
+        None => Ok(None),
+        Some(v) if jsonrpc::is_null(v) => Ok(None),
+        Some(v) => jsonrpc::text(v)
+            .map(Some)
+            .ok_or_else(|| ApiError::invalid_request(name, format!("{name} must be a string"))),
     }
 }
 
 /// Refuses an argument the tool does not take, naming it only when it is a
 /// short plain name (a share link pasted as a name is never echoed).
-fn known(args: &Map<String, Value>, names: &[&str]) -> Result<(), ApiError> {
-    let Some(other) = args.keys().find(|k| !names.contains(&k.as_str())) else {
+fn known(args: &Object<'_>, names: &[&str]) -> Result<(), ApiError> {
+    let Some(other) = args.names().find(|k| !names.contains(k)) else {
         return Ok(());
     };
     let plain = (1..=64).contains(&other.len())
@@ -211,7 +219,7 @@ fn known(args: &Map<String, Value>, names: &[&str]) -> Result<(), ApiError> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
     Err(ApiError::InvalidRequest {
-        field: plain.then(|| other.clone()),
+        field: plain.then(|| other.to_owned()),
         message: format!("unknown argument; allowed: {}", names.join(", ")),
     })
 }
@@ -220,8 +228,9 @@ fn known(args: &Map<String, Value>, names: &[&str]) -> Result<(), ApiError> {
 mod tests {
     use super::*;
 
-    fn args(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().expect("object")
+    fn args(v: Value) -> Object<'static> {
+        let raw = serde_json::value::to_raw_value(&v).expect("raw");
+        Object::of(Box::leak(raw)).expect("object")
     }
 
     fn field(e: ApiError) -> (String, Option<String>) {
@@ -232,7 +241,10 @@ mod tests {
     fn read_board_arguments() {
         let a = args(json!({"url": "u", "view": "compact", "format": "json"}));
         let read = read_args(&a).expect("valid");
-        assert_eq!(read.values, [Some("u"), Some("compact"), None, None]);
+        assert_eq!(
+            read.values.each_ref().map(Option::as_deref),
+            [Some("u"), Some("compact"), None, None]
+        );
         assert!(read.json);
         assert!(
             !read_args(&args(json!({"url": "u", "format": null})))
@@ -262,7 +274,7 @@ mod tests {
     fn search_board_arguments() {
         let a = args(json!({"url": "u", "query": "  Porto "}));
         let s = search_args(&a).expect("valid");
-        assert_eq!((s.query, s.limit), ("Porto", DEFAULT_LIMIT));
+        assert_eq!((s.query.as_str(), s.limit), ("Porto", DEFAULT_LIMIT));
         let a = args(json!({"url": "u", "query": "x", "limit": 100}));
         assert_eq!(search_args(&a).expect("valid").limit, 100);
         let long = "q".repeat(MAX_QUERY_CHARS + 1);
