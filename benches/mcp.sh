@@ -13,6 +13,10 @@
 # wrk -t2 -c32 for SECONDS on the endpoint, then on the MCP call (a
 # 2026-07-28 tools/call with its headers, POSTed by a wrk Lua script).
 # Prints each round and the medians, and the ratio MCP / endpoint.
+#
+# PIN=1 puts the server (one worker thread) on CPU 1 and wrk (one thread)
+# on CPU 0, so that the load generator does not take its CPU time from the
+# server: on a 2-core machine that is what makes the ratio the server's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -33,9 +37,15 @@ trap cleanup EXIT
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
 BASE=http://127.0.0.1:$PORT
+PIN=${PIN:-0}
+THREADS=2; SERVER_CPU=(); WRK_CPU=(); WRK_THREADS=2
+if [ "$PIN" = 1 ]; then
+  command -v taskset >/dev/null || { echo "PIN=1 needs taskset" >&2; exit 1; }
+  THREADS=1; SERVER_CPU=(taskset -c 1); WRK_CPU=(taskset -c 0); WRK_THREADS=1
+fi
 cat > "$TMP/bench.yaml" <<YAML
 version: 1
-threads: 2
+threads: $THREADS
 board_api:
   server:
     listen: ["127.0.0.1:$PORT"]
@@ -46,7 +56,7 @@ board_api:
   cache:
     ttl_seconds: 3600
 YAML
-"$BIN" --demo -c "$TMP/bench.yaml" > "$TMP/server.log" 2>&1 &
+"${SERVER_CPU[@]}" "$BIN" --demo -c "$TMP/bench.yaml" > "$TMP/server.log" 2>&1 &
 SVC=$!
 LINK='https://app.milanote.com/1W3ZZU1Qvua02H/demo?p=demo'
 Q=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$LINK")
@@ -85,7 +95,7 @@ PY
 
 rps() { # label wrk-args... -> prints requests/sec, fails on any non-2xx
   local out
-  out=$(wrk -t2 -c32 -d"${SECS}s" "$@")
+  out=$("${WRK_CPU[@]}" wrk -t"$WRK_THREADS" -c32 -d"${SECS}s" "$@")
   if grep -q 'Non-2xx' <<<"$out"; then echo "non-2xx answers in $*" >&2; echo "$out" >&2; exit 1; fi
   awk '/Requests\/sec/ {print $2}' <<<"$out"
 }

@@ -63,7 +63,8 @@ pub enum Era {
 /// # Errors
 /// The first check that failed, as the JSON-RPC error to answer.
 pub fn classify(message: &Message<'_>, headers: &HeaderMap) -> Result<Era, RpcError> {
-    let header = header_text(headers, &PROTOCOL_VERSION);
+    let mcp = McpHeaders::read(headers);
+    let header = mcp.version;
     let meta = message.meta();
     let meta_version = meta.and_then(|m| m.get(VERSION_KEY));
     let modern = message.method != "initialize"
@@ -96,7 +97,7 @@ pub fn classify(message: &Message<'_>, headers: &HeaderMap) -> Result<Era, RpcEr
             other => Err(unsupported(None, other.flatten().map(Value::from))),
         };
     }
-    modern_ladder(message, meta, headers)?;
+    modern_ladder(message, meta, &mcp)?;
     Ok(Era::Modern)
 }
 
@@ -104,7 +105,7 @@ pub fn classify(message: &Message<'_>, headers: &HeaderMap) -> Result<Era, RpcEr
 fn modern_ladder(
     message: &Message<'_>,
     meta: Option<&Object<'_>>,
-    headers: &HeaderMap,
+    headers: &McpHeaders<'_>,
 ) -> Result<(), RpcError> {
     let id = &message.id;
     let Some(meta) = meta.filter(|m| m.contains(VERSION_KEY) && m.contains(CAPABILITIES_KEY))
@@ -123,26 +124,21 @@ fn modern_ladder(
             format!("Header mismatch: {what}"),
         )
     };
-    for name in [&PROTOCOL_VERSION, &METHOD, &NAME] {
-        let mut values = headers.get_all(name).iter();
-        if values.next().is_some() && values.next().is_some() {
-            return Err(mismatch(&format!("{name} appears more than once")));
-        }
+    if let Some(name) = headers.repeated {
+        return Err(mismatch(&format!("{name} appears more than once")));
     }
-    let header_version = header_text(headers, &PROTOCOL_VERSION).flatten();
+    let header_version = headers.version.flatten();
     if header_version.is_none() || header_version != version.as_deref() {
         return Err(mismatch(
             "MCP-Protocol-Version does not match the request's protocol version",
         ));
     }
-    if header_text(headers, &METHOD).flatten() != Some(&*message.method) {
+    if headers.method.flatten() != Some(&*message.method) {
         return Err(mismatch("Mcp-Method does not match the request's method"));
     }
     if message.method == "tools/call" {
         if let Some(body_name) = message.name() {
-            let header_name = header_text(headers, &NAME)
-                .flatten()
-                .and_then(decode_header_value);
+            let header_name = headers.name.flatten().and_then(decode_header_value);
             if header_name.as_deref() != Some(body_name) {
                 return Err(mismatch("Mcp-Name does not match the tool's name"));
             }
@@ -173,10 +169,39 @@ fn unsupported(id: Option<Id>, requested: Option<Value>) -> RpcError {
     error
 }
 
-/// A header's value: `None` when absent, `Some(None)` when present but not
+/// The request's three MCP headers, read in one pass over its headers.
+/// Each value is `None` when absent and `Some(None)` when present but not
 /// visible ASCII text; trimmed.
-fn header_text<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<Option<&'h str>> {
-    headers.get(name).map(|v| v.to_str().ok().map(str::trim))
+#[derive(Default)]
+struct McpHeaders<'h> {
+    version: Option<Option<&'h str>>,
+    method: Option<Option<&'h str>>,
+    name: Option<Option<&'h str>>,
+    /// The first of them that appears more than once.
+    repeated: Option<&'static str>,
+}
+
+impl<'h> McpHeaders<'h> {
+    fn read(headers: &'h HeaderMap) -> Self {
+        let mut mcp = McpHeaders::default();
+        for (name, value) in headers {
+            let (slot, label) = if *name == PROTOCOL_VERSION {
+                (&mut mcp.version, PROTOCOL_VERSION_HEADER)
+            } else if *name == METHOD {
+                (&mut mcp.method, METHOD_HEADER)
+            } else if *name == NAME {
+                (&mut mcp.name, NAME_HEADER)
+            } else {
+                continue;
+            };
+            if slot.is_some() {
+                mcp.repeated.get_or_insert(label);
+            } else {
+                *slot = Some(value.to_str().ok().map(str::trim));
+            }
+        }
+        mcp
+    }
 }
 
 /// A header value in the `=?base64?...?=` form decoded (base64 of UTF-8),

@@ -133,12 +133,16 @@ impl<'a> Object<'a> {
 /// The string written as `raw`, or `None` when it is another JSON value.
 /// Borrowed from the body unless it has escapes.
 pub fn text(raw: &RawValue) -> Option<Cow<'_, str>> {
-    if !raw.get().starts_with('"') {
+    let written = raw.get();
+    if !written.starts_with('"') {
         return None;
     }
-    serde_json::from_str::<Text<'_>>(raw.get())
-        .ok()
-        .map(|t| t.0)
+    if !written.contains('\\') {
+        // A string as serde_json read it: no escapes, so its text is what
+        // lies between the quotes.
+        return written.get(1..written.len() - 1).map(Cow::Borrowed);
+    }
+    serde_json::from_str::<Text<'_>>(written).ok().map(|t| t.0)
 }
 
 /// Whether `raw` is JSON `null`.
@@ -407,7 +411,10 @@ pub fn parse(body: &[u8]) -> Result<Message<'_>, RpcError> {
         };
         return Err(RpcError::new(None, INVALID_REQUEST, message));
     }
-    let envelope: Envelope<'_> = serde_json::from_slice(body).map_err(|_| not_json())?;
+    // UTF-8 checked once for the whole body: serde_json then reads its
+    // strings and raw values without checking each again.
+    let body = std::str::from_utf8(body).map_err(|_| not_json())?;
+    let envelope: Envelope<'_> = serde_json::from_str(body).map_err(|_| not_json())?;
     let id = match envelope.id {
         None => None,
         Some(raw) => Some(Id::of(raw).ok_or_else(|| {

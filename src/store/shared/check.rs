@@ -27,7 +27,7 @@
 use super::format::Invalid;
 use crate::document::sanitize::{is_sensitive, SENSITIVE_KEYS};
 use crate::document::Completeness;
-use crate::select::stream::{text_run, MAX_DEPTH};
+use crate::select::stream::MAX_DEPTH;
 use std::ops::Range;
 
 /// What a container is, for the few members the check reads.
@@ -86,6 +86,13 @@ pub struct Checked {
 /// [`Invalid`] naming the first thing that does not check out.
 pub fn document(json: &[u8], board_id: &str, max_nodes: usize) -> Result<Checked, Invalid> {
     std::str::from_utf8(json).map_err(|_| Invalid("not UTF-8"))?;
+    // Compact JSON has no byte below 0x20 anywhere: not between tokens (no
+    // whitespace) and not in a string (control characters are escaped).
+    // One pass over the whole document, which the compiler vectorizes,
+    // spares the string scans that test.
+    if json.iter().fold(false, |seen, &c| seen | (c < 0x20)) {
+        return Err(MALFORMED);
+    }
     let mut scan = Scan {
         b: json,
         i: 0,
@@ -125,53 +132,115 @@ struct Scan<'a> {
     entry_start: usize,
 }
 
-/// For each key length below 32, a bit for the first letter and one for
-/// the last (`a` to `z`, ASCII case ignored) of each sensitive key name of
-/// that length: an ASCII key whose two bits are not both set cannot be
-/// sensitive, which passes nearly every key of a document without
-/// comparing it to the names (all are ASCII letters, shorter than 32).
-const SENSITIVE_ENDS: [(u32, u32); 32] = {
-    let mut table = [(0u32, 0u32); 32];
+/// The longest key, in bytes, that can name a sensitive field (see
+/// [`SENSITIVE_SHAPES`]).
+const LONGEST_SENSITIVE: usize = 15;
+
+/// The shapes of every key that can name a sensitive field: by length in
+/// bytes and the class of its first byte ([`CLASS`]), a bit for the class
+/// of each last byte such a key can have. [`is_sensitive`] reads a name in
+/// any ASCII case, and with any of its `k`s written `K` (KELVIN SIGN, 3
+/// bytes) and any of its `s`s written `ſ` (LONG S, 2 bytes): of the
+/// characters other than ASCII, only those two fold to ASCII letters (a
+/// test checks every character). So every spelling of every name is
+/// entered here, and a key whose shape is not entered is not sensitive,
+/// without reading it: nearly every key of a document.
+const SENSITIVE_SHAPES: [[u32; 32]; LONGEST_SENSITIVE + 1] = {
+    let mut table = [[0u32; 32]; LONGEST_SENSITIVE + 1];
     let mut i = 0;
     while i < SENSITIVE_KEYS.len() {
         let name = SENSITIVE_KEYS[i].as_bytes();
-        let (first, last) = table[name.len()];
-        table[name.len()] = (
-            first | letter_bit(name[0]),
-            last | letter_bit(name[name.len() - 1]),
-        );
+        // Every subset of the name's foldable letters, as a bit mask over
+        // its `k`s and `s`s in order.
+        let mut foldable = 0;
+        let mut j = 0;
+        while j < name.len() {
+            if name[j] == b'k' || name[j] == b's' {
+                foldable += 1;
+            }
+            j += 1;
+        }
+        let mut subset = 0u32;
+        while subset < 1 << foldable {
+            let (mut len, mut first, mut last, mut seen) = (0, 0u8, 0u8, 0);
+            let mut j = 0;
+            while j < name.len() {
+                let c = name[j];
+                // This letter's bytes when written folded, or as ASCII.
+                let (bytes, lead, tail) = if (c == b'k' || c == b's') && subset & (1 << seen) != 0 {
+                    if c == b'k' {
+                        (3, 0xE2, 0xAA)
+                    } else {
+                        (2, 0xC5, 0xBF)
+                    }
+                } else {
+                    (1, c, c)
+                };
+                if c == b'k' || c == b's' {
+                    seen += 1;
+                }
+                if j == 0 {
+                    first = CLASS[lead as usize];
+                }
+                if j == name.len() - 1 {
+                    last = CLASS[tail as usize];
+                }
+                len += bytes;
+                j += 1;
+            }
+            table[len][first as usize] |= 1 << last;
+            subset += 1;
+        }
         i += 1;
     }
     table
 };
 
-/// The bit of an ASCII letter in a [`SENSITIVE_ENDS`] entry; 0 for any
-/// other byte.
-const fn letter_bit(byte: u8) -> u32 {
-    match byte | 0x20 {
-        lower @ b'a'..=b'z' => 1 << (lower - b'a'),
-        _ => 0,
+/// The class of a byte in [`SENSITIVE_SHAPES`]: one per ASCII letter (case
+/// ignored), one each for the first and last bytes of `K` and `ſ`, and
+/// [`UNENTERED`] for every other byte.
+const CLASS: [u8; 256] = {
+    let mut class = [UNENTERED; 256];
+    let mut c = 0;
+    while c < 26 {
+        class[(b'a' + c) as usize] = c;
+        class[(b'A' + c) as usize] = c;
+        c += 1;
     }
-}
+    class[0xE2] = 26;
+    class[0xC5] = 27;
+    class[0xAA] = 28;
+    class[0xBF] = 29;
+    class
+};
+
+/// The class of the bytes no sensitive key begins or ends with.
+const UNENTERED: u8 = 31;
 
 /// Whether the key whose text (as written, without escapes) is `key`
 /// names a sensitive field, as [`is_sensitive`] reads it.
+#[inline(always)]
 fn sensitive_key(key: &[u8]) -> bool {
-    match key.first() {
-        None => false,
-        Some(&first) if key.is_ascii() => {
-            let last = key[key.len() - 1];
-            SENSITIVE_ENDS
-                .get(key.len())
-                .is_some_and(|&(firsts, lasts)| {
-                    firsts & letter_bit(first) != 0 && lasts & letter_bit(last) != 0
-                })
-                && SENSITIVE_KEYS
-                    .iter()
-                    .any(|name| name.as_bytes().eq_ignore_ascii_case(key))
-        }
-        // Other characters may fold to ASCII letters: the full comparison.
-        Some(_) => std::str::from_utf8(key).map_or(true, is_sensitive),
+    let (Some(&first), Some(&last)) = (key.first(), key.last()) else {
+        return false;
+    };
+    let Some(by_first) = SENSITIVE_SHAPES.get(key.len()) else {
+        return false;
+    };
+    let lasts = by_first[usize::from(CLASS[usize::from(first)])];
+    lasts & (1 << CLASS[usize::from(last)]) != 0 && sensitive_name(key)
+}
+
+/// The full comparison, for the few keys of a sensitive shape.
+#[inline(never)]
+fn sensitive_name(key: &[u8]) -> bool {
+    if key.is_ascii() {
+        SENSITIVE_KEYS
+            .iter()
+            .any(|name| name.as_bytes().eq_ignore_ascii_case(key))
+    } else {
+        // Other characters may fold to ASCII letters.
+        std::str::from_utf8(key).map_or(true, is_sensitive)
     }
 }
 
@@ -191,6 +260,11 @@ impl<'a> Scan<'a> {
         loop {
             // A value.
             match self.peek()? {
+                // Rich text, positions, timestamps: most of a document,
+                // read by the lighter loop.
+                open @ (b'{' | b'[') if container_role(open == b'[', role) == Role::Other => {
+                    self.other()?;
+                }
                 open @ (b'{' | b'[') => {
                     self.open(open == b'[', role)?;
                     self.i += 1;
@@ -209,20 +283,20 @@ impl<'a> Scan<'a> {
                 }
                 b'"' => {
                     let start = self.i + 1;
-                    self.string()?;
+                    self.i = string_end(self.b, start)?.0;
                     self.keep(wanted, &self.b[start..self.i - 1])?;
                 }
-                b't' => self.literal(b"true")?,
+                b't' => self.i = literal(self.b, self.i, b"true")?,
                 b'f' => {
-                    self.literal(b"false")?;
+                    self.i = literal(self.b, self.i, b"false")?;
                     if wanted == Wanted::ChildrenLoaded {
                         if let Some(top) = self.stack.last_mut() {
                             top.unloaded = true;
                         }
                     }
                 }
-                b'n' => self.literal(b"null")?,
-                b'-' | b'0'..=b'9' => self.number()?,
+                b'n' => self.i = literal(self.b, self.i, b"null")?,
+                b'-' | b'0'..=b'9' => self.i = number(self.b, self.i)?,
                 _ => return Err(MALFORMED),
             }
             // After a value: the next entry or item, or the end of
@@ -267,11 +341,7 @@ impl<'a> Scan<'a> {
         if self.stack.len() >= MAX_DEPTH {
             return Err(Invalid("nested too deep"));
         }
-        let role = match (array, role) {
-            (false, Role::Node { .. } | Role::Root | Role::Source) => role,
-            (true, Role::Children) => role,
-            _ => Role::Other,
-        };
+        let role = container_role(array, role);
         if let Role::Node { .. } = role {
             self.nodes += 1;
             if self.nodes > self.max_nodes {
@@ -286,6 +356,78 @@ impl<'a> Scan<'a> {
             lasting: false,
         });
         Ok(())
+    }
+
+    /// A container whose members the check does not read (its role is
+    /// [`Role::Other`]), from its opening bracket at the cursor to past its
+    /// closing one: the grammar, the depth and the keys are checked as
+    /// everywhere else, with a bit per level for arrays and objects instead
+    /// of a frame. Nothing in it is a board node: only `children` of a node
+    /// holds nodes.
+    fn other(&mut self) -> Result<(), Invalid> {
+        let b = self.b;
+        let room = MAX_DEPTH - self.stack.len();
+        let mut i = self.i;
+        // Bit `d` set: the container `d` levels in is an array.
+        let mut arrays: u128 = 0;
+        let mut depth = 0;
+        loop {
+            // A value at `i`.
+            match b.get(i) {
+                Some(&open @ (b'{' | b'[')) => {
+                    depth += 1;
+                    if depth > room {
+                        return Err(Invalid("nested too deep"));
+                    }
+                    i += 1;
+                    let array = open == b'[';
+                    let close = if array { b']' } else { b'}' };
+                    if b.get(i) == Some(&close) {
+                        i += 1;
+                        depth -= 1;
+                    } else {
+                        let bit = 1u128 << depth;
+                        if array {
+                            arrays |= bit;
+                        } else {
+                            arrays &= !bit;
+                            i = member_key(b, i)?;
+                        }
+                        continue;
+                    }
+                }
+                Some(b'"') => i = string_end(b, i + 1)?.0,
+                Some(b't') => i = literal(b, i, b"true")?,
+                Some(b'f') => i = literal(b, i, b"false")?,
+                Some(b'n') => i = literal(b, i, b"null")?,
+                Some(b'-' | b'0'..=b'9') => i = number(b, i)?,
+                _ => return Err(MALFORMED),
+            }
+            // After a value: the next member or item, or the end of
+            // containers.
+            loop {
+                if depth == 0 {
+                    self.i = i;
+                    return Ok(());
+                }
+                let array = arrays & (1u128 << depth) != 0;
+                match (b.get(i), array) {
+                    (Some(b','), false) => {
+                        i = member_key(b, i + 1)?;
+                        break;
+                    }
+                    (Some(b','), true) => {
+                        i += 1;
+                        break;
+                    }
+                    (Some(b'}'), false) | (Some(b']'), true) => {
+                        i += 1;
+                        depth -= 1;
+                    }
+                    _ => return Err(MALFORMED),
+                }
+            }
+        }
     }
 
     /// A container ends; a nested board not loaded is counted.
@@ -310,30 +452,12 @@ impl<'a> Scan<'a> {
     /// One key of the innermost object and its `:`: the role of its value
     /// and which scalar it is, if the check keeps it.
     fn key(&mut self) -> Result<(Role, Wanted), Invalid> {
-        if self.peek()? != b'"' {
-            return Err(MALFORMED);
-        }
         if self.stack.len() == 1 {
             self.entry_start = self.i;
         }
         let start = self.i + 1;
-        let escaped = self.string()?;
-        let key = &self.b[start..self.i - 1];
-        if self.peek()? != b':' {
-            return Err(MALFORMED);
-        }
-        self.i += 1;
-        let sensitive = if escaped {
-            // serde_json escapes only quotes, backslashes and control
-            // characters; read the key as it would.
-            let quoted = &self.b[start - 1..self.i - 1];
-            serde_json::from_slice::<String>(quoted).map_or(true, |k| is_sensitive(&k))
-        } else {
-            sensitive_key(key)
-        };
-        if sensitive {
-            return Err(Invalid("a sensitive field"));
-        }
+        self.i = member_key(self.b, self.i)?;
+        let key = &self.b[start..self.i - 2];
         let top = self.stack.last().map_or(Role::Other, |f| f.role);
         if top == Role::Other {
             // Most objects of a document (rich text, positions, ...).
@@ -376,121 +500,176 @@ impl<'a> Scan<'a> {
         }
         Ok(())
     }
+}
 
-    /// Past a string at the cursor; whether it holds escapes.
-    fn string(&mut self) -> Result<bool, Invalid> {
-        self.i += 1; // the opening quote
-        let mut escaped = false;
-        loop {
-            self.i = text_run(self.b, self.i, true);
-            match self.b.get(self.i) {
-                Some(b'"') => {
-                    self.i += 1;
-                    return Ok(escaped);
-                }
-                Some(b'\\') => {
-                    escaped = true;
-                    self.escape()?;
-                }
-                _ => return Err(MALFORMED),
+/// The role of a container opened as the value whose role is `role`.
+fn container_role(array: bool, role: Role) -> Role {
+    match (array, role) {
+        (false, Role::Node { .. } | Role::Root | Role::Source) => role,
+        (true, Role::Children) => role,
+        _ => Role::Other,
+    }
+}
+
+/// A member's key at `i` and its `:`, refused when it names a sensitive
+/// field; where its value starts.
+#[inline(always)]
+fn member_key(b: &[u8], i: usize) -> Result<usize, Invalid> {
+    if b.get(i) != Some(&b'"') {
+        return Err(MALFORMED);
+    }
+    let (end, escaped) = string_end(b, i + 1)?;
+    if b.get(end) != Some(&b':') {
+        return Err(MALFORMED);
+    }
+    let sensitive = if escaped {
+        // serde_json escapes only quotes, backslashes and control
+        // characters; read the key as it would.
+        serde_json::from_slice::<String>(&b[i..end]).map_or(true, |k| is_sensitive(&k))
+    } else {
+        sensitive_key(&b[i + 1..end - 1])
+    };
+    if sensitive {
+        return Err(Invalid("a sensitive field"));
+    }
+    Ok(end + 1)
+}
+
+/// Past a string whose text starts at `i` (after its opening quote): where
+/// it ends (past the closing quote), and whether it holds escapes.
+#[inline(always)]
+fn string_end(b: &[u8], mut i: usize) -> Result<(usize, bool), Invalid> {
+    let mut escaped = false;
+    loop {
+        i = quote_or_backslash(b, i);
+        match b.get(i) {
+            Some(b'"') => return Ok((i + 1, escaped)),
+            Some(b'\\') => {
+                escaped = true;
+                i = escape(b, i)?;
             }
+            _ => return Err(MALFORMED),
         }
     }
+}
 
-    /// Past one escape at the cursor (`\` and what follows): a `\u` escape
-    /// of a surrogate must be a whole pair, as serde_json requires.
-    fn escape(&mut self) -> Result<(), Invalid> {
-        match self.b.get(self.i + 1) {
-            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                self.i += 2;
-                Ok(())
-            }
-            Some(b'u') => {
-                let unit = self.hex4(self.i + 2)?;
-                self.i += 6;
-                match unit {
-                    0xD800..=0xDBFF => {
-                        if self.b.get(self.i..self.i + 2) != Some(b"\\u") {
-                            return Err(MALFORMED);
-                        }
-                        let low = self.hex4(self.i + 2)?;
-                        if !(0xDC00..=0xDFFF).contains(&low) {
-                            return Err(MALFORMED);
-                        }
-                        self.i += 6;
-                        Ok(())
+/// The first `"` or `\\` at or after `i` (`b.len()` when none): eight
+/// bytes at a time, each tested for both with the exact zero-byte test
+/// (no carry crosses bytes), so the lowest flagged byte is the first stop.
+/// Control characters were refused for the whole document beforehand.
+#[inline(always)]
+fn quote_or_backslash(b: &[u8], mut i: usize) -> usize {
+    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // The high bit of each zero byte of `y`, and of no other.
+    let zeros = |y: u64| !(((y & LOW) + LOW) | y | LOW);
+    while let Some(word) = b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        let x = u64::from_le_bytes(word);
+        let stops = zeros(x ^ (ONES * u64::from(b'"'))) | zeros(x ^ (ONES * u64::from(b'\\')));
+        if stops != 0 {
+            return i + (stops.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Past one escape at `i` (`\` and what follows): a `\u` escape of a
+/// surrogate must be a whole pair, as serde_json requires.
+fn escape(b: &[u8], i: usize) -> Result<usize, Invalid> {
+    match b.get(i + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
+        Some(b'u') => {
+            let unit = hex4(b, i + 2)?;
+            let i = i + 6;
+            match unit {
+                0xD800..=0xDBFF => {
+                    if b.get(i..i + 2) != Some(b"\\u") {
+                        return Err(MALFORMED);
                     }
-                    0xDC00..=0xDFFF => Err(MALFORMED),
-                    _ => Ok(()),
+                    let low = hex4(b, i + 2)?;
+                    if !(0xDC00..=0xDFFF).contains(&low) {
+                        return Err(MALFORMED);
+                    }
+                    Ok(i + 6)
                 }
+                0xDC00..=0xDFFF => Err(MALFORMED),
+                _ => Ok(i),
             }
-            _ => Err(MALFORMED),
         }
+        _ => Err(MALFORMED),
     }
+}
 
-    fn hex4(&self, at: usize) -> Result<u32, Invalid> {
-        let digits = self.b.get(at..at + 4).ok_or(MALFORMED)?;
-        let mut unit = 0;
-        for &d in digits {
-            let v = (d as char).to_digit(16).ok_or(MALFORMED)?;
-            unit = unit * 16 + v;
+fn hex4(b: &[u8], at: usize) -> Result<u32, Invalid> {
+    let digits = b.get(at..at + 4).ok_or(MALFORMED)?;
+    let mut unit = 0;
+    for &d in digits {
+        let v = (d as char).to_digit(16).ok_or(MALFORMED)?;
+        unit = unit * 16 + v;
+    }
+    Ok(unit)
+}
+
+/// Past `word` at `i`.
+fn literal(b: &[u8], i: usize, word: &[u8]) -> Result<usize, Invalid> {
+    if b.get(i..i + word.len()) != Some(word) {
+        return Err(MALFORMED);
+    }
+    Ok(i + word.len())
+}
+
+/// Past a number at `start`: JSON's grammar, and finite as serde_json
+/// reads it.
+fn number(b: &[u8], start: usize) -> Result<usize, Invalid> {
+    let mut i = start;
+    let digits = |i: &mut usize| {
+        let from = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
         }
-        Ok(unit)
+        *i - from
+    };
+    if b.get(i) == Some(&b'-') {
+        i += 1;
     }
-
-    fn literal(&mut self, word: &[u8]) -> Result<(), Invalid> {
-        if self.b.get(self.i..self.i + word.len()) != Some(word) {
+    let int_start = i;
+    let whole = digits(&mut i);
+    if whole == 0 || (whole > 1 && b[int_start] == b'0') {
+        return Err(MALFORMED);
+    }
+    let mut plain = whole <= 18;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
             return Err(MALFORMED);
         }
-        self.i += word.len();
-        Ok(())
+        plain = false;
     }
-
-    /// Past a number: JSON's grammar, and finite as serde_json reads it.
-    fn number(&mut self) -> Result<(), Invalid> {
-        let start = self.i;
-        let digits = |s: &mut Self| {
-            let from = s.i;
-            while s.b.get(s.i).is_some_and(u8::is_ascii_digit) {
-                s.i += 1;
-            }
-            s.i - from
-        };
-        if self.b.get(self.i) == Some(&b'-') {
-            self.i += 1;
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
         }
-        let int_start = self.i;
-        let whole = digits(self);
-        if whole == 0 || (whole > 1 && self.b[int_start] == b'0') {
+        if digits(&mut i) == 0 {
             return Err(MALFORMED);
         }
-        let mut plain = whole <= 18;
-        if self.b.get(self.i) == Some(&b'.') {
-            self.i += 1;
-            if digits(self) == 0 {
-                return Err(MALFORMED);
-            }
-            plain = false;
-        }
-        if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
-            self.i += 1;
-            if matches!(self.b.get(self.i), Some(b'+' | b'-')) {
-                self.i += 1;
-            }
-            if digits(self) == 0 {
-                return Err(MALFORMED);
-            }
-            plain = false;
-        }
-        if !plain {
-            // ASCII by the grammar above.
-            let text = std::str::from_utf8(&self.b[start..self.i]).map_err(|_| MALFORMED)?;
-            if !text.parse::<f64>().is_ok_and(f64::is_finite) {
-                return Err(Invalid("a number out of range"));
-            }
-        }
-        Ok(())
+        plain = false;
     }
+    if !plain {
+        // ASCII by the grammar above.
+        let text = std::str::from_utf8(&b[start..i]).map_err(|_| MALFORMED)?;
+        if !text.parse::<f64>().is_ok_and(f64::is_finite) {
+            return Err(Invalid("a number out of range"));
+        }
+    }
+    Ok(i)
 }
 
 #[cfg(test)]

@@ -125,24 +125,42 @@ fn depth_and_node_count_are_bounded() {
     assert!(check(&content).is_ok());
 }
 
+/// The string scan stops where a byte loop would: at the first quote or
+/// backslash, whatever surrounds it (bytes one above or below a stop, the
+/// same with the high bit set, UTF-8), at every place of a 20-byte run.
 #[test]
 fn the_string_scan_finds_every_stop() {
-    let text = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    for at in 0..text.len() {
-        for stop in [b'"', b'\\', 0x01, 0x1f] {
-            let mut t = text.to_vec();
-            t[at] = stop;
-            assert_eq!(text_run(&t, 0, true), at);
-            assert_eq!(
-                text_run(&t, 0, false),
-                if stop < 0x20 { t.len() } else { at }
-            );
+    let naive = |b: &[u8], i: usize| {
+        (i..b.len())
+            .find(|&j| b[j] == b'"' || b[j] == b'\\')
+            .unwrap_or(b.len())
+    };
+    let fillers = [0x21, 0x23, 0x5b, 0x5d, 0xa2, 0xdc, 0x00, 0xff, b'a'];
+    for filler in fillers {
+        for at in 0..20 {
+            for stop in [b'"', b'\\'] {
+                for neighbour in fillers {
+                    let mut t = vec![filler; 20];
+                    t[at] = stop;
+                    if at + 1 < t.len() {
+                        t[at + 1] = neighbour;
+                    }
+                    if at > 0 {
+                        t[at - 1] = neighbour;
+                    }
+                    for from in 0..t.len() {
+                        assert_eq!(
+                            quote_or_backslash(&t, from),
+                            naive(&t, from),
+                            "{t:?} {from}"
+                        );
+                    }
+                }
+            }
         }
-        assert_eq!(text_run(text, at, true), text.len());
     }
-    // Bytes at or above 0x20 and non-ASCII UTF-8 are plain.
     let s = "é 😀 ~\x7f".repeat(5);
-    assert_eq!(text_run(s.as_bytes(), 0, true), s.len());
+    assert_eq!(quote_or_backslash(s.as_bytes(), 0), s.len());
 }
 
 /// The check's key filter reads keys exactly as the sanitizer does: every
@@ -186,6 +204,50 @@ fn keys_are_sensitive_exactly_as_the_sanitizer_says() {
     }
     for key in keys {
         assert_eq!(sensitive_key(key.as_bytes()), is_sensitive(&key), "{key:?}");
+    }
+}
+
+/// The shape filter ([`SENSITIVE_SHAPES`]) rests on one fact of Unicode:
+/// of the characters other than ASCII, only KELVIN SIGN lower-cases to
+/// ASCII (the sanitizer maps `ſ` itself). Every other character keeps a
+/// key's folded form out of ASCII, so it cannot name a field.
+#[test]
+fn only_the_kelvin_sign_lower_cases_to_ascii() {
+    let folding: Vec<char> = (0x80..=0x10_FFFF)
+        .filter_map(char::from_u32)
+        .filter(|c| c.to_lowercase().all(|l| l.is_ascii()))
+        .collect();
+    assert_eq!(folding, ['\u{212a}']);
+}
+
+/// Every spelling of each name with any of its `k`s as `K` and any of its
+/// `s`s as `ſ` (every subset) passes the shape filter and reads as the
+/// sanitizer reads it.
+#[test]
+fn every_folded_spelling_of_a_name_is_caught() {
+    for name in SENSITIVE_KEYS {
+        let foldable: Vec<usize> = name
+            .char_indices()
+            .filter(|(_, c)| matches!(c, 'k' | 's'))
+            .map(|(i, _)| i)
+            .collect();
+        for mask in 0u32..1 << foldable.len() {
+            let key: String = name
+                .char_indices()
+                .map(|(i, c)| match foldable.iter().position(|&f| f == i) {
+                    Some(bit) if mask & (1 << bit) != 0 => {
+                        if c == 'k' {
+                            '\u{212a}'
+                        } else {
+                            '\u{17f}'
+                        }
+                    }
+                    _ => c,
+                })
+                .collect();
+            assert!(is_sensitive(&key), "{key:?}");
+            assert!(sensitive_key(key.as_bytes()), "{key:?}");
+        }
     }
 }
 
