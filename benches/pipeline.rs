@@ -28,6 +28,8 @@
 
 #[path = "support/raw_board.rs"]
 mod raw_board;
+#[path = "support/tiptap_board.rs"]
+mod tiptap_board;
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -110,18 +112,6 @@ fn floor(raw: &[u8]) -> Vec<u8> {
     }
 }
 
-/// The 7,000-card TipTap board of the issue, from `benches/gen_board.py`.
-fn tiptap_board() -> Option<(Vec<u8>, String)> {
-    let dir = env!("CARGO_MANIFEST_DIR");
-    let out = std::process::Command::new("python3")
-        .arg(format!("{dir}/benches/gen_board.py"))
-        .output()
-        .ok()?;
-    let body: Value = serde_json::from_slice(&out.stdout).ok()?;
-    let root = body.get("boardIds")?.get(0)?.as_str()?.to_owned();
-    Some((out.stdout, root))
-}
-
 fn boards() -> Vec<(String, Vec<u8>, String)> {
     let mut out: Vec<(String, Vec<u8>, String)> = [100, 2_000, 20_000]
         .into_iter()
@@ -133,7 +123,7 @@ fn boards() -> Vec<(String, Vec<u8>, String)> {
             )
         })
         .collect();
-    match tiptap_board() {
+    match tiptap_board::raw() {
         Some((raw, root)) => out.push(("tiptap-7000".into(), raw, root)),
         None => eprintln!("benches/gen_board.py did not run: the TipTap board is skipped"),
     }
@@ -208,7 +198,7 @@ fn bench(c: &mut Criterion) {
 
 /// JSON and Markdown renders of one loaded board, per view.
 fn render(c: &mut Criterion) {
-    let Some((raw, root)) = tiptap_board() else {
+    let Some((raw, root)) = tiptap_board::raw() else {
         eprintln!("benches/gen_board.py did not run: the render bench is skipped");
         return;
     };

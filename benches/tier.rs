@@ -16,12 +16,12 @@
 //!
 //! Run: `cargo bench --bench tier -- --warm-up-time 1 --measurement-time 3`
 
+#[path = "support/tiptap_board.rs"]
+mod tiptap_board;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use serde_json::Value;
 use shared_board_api::internals::document::Coverage;
-use shared_board_api::internals::pipeline::{load, LoadedBoard};
-use shared_board_api::internals::provider::answer::Answer;
-use shared_board_api::internals::provider::Fetched;
+use shared_board_api::internals::pipeline::LoadedBoard;
 use shared_board_api::internals::select::{Selection, View};
 use shared_board_api::internals::store::shared::check;
 use shared_board_api::internals::store::shared::format::{self, Header};
@@ -32,23 +32,7 @@ const NAME: &str = "sbapi:{00112233445566778899aabbccddeeff}:doc:full";
 
 /// The loaded 7,000-card board's document JSON and its board id.
 fn document() -> (Vec<u8>, String) {
-    let dir = env!("CARGO_MANIFEST_DIR");
-    let out = std::process::Command::new("python3")
-        .arg(format!("{dir}/benches/gen_board.py"))
-        .output()
-        .expect("python3 runs benches/gen_board.py");
-    let body: Value = serde_json::from_slice(&out.stdout).expect("the generator writes JSON");
-    let root = body["boardIds"][0]
-        .as_str()
-        .expect("a root board")
-        .to_owned();
-    let raw = bytes::Bytes::from(out.stdout);
-    let answer = Answer::parse_bytes(&raw).expect("an answer");
-    let mut fetched = Fetched::new(&root, 0);
-    fetched.fetched_time_ms = answer.fields.get("fetchedTime").and_then(Value::as_i64);
-    fetched.merge_answer(answer);
-    fetched.loaded_boards.insert(root.clone());
-    let board = load::build(fetched, &root, "milanote", Coverage::Full).expect("it loads");
+    let (board, root) = tiptap_board::loaded();
     (board.document_json().to_vec(), root)
 }
 

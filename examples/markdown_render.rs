@@ -9,12 +9,10 @@
 //! Arguments: the view (`full`, `standard`, `compact`; default `full`) and
 //! the number of renders (default 3). Prints the Markdown's length.
 
-use bytes::Bytes;
-use serde_json::Value;
-use shared_board_api::internals::document::Coverage;
-use shared_board_api::internals::pipeline::{load, Representation};
-use shared_board_api::internals::provider::answer::Answer;
-use shared_board_api::internals::provider::Fetched;
+#[path = "../benches/support/tiptap_board.rs"]
+mod tiptap_board;
+
+use shared_board_api::internals::pipeline::Representation;
 use shared_board_api::internals::select::{Selection, View};
 use std::hint::black_box;
 
@@ -30,22 +28,7 @@ fn main() {
         }
     };
     let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/gen_board.py");
-    let out = std::process::Command::new("python3")
-        .arg(script)
-        .output()
-        .expect("python3 runs benches/gen_board.py");
-    let body: Value = serde_json::from_slice(&out.stdout).expect("the board is JSON");
-    let root = body["boardIds"][0]
-        .as_str()
-        .expect("a root board")
-        .to_owned();
-    let raw = Bytes::from(out.stdout);
-    let answer = Answer::parse_bytes(&raw).unwrap_or_default();
-    let mut fetched = Fetched::new(&root, 0);
-    fetched.merge_answer(answer);
-    fetched.loaded_boards.insert(root.clone());
-    let board = load::build(fetched, &root, "milanote", Coverage::Full).expect("the board loads");
+    let (board, _) = tiptap_board::loaded();
     let selection = Selection::view(view);
     let mut length = 0;
     for _ in 0..runs {

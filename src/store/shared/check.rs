@@ -3,8 +3,9 @@
 //! prefix, so a value is not trusted because its MAC checks out: it is read
 //! the way a provider answer is, with limits, before any walk touches it.
 //!
-//! [`document`] reads the document's bytes once, without recursion, and
-//! accepts only what this service writes:
+//! [`document`] reads the document's bytes without recursion (one pass for
+//! UTF-8 and control bytes, one for the grammar) and accepts only what this
+//! service writes:
 //!
 //! - compact JSON (no whitespace between tokens), valid UTF-8, strings with
 //!   valid escapes and no raw control characters, numbers that serde_json
@@ -23,6 +24,13 @@
 //! The pass also notes where each top-level entry of the document lies,
 //! so that the full view's ETag, which hashes those entries, does not need
 //! a second walk over the document ([`crate::pipeline::LoadedBoard::with_entries`]).
+//!
+//! Its cost is most of what a shared hit of a large board adds, so it is
+//! built for speed without giving up any rule: the containers whose
+//! members it does not read (rich text, positions, timestamps) go through
+//! a loop that keeps a bit per level rather than a frame; a key is
+//! compared with the sensitive names only when its length and end bytes
+//! have the shape of one; strings are scanned eight bytes at a time.
 
 use super::format::Invalid;
 use crate::document::sanitize::{is_sensitive, SENSITIVE_KEYS};
