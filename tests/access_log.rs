@@ -37,17 +37,27 @@ fn a_stuck_destination_drops_and_counts_lines_and_never_holds_a_request() {
     let fifo = dir.join("access.pipe");
     let path = CString::new(fifo.as_os_str().as_bytes()).expect("path");
     // SAFETY: a valid C string; the calls below use the descriptor they return.
-    let reader = unsafe {
+    let (reader, filler_lines) = unsafe {
         assert_eq!(libc::mkfifo(path.as_ptr(), 0o600), 0, "mkfifo");
         // Opened first, without blocking, so the gateway's open for writing
-        // finds a reader; the smallest pipe the kernel allows fills fast.
+        // finds a reader; the smallest pipe the kernel allows.
         let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK);
         assert!(fd >= 0, "open the pipe");
         assert!(
             libc::fcntl(fd, libc::F_SETPIPE_SZ, 4096) >= 4096,
             "pipe size"
         );
-        fd
+        // Filled to the last byte before the gateway writes a line, so its
+        // writer blocks in write(2) on its first line and stays blocked:
+        // stuck from the start, whatever the machine's load.
+        let writer = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_NONBLOCK);
+        assert!(writer >= 0, "open the pipe for writing");
+        let mut filler_lines = 0;
+        while libc::write(writer, b"x\n".as_ptr().cast(), 2) == 2 {
+            filler_lines += 1;
+        }
+        libc::close(writer);
+        (fd, filler_lines)
     };
     let gw = start_gateway_with(
         "",
@@ -60,11 +70,10 @@ fn a_stuck_destination_drops_and_counts_lines_and_never_holds_a_request() {
     let search = format!("/api/search?url={}", link(BOARD, PERMISSION));
     let before = dropped();
 
-    // Nobody reads the pipe: once it is full the writer blocks in write(2),
-    // the buffer fills, and lines are dropped. Every request is answered
-    // meanwhile (one that waited for room in the buffer never would be).
-    // (A line or two may also drop while the writer rests between batches
-    // with this tiny buffer: stuck is every line dropped, ten in a row.)
+    // Nobody reads the pipe, which is full: the writer blocks in write(2)
+    // with its first line, the buffer fills, and every line after that is
+    // dropped. Every request is answered meanwhile (one that waited for
+    // room in the buffer never would be).
     let mut sent = 0;
     let mut in_a_row = 0;
     while in_a_row < 10 {
@@ -102,6 +111,13 @@ fn a_stuck_destination_drops_and_counts_lines_and_never_holds_a_request() {
             }
         }
     });
+    for n in 0..filler_lines {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{n} of {filler_lines} filler lines arrived"))
+            .expect("a line");
+        assert_eq!(line, "x");
+    }
     let expected = sent - lost as usize;
     for n in 0..expected {
         let line = rx
