@@ -387,14 +387,6 @@ impl Boards {
         }
     }
 
-    /// Bytes derived from `doc` by `make` (a search answer, a tool result),
-    /// from the cache or made on the work pool and cached in the same byte
-    /// budget as renders, until the document is replaced. `kind` names what
-    /// is derived and `key` what it was derived for (the query, the
-    /// selection); equal pairs must make equal bytes.
-    ///
-    /// # Errors
-    /// [`LoadError::Internal`] when `make` failed or its job panicked.
     /// The answer [`Boards::derived`] keeps for `doc`, `kind` and `key`,
     /// when it is in the process cache: a hit without the work `derived`
     /// would need its inputs for.
@@ -415,6 +407,14 @@ impl Boards {
         }
     }
 
+    /// Bytes derived from `doc` by `make` (a search answer, a tool result),
+    /// from the cache or made on the work pool and cached in the same byte
+    /// budget as renders, until the document is replaced. `kind` names what
+    /// is derived and `key` what it was derived for (the query, the
+    /// selection); equal pairs must make equal bytes.
+    ///
+    /// # Errors
+    /// [`LoadError::Internal`] when `make` failed or its job panicked.
     pub async fn derived<F>(
         &self,
         doc: &Doc,

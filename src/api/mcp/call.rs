@@ -45,7 +45,8 @@ pub(super) struct Called {
 }
 
 impl BoardApi {
-    /// Runs the `tools/call` with `params`, answering its result object.
+    /// Runs the `tools/call` with `params`, answering its result's core (see
+    /// [`result`] for the object around it).
     ///
     /// # Errors
     /// `-32602` for a call that names no tool this server has or gives
