@@ -97,14 +97,6 @@ impl PartialEq for Object<'_> {
 }
 
 impl<'a> Object<'a> {
-    /// The object written as `raw`, or `None` when it is another JSON value.
-    pub fn of(raw: &'a RawValue) -> Option<Object<'a>> {
-        if !raw.get().starts_with('{') {
-            return None;
-        }
-        serde_json::from_str(raw.get()).ok()
-    }
-
     /// The JSON text of member `name` (its last occurrence).
     pub fn get(&self, name: &str) -> Option<&'a RawValue> {
         self.members

@@ -228,9 +228,17 @@ fn known(args: &Object<'_>, names: &[&str]) -> Result<(), ApiError> {
 mod tests {
     use super::*;
 
+    /// `v` as the arguments of a tool call, read as the endpoint reads them.
     fn args(v: Value) -> Object<'static> {
-        let raw = serde_json::value::to_raw_value(&v).expect("raw");
-        Object::of(Box::leak(raw)).expect("object")
+        let body =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": v}});
+        let body: &'static [u8] = body.to_string().into_bytes().leak();
+        let message = jsonrpc::parse(body).expect("a message");
+        message
+            .params
+            .and_then(|p| p.arguments)
+            .expect("arguments")
+            .expect("an object")
     }
 
     fn field(e: ApiError) -> (String, Option<String>) {

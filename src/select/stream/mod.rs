@@ -293,7 +293,7 @@ impl<'a> Reader<'a> {
         self.expect(b'"')?;
         let start = self.i;
         loop {
-            self.i = text_run(self.b, self.i, false);
+            self.i = text_run(self.b, self.i);
             match self.b.get(self.i) {
                 Some(b'"') => {
                     self.i += 1;

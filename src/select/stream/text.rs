@@ -3,23 +3,23 @@
 //! tier's document check, which both spend most of their time in strings.
 
 /// The index of the first byte at or after `i` that ends a run of plain
-/// string text: a quote or a backslash, and with `controls` a control
-/// character too; `b.len()` when there is none. Eight bytes at a time (most
-/// of a document is string text), the last few byte by byte.
-pub(crate) fn text_run(b: &[u8], mut i: usize, controls: bool) -> usize {
+/// string text, a quote or a backslash; `b.len()` when there is none. Eight
+/// bytes at a time (most of a document is string text), the last few byte
+/// by byte. Control characters are not stops: the walks read documents
+/// serde_json wrote (which escapes them) or the tier's check passed, and
+/// the check refuses them for the whole document in one pass first.
+pub(crate) fn text_run(b: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // The high bit of each byte below `n` (n <= 0x80) is set; a borrow may
     // also set bits above such a byte, never without one.
     let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
-    let control = if controls { 0x20 } else { 0 };
     while let Some(chunk) = b.get(i..i + 8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let x = u64::from_le_bytes(word);
-        let stops = below(x ^ (ONES * u64::from(b'"')), 1)
-            | below(x ^ (ONES * u64::from(b'\\')), 1)
-            | below(x, control);
+        let stops =
+            below(x ^ (ONES * u64::from(b'"')), 1) | below(x ^ (ONES * u64::from(b'\\')), 1);
         if stops != 0 {
             // The lowest flagged byte is always a real stop (a borrow only
             // flags bytes above one).
@@ -28,7 +28,7 @@ pub(crate) fn text_run(b: &[u8], mut i: usize, controls: bool) -> usize {
         i += 8;
     }
     while let Some(&c) = b.get(i) {
-        if c == b'"' || c == b'\\' || (controls && c < 0x20) {
+        if c == b'"' || c == b'\\' {
             return i;
         }
         i += 1;
@@ -40,9 +40,9 @@ pub(crate) fn text_run(b: &[u8], mut i: usize, controls: bool) -> usize {
 mod tests {
     use super::text_run;
 
-    fn naive(b: &[u8], i: usize, controls: bool) -> usize {
+    fn naive(b: &[u8], i: usize) -> usize {
         (i..b.len())
-            .find(|&j| b[j] == b'"' || b[j] == b'\\' || (controls && b[j] < 0x20))
+            .find(|&j| b[j] == b'"' || b[j] == b'\\')
             .unwrap_or(b.len())
     }
 
@@ -63,13 +63,7 @@ mod tests {
                             b[(at + 3) % 20] = s;
                         }
                         for start in [0, 1, 5] {
-                            for controls in [false, true] {
-                                assert_eq!(
-                                    text_run(&b, start, controls),
-                                    naive(&b, start, controls),
-                                    "{b:?} from {start}, controls {controls}"
-                                );
-                            }
+                            assert_eq!(text_run(&b, start), naive(&b, start), "{b:?} from {start}");
                         }
                     }
                 }

@@ -30,12 +30,13 @@
 //! members it does not read (rich text, positions, timestamps) go through
 //! a loop that keeps a bit per level rather than a frame; a key is
 //! compared with the sensitive names only when its length and end bytes
-//! have the shape of one; strings are scanned eight bytes at a time.
+//! have the shape of one; strings are scanned eight bytes at a time, with
+//! the walks' own scan (`select::stream::text_run`), once control bytes are refused.
 
 use super::format::Invalid;
 use crate::document::sanitize::{is_sensitive, SENSITIVE_KEYS};
 use crate::document::Completeness;
-use crate::select::stream::MAX_DEPTH;
+use crate::select::stream::{text_run, MAX_DEPTH};
 use std::ops::Range;
 
 /// What a container is, for the few members the check reads.
@@ -549,7 +550,7 @@ fn member_key(b: &[u8], i: usize) -> Result<usize, Invalid> {
 fn string_end(b: &[u8], mut i: usize) -> Result<(usize, bool), Invalid> {
     let mut escaped = false;
     loop {
-        i = quote_or_backslash(b, i);
+        i = text_run(b, i);
         match b.get(i) {
             Some(b'"') => return Ok((i + 1, escaped)),
             Some(b'\\') => {
@@ -559,33 +560,6 @@ fn string_end(b: &[u8], mut i: usize) -> Result<(usize, bool), Invalid> {
             _ => return Err(MALFORMED),
         }
     }
-}
-
-/// The first `"` or `\\` at or after `i` (`b.len()` when none): eight
-/// bytes at a time, each tested for both with the exact zero-byte test
-/// (no carry crosses bytes), so the lowest flagged byte is the first stop.
-/// Control characters were refused for the whole document beforehand.
-#[inline(always)]
-fn quote_or_backslash(b: &[u8], mut i: usize) -> usize {
-    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    // The high bit of each zero byte of `y`, and of no other.
-    let zeros = |y: u64| !(((y & LOW) + LOW) | y | LOW);
-    while let Some(word) = b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
-        let x = u64::from_le_bytes(word);
-        let stops = zeros(x ^ (ONES * u64::from(b'"'))) | zeros(x ^ (ONES * u64::from(b'\\')));
-        if stops != 0 {
-            return i + (stops.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while let Some(&c) = b.get(i) {
-        if c == b'"' || c == b'\\' {
-            return i;
-        }
-        i += 1;
-    }
-    i
 }
 
 /// Past one escape at `i` (`\` and what follows): a `\u` escape of a
