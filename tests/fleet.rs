@@ -313,6 +313,62 @@ fn corrupted_or_foreign_values_are_never_served() {
 }
 
 #[test]
+fn the_documented_acl_user_is_enough_for_two_nodes() {
+    let _one = serial();
+    let redis = Redis::start();
+    // The ACL line of docs/fleet.md, as an operator pastes it.
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fleet.md"))
+        .expect("docs/fleet.md");
+    let rules = docs
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("`ACL SETUSER "))
+        .and_then(|l| l.strip_suffix('`'))
+        .expect("docs/fleet.md has an ACL SETUSER line");
+    let mut args = vec!["acl", "setuser"];
+    args.extend(
+        rules
+            .split_whitespace()
+            .map(|r| if r == ">PASSWORD" { ">acl-test" } else { r }),
+    );
+    assert_eq!(redis.cli(&args), "OK");
+    let proxy = Proxy::start(&redis.socket());
+    let url = proxy
+        .url()
+        .replacen("redis://", "redis://sbapi:acl-test@", 1);
+    let tier = tier(&url, "      timeout_ms: 2000\n");
+    // The budget script runs on every load when the fleet budget is on.
+    let budget = "    fleet_requests_per_second: 50\n";
+    let a = start_gateway(budget, &tier);
+    let b = start_gateway(budget, &tier);
+
+    // A load (lock, budget, store, unlock), then a shared hit on the other.
+    let r = detail(a.addr, "fleet-acl");
+    assert_eq!((r.status, cache_level(&r)), (200, "miss".to_owned()));
+    let doc = BoardKeys::new("sbapi:", BOARD, "fleet-acl").doc(Coverage::Full);
+    let lock = BoardKeys::new("sbapi:", BOARD, "fleet-acl").lock(Coverage::Full);
+    assert!(wait_for(
+        || redis.cli(&["exists", &doc]) == "1" && redis.cli(&["exists", &lock]) == "0"
+    ));
+    let r = detail(b.addr, "fleet-acl");
+    assert_eq!((r.status, cache_level(&r)), (200, "shared".to_owned()));
+    // A shared failure, written by one node and read by the other.
+    detail(a.addr, "fault-404").assert_error(404, "BOARD_NOT_FOUND", None);
+    let failure = BoardKeys::new("sbapi:", BOARD, "fault-404").failure();
+    assert!(wait_for(
+        || redis.cli(&["getrange", &failure, "0", "3"]) == "SBAF"
+    ));
+    detail(b.addr, "fault-404").assert_error(404, "BOARD_NOT_FOUND", None);
+    assert_eq!(token_requests("fault-404"), 1, "the failure was shared");
+
+    assert_eq!(redis.cli(&["acl", "log"]), "", "no command was denied");
+    let clients = redis.cli(&["client", "list"]);
+    assert!(
+        clients.lines().any(|c| c.contains(" user=sbapi ")),
+        "the nodes connect as the ACL user: {clients}"
+    );
+}
+
+#[test]
 fn a_revoked_link_is_refused_once_for_the_whole_fleet() {
     let _one = serial();
     let redis = Redis::start();

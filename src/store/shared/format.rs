@@ -168,14 +168,22 @@ pub fn decode_framed(
     }
     let body = &value[FIXED + fetched_len..];
     let end = front.len() + json_len;
-    let mut buffer = vec![0; end + back.len()];
-    buffer[..front.len()].copy_from_slice(front);
-    let inflated = zstd::bulk::decompress_to_buffer(body, &mut buffer[front.len()..end])
+    // Inflated into the buffer's spare room, which is never zeroed first
+    // (a memset of megabytes otherwise); room for `json_len` and `back`,
+    // so a body that inflates to more than `json_len` is caught below or
+    // refused by the decompressor.
+    let mut buffer = Vec::with_capacity(end + back.len());
+    buffer.extend_from_slice(front);
+    let mut cursor = std::io::Cursor::new(buffer);
+    cursor.set_position(front.len() as u64);
+    let inflated = zstd::bulk::Decompressor::new()
+        .and_then(|mut d| d.decompress_to_buffer(body, &mut cursor))
         .map_err(|_| Invalid("body does not inflate"))?;
-    if inflated != json_len {
+    let mut buffer = cursor.into_inner();
+    if inflated != json_len || buffer.len() != end {
         return Err(Invalid("length differs"));
     }
-    buffer[end..].copy_from_slice(back);
+    buffer.extend_from_slice(back);
     if fetched_at(&buffer[front.len()..end]).unwrap_or_default() != fetched {
         return Err(Invalid("fetchedAt differs"));
     }
