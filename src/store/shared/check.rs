@@ -113,6 +113,7 @@ pub fn document(json: &[u8], board_id: &str, max_nodes: usize) -> Result<Checked
         completeness: Completeness::default(),
         entries: Vec::new(),
         entry_start: 0,
+        arrays: [false; MAX_DEPTH + 1],
     };
     if json.first() != Some(&b'{') {
         return Err(Invalid("not an object"));
@@ -139,6 +140,8 @@ struct Scan<'a> {
     /// The top-level entries read so far, and where the current one began.
     entries: Vec<Range<usize>>,
     entry_start: usize,
+    /// Of the containers [`Scan::other`] has open, which are arrays.
+    arrays: [bool; MAX_DEPTH + 1],
 }
 
 /// The longest key, in bytes, that can name a sensitive field (see
@@ -240,13 +243,32 @@ fn sensitive_key(key: &[u8]) -> bool {
     lasts & (1 << CLASS[usize::from(last)]) != 0 && sensitive_name(key)
 }
 
-/// The full comparison, for the few keys of a sensitive shape.
+/// Which of [`SENSITIVE_KEYS`] have each length, a bit per name.
+const NAMES_BY_LENGTH: [u32; LONGEST_SENSITIVE + 1] = {
+    let mut table = [0u32; LONGEST_SENSITIVE + 1];
+    let mut i = 0;
+    while i < SENSITIVE_KEYS.len() {
+        table[SENSITIVE_KEYS[i].len()] |= 1 << i;
+        i += 1;
+    }
+    table
+};
+
+/// The full comparison, for the few keys of a sensitive shape (such as
+/// `parentId`, of the shape of `password`: one per card).
 #[inline(never)]
 fn sensitive_name(key: &[u8]) -> bool {
     if key.is_ascii() {
-        SENSITIVE_KEYS
-            .iter()
-            .any(|name| name.as_bytes().eq_ignore_ascii_case(key))
+        // Only the names of the key's length.
+        let mut names = NAMES_BY_LENGTH.get(key.len()).copied().unwrap_or(0);
+        while names != 0 {
+            let name = SENSITIVE_KEYS[names.trailing_zeros() as usize];
+            if name.as_bytes().eq_ignore_ascii_case(key) {
+                return true;
+            }
+            names &= names - 1;
+        }
+        false
     } else {
         // Other characters may fold to ASCII letters.
         std::str::from_utf8(key).map_or(true, is_sensitive)
@@ -370,15 +392,17 @@ impl<'a> Scan<'a> {
     /// A container whose members the check does not read (its role is
     /// [`Role::Other`]), from its opening bracket at the cursor to past its
     /// closing one: the grammar, the depth and the keys are checked as
-    /// everywhere else, with a bit per level for arrays and objects instead
-    /// of a frame. Nothing in it is a board node: only `children` of a node
-    /// holds nodes.
+    /// everywhere else, with a flag per level for arrays and objects
+    /// instead of a frame. Nothing in it is a board node: only `children`
+    /// of a node holds nodes.
     fn other(&mut self) -> Result<(), Invalid> {
         let b = self.b;
         let room = MAX_DEPTH - self.stack.len();
         let mut i = self.i;
-        // Bit `d` set: the container `d` levels in is an array.
-        let mut arrays: u128 = 0;
+        // `arrays[d]`: the container `d` levels in is an array. A byte per
+        // level, kept in the scan so as not to be cleared on every call:
+        // each level is written when it opens, before it is read.
+        let arrays = &mut self.arrays;
         let mut depth = 0;
         loop {
             // A value at `i`.
@@ -395,11 +419,8 @@ impl<'a> Scan<'a> {
                         i += 1;
                         depth -= 1;
                     } else {
-                        let bit = 1u128 << depth;
-                        if array {
-                            arrays |= bit;
-                        } else {
-                            arrays &= !bit;
+                        arrays[depth] = array;
+                        if !array {
                             i = member_key(b, i)?;
                         }
                         continue;
@@ -419,7 +440,7 @@ impl<'a> Scan<'a> {
                     self.i = i;
                     return Ok(());
                 }
-                let array = arrays & (1u128 << depth) != 0;
+                let array = arrays[depth];
                 match (b.get(i), array) {
                     (Some(b','), false) => {
                         i = member_key(b, i + 1)?;
