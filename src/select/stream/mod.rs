@@ -19,7 +19,7 @@
 
 mod text;
 
-pub(crate) use text::text_run;
+pub(crate) use text::{json_text_run, text_run};
 
 use super::compile::{Program, Step};
 use crate::document::model::{self, Model, NodeId};

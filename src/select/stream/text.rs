@@ -1,28 +1,42 @@
 //! Finding the end of a run of plain string text in compact JSON, sixteen
-//! or eight bytes at a time: shared by the selection walks (here) and the fleet
-//! tier's document check, which both spend most of their time in strings.
+//! or eight bytes at a time: shared by the selection walks (here), the
+//! fleet tier's document check and the Markdown reader, which all spend
+//! most of their time in strings.
 
 /// The index of the first byte at or after `i` that ends a run of plain
 /// string text, a quote or a backslash; `b.len()` when there is none.
 /// Sixteen bytes at a time with SSE2 on x86_64 (part of its baseline, so
 /// no detection is needed), eight at a time in a `u64` elsewhere and for
-/// the last bytes (most of a document is string text). Control characters
-/// are not stops: the walks read documents serde_json wrote (which escapes
-/// them) or the tier's check passed, and the check refuses them for the
-/// whole document in one pass first.
+/// the last bytes. Control characters are not stops: the walks read
+/// documents serde_json wrote (which escapes them) or the tier's check
+/// passed, and the check refuses them for the whole document in one pass
+/// first.
 #[inline]
 pub(crate) fn text_run(b: &[u8], i: usize) -> usize {
+    run::<false>(b, i)
+}
+
+/// [`text_run`] that also stops at a control character (below 0x20),
+/// which JSON does not allow unescaped: for a reader that refuses what
+/// serde_json would refuse.
+#[inline]
+pub(crate) fn json_text_run(b: &[u8], i: usize) -> usize {
+    run::<true>(b, i)
+}
+
+#[inline]
+fn run<const CONTROLS: bool>(b: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
-    let i = match sse2::text_run(b, i) {
+    let i = match sse2::run::<CONTROLS>(b, i) {
         Ok(stop) => return stop,
         Err(rest) => rest,
     };
-    text_run_words(b, i)
+    run_words::<CONTROLS>(b, i)
 }
 
-/// [`text_run`] eight bytes at a time, then byte by byte.
+/// [`run`] eight bytes at a time, then byte by byte.
 #[inline]
-fn text_run_words(b: &[u8], mut i: usize) -> usize {
+fn run_words<const CONTROLS: bool>(b: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // The high bit of each byte below `n` (n <= 0x80) is set; a borrow may
@@ -32,8 +46,11 @@ fn text_run_words(b: &[u8], mut i: usize) -> usize {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let x = u64::from_le_bytes(word);
-        let stops =
+        let mut stops =
             below(x ^ (ONES * u64::from(b'"')), 1) | below(x ^ (ONES * u64::from(b'\\')), 1);
+        if CONTROLS {
+            stops |= below(x, 0x20);
+        }
         if stops != 0 {
             // The lowest flagged byte is always a real stop (a borrow only
             // flags bytes above one).
@@ -42,7 +59,7 @@ fn text_run_words(b: &[u8], mut i: usize) -> usize {
         i += 8;
     }
     while let Some(&c) = b.get(i) {
-        if c == b'"' || c == b'\\' {
+        if c == b'"' || c == b'\\' || (CONTROLS && c < 0x20) {
             return i;
         }
         i += 1;
@@ -53,14 +70,15 @@ fn text_run_words(b: &[u8], mut i: usize) -> usize {
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
     };
 
     /// The first stop at or after `i` among the whole sixteen-byte blocks
     /// from `i`, or (as the error) where those blocks end, fewer than
     /// sixteen bytes before the end, when none of them holds one.
     #[inline]
-    pub(super) fn text_run(b: &[u8], mut i: usize) -> Result<usize, usize> {
+    pub(super) fn run<const CONTROLS: bool>(b: &[u8], mut i: usize) -> Result<usize, usize> {
         while let Some(block) = b.get(i..i + 16) {
             // SAFETY: SSE2 is enabled on every x86_64 target, and the load
             // reads exactly the sixteen bytes of `block` (unaligned loads
@@ -69,7 +87,13 @@ mod sse2 {
                 let v = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
                 let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
                 let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-                _mm_movemask_epi8(_mm_or_si128(quote, backslash))
+                let mut stops = _mm_or_si128(quote, backslash);
+                if CONTROLS {
+                    // v <= 0x1f exactly when max(v, 0x1f) == 0x1f (unsigned).
+                    let low = _mm_set1_epi8(0x1f);
+                    stops = _mm_or_si128(stops, _mm_cmpeq_epi8(_mm_max_epu8(v, low), low));
+                }
+                _mm_movemask_epi8(stops)
             };
             if stops != 0 {
                 return Ok(i + stops.trailing_zeros() as usize);
@@ -82,11 +106,11 @@ mod sse2 {
 
 #[cfg(test)]
 mod tests {
-    use super::{text_run, text_run_words};
+    use super::{json_text_run, run_words, text_run};
 
-    fn naive(b: &[u8], i: usize) -> usize {
+    fn naive(b: &[u8], i: usize, controls: bool) -> usize {
         (i..b.len())
-            .find(|&j| b[j] == b'"' || b[j] == b'\\')
+            .find(|&j| b[j] == b'"' || b[j] == b'\\' || (controls && b[j] < 0x20))
             .unwrap_or(b.len())
     }
 
@@ -110,10 +134,13 @@ mod tests {
                             b[(at + 3) % LEN] = s;
                         }
                         for start in [0, 1, 5, 15, 16, 17, 30] {
-                            let want = naive(&b, start);
+                            let want = naive(&b, start, false);
                             assert_eq!(text_run(&b, start), want, "{b:?} from {start}");
                             // The portable scan alone, as on other targets.
-                            assert_eq!(text_run_words(&b, start), want, "{b:?} from {start}");
+                            assert_eq!(run_words::<false>(&b, start), want, "{b:?} from {start}");
+                            let want = naive(&b, start, true);
+                            assert_eq!(json_text_run(&b, start), want, "{b:?} from {start}");
+                            assert_eq!(run_words::<true>(&b, start), want, "{b:?} from {start}");
                         }
                     }
                 }

@@ -26,20 +26,6 @@ use bumpalo::Bump;
 /// both readers refuse the same documents.
 const MAX_DEPTH: usize = 127;
 
-/// The bytes that end a run of plain string text: the quote, the escape,
-/// and the control characters JSON does not allow unescaped.
-static STOPS: [bool; 256] = {
-    let mut stops = [false; 256];
-    let mut c = 0;
-    while c < 0x20 {
-        stops[c] = true;
-        c += 1;
-    }
-    stops[b'"' as usize] = true;
-    stops[b'\\' as usize] = true;
-    stops
-};
-
 /// The value being built: the containers still open, each gathering its
 /// entries on the shared stacks (copied into the arena at their final size
 /// when it closes), the key of the entry being written, and the finished
@@ -314,14 +300,10 @@ impl<'a> Tree<'a> {
             return Err(Malformed);
         }
         let start = i + 1;
-        let run = b
-            .get(start..)
-            .and_then(|rest| rest.iter().position(|&c| STOPS[usize::from(c)]))
-            .ok_or(Malformed)?;
-        let j = start + run;
-        match b[j] {
-            b'"' => Ok((s.get(start..j).ok_or(Malformed)?, j + 1, false)),
-            b'\\' => self.unescape(s, start, j),
+        let j = stream::json_text_run(b, start);
+        match b.get(j) {
+            Some(b'"') => Ok((s.get(start..j).ok_or(Malformed)?, j + 1, false)),
+            Some(b'\\') => self.unescape(s, start, j),
             _ => Err(Malformed),
         }
     }
@@ -336,15 +318,12 @@ impl<'a> Tree<'a> {
         loop {
             // At a backslash.
             j = escape(b, j + 1, &mut text)?;
-            let run = b
-                .get(j..)
-                .and_then(|rest| rest.iter().position(|&c| STOPS[usize::from(c)]))
-                .ok_or(Malformed)?;
-            text.push_str(s.get(j..j + run).ok_or(Malformed)?);
-            j += run;
-            match b[j] {
-                b'"' => break,
-                b'\\' => {}
+            let end = stream::json_text_run(b, j);
+            text.push_str(s.get(j..end).ok_or(Malformed)?);
+            j = end;
+            match b.get(j) {
+                Some(b'"') => break,
+                Some(b'\\') => {}
                 _ => return Err(Malformed),
             }
         }
