@@ -90,9 +90,10 @@ impl std::error::Error for SearchError {}
 /// A field of another type than a document's counts as absent, and an
 /// element that is not an object, or names a member twice, is left out
 /// (see `readable`): any document the fleet tier's check accepts is
-/// searched. Each element is read by a
-/// parser of its own, so the reader's depth follows the document's, which
-/// every document bounds (`select::stream::MAX_DEPTH`).
+/// searched. Each element is read by a parser of its own, so the reader's
+/// depth follows the document's; elements nested deeper than
+/// [`MAX_NESTED`] are left out (no document the service writes or the
+/// fleet tier accepts has them), so no input overflows a stack.
 ///
 /// # Errors
 /// [`SearchError`] when `doc` is not a board document.
@@ -266,8 +267,44 @@ struct Node<'a> {
     location: Option<Location<'a>>,
     #[serde(default, deserialize_with = "readable")]
     children_loaded: Option<bool>,
-    #[serde(borrow, default, deserialize_with = "readable_items")]
+    #[serde(borrow, default, deserialize_with = "nested_nodes")]
     children: Vec<Node<'a>>,
+}
+
+/// How deep elements are read: each is at least two containers below its
+/// parent (a `children` array, then the element), so a document within
+/// the walks' bound (`select::stream::MAX_DEPTH`, 127 containers) nests
+/// fewer than this.
+pub const MAX_NESTED: usize = crate::select::stream::MAX_DEPTH / 2 + 1;
+
+thread_local! {
+    /// Elements being read on this thread, outermost first.
+    static NESTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// An element's `children`, read as [`readable_items`] reads a list, one
+/// level deeper; none past [`MAX_NESTED`]. Each element is read by a fresh
+/// parser, whose own depth limit starts again, so this count is what
+/// bounds the reader's recursion.
+fn nested_nodes<'de, D>(d: D) -> Result<Vec<Node<'de>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    /// Restores the count however the read ends.
+    struct Level(usize);
+    impl Drop for Level {
+        fn drop(&mut self) {
+            NESTED.set(self.0);
+        }
+    }
+    let depth = NESTED.get();
+    if depth >= MAX_NESTED {
+        <&'de RawValue>::deserialize(d)?;
+        return Ok(Vec::new());
+    }
+    let _level = Level(depth);
+    NESTED.set(depth + 1);
+    readable_items(d)
 }
 
 impl Node<'_> {

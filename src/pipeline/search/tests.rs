@@ -194,3 +194,36 @@ fn fields_of_other_types_count_as_absent() {
     let found = search(root, "lisbon", 10).expect("searched");
     assert_eq!((found.board.title.as_str(), ids(&found)), ("", vec!["c"]));
 }
+
+/// Elements nested far past any document's bound (a thousand boards, each
+/// in the last one's `children`) are searched down to [`MAX_NESTED`] and
+/// no further, on a thread with a small stack: each element's parser
+/// starts its own depth count, so only the search's own count bounds it.
+#[test]
+fn elements_nested_past_the_bound_are_left_out_not_overflowed() {
+    let mut d = String::from(
+        r#"{"version":1,"fetchedAt":"t","board":{"id":"root","type":"BOARD","children":"#,
+    );
+    for i in 0..1000 {
+        d.push_str(&format!(
+            r#"[{{"id":"b{i}","type":"BOARD","title":"deep {i}","children":"#
+        ));
+    }
+    d.push_str("[]");
+    for _ in 0..1000 {
+        d.push_str("}]");
+    }
+    d.push_str("}}");
+    let found = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || search(d.as_bytes(), "deep", 2000).expect("searches"))
+        .expect("thread")
+        .join()
+        .expect("no overflow");
+    // The root is level 0; its children's elements are read to the bound.
+    assert_eq!(found.total, MAX_NESTED);
+    assert_eq!(
+        found.matches.last().map(|m| m.id.as_str()),
+        Some(format!("b{}", MAX_NESTED - 1).as_str())
+    );
+}
