@@ -11,7 +11,12 @@
 #
 # With no binary, the current tree's (cargo bench --bench pipeline --no-run).
 # To compare two commits: build each, copy its target/release/deps/pipeline-*
-# binary aside, and pass both.
+# binary aside, and pass both; a second table then gives each benchmark's
+# median per binary and the median of its per-round ratios to the first.
+# FILTER picks other benchmarks of the same binary, such as the whole
+# pipeline (answer read, normalized, rendered) on that board:
+#
+#   FILTER='pipeline/tiptap-7000/fast/full$' benches/render_rounds.sh 3 BEFORE NOW
 set -euo pipefail
 ROUNDS=${1:-5}
 shift || true
@@ -20,7 +25,7 @@ if [ $# -eq 0 ]; then
     bin=$(cargo bench --bench pipeline --no-run 2>&1 | grep -o '/[^ ()]*/deps/pipeline-[0-9a-f]*' | tail -1)
     set -- "$bin"
 fi
-FILTER='render/tiptap-7000/(json|markdown)/(full|standard|compact)$'
+FILTER=${FILTER:-'render/tiptap-7000/(json|markdown)/(full|standard|compact)$'}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for round in $(seq "$ROUNDS"); do
@@ -60,4 +65,19 @@ for binary in binaries:
         print(f"{binary:<28} {view:<9} {statistics.median(json.values()):>8.2f} "
               f"{statistics.median(md.values()):>12.2f} {statistics.median(ratios):>14.2f}"
               f"  per round {' '.join(f'{x:.2f}' for x in ratios)}")
+if len(binaries) > 1:
+    first = binaries[0]
+    print()
+    print(f"{'benchmark':<40} " + " ".join(f"{b[:20]:>20}" for b in binaries) + "   each / first, median of rounds")
+    for name in sorted({r[2] for r in rows}):
+        base = times.get((first, name), {})
+        cells, ratios = [], []
+        for b in binaries:
+            t = times.get((b, name), {})
+            cells.append(f"{statistics.median(t.values()):>17.2f} ms" if t else f"{'-':>20}")
+            if b != first:
+                per = [t[r] / base[r] for r in t if r in base]
+                if per:
+                    ratios.append(f"{statistics.median(per):.3f}")
+        print(f"{name:<40} " + " ".join(cells) + "   " + " ".join(ratios))
 EOF

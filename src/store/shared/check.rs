@@ -28,10 +28,11 @@
 //! Its cost is most of what a shared hit of a large board adds, so it is
 //! built for speed without giving up any rule: the containers whose
 //! members it does not read (rich text, positions, timestamps) go through
-//! a loop that keeps a bit per level rather than a frame; a key is
+//! a loop that keeps a flag per level rather than a frame; a key is
 //! compared with the sensitive names only when its length and end bytes
-//! have the shape of one; strings are scanned eight bytes at a time, with
-//! the walks' own scan (`select::stream::text_run`), once control bytes are refused.
+//! have the shape of one, and then only with the names of its length;
+//! strings are scanned sixteen bytes at a time with the walks' own scan
+//! (`select::stream::text_run`), once control bytes are refused.
 
 use super::format::Invalid;
 use crate::document::sanitize::{is_sensitive, SENSITIVE_KEYS};
