@@ -2,6 +2,7 @@
 //! normalizer writes passes it too (`tests/pipeline_differential.rs`).
 
 use super::*;
+use crate::document::sanitize::SENSITIVE_KEYS;
 
 fn doc(board: &str) -> String {
     format!(
