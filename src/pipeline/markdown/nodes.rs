@@ -2,7 +2,8 @@
 //! children in reading order ([`crate::document::reading`]: an attached
 //! thread right after its element, the canvas in rows by `y` then `x`, a
 //! column's or a task list's notes by `index`; the document's own order
-//! where the selection left `location` out). A column, task list or nested board opens a
+//! where the selection left `location` out), the order the value already
+//! holds them in ([`super::value`]). A column, task list or nested board opens a
 //! section one heading level deeper (a bold line below level 6); other
 //! elements are blocks separated by blank lines, and a board's lines are
 //! listed under `Connections` at its end. A field the selection left out is
@@ -10,8 +11,7 @@
 
 use super::out::{is_web_url, Flow, Out, Sep};
 use super::rich::{self, heading_text, task_marker};
-use super::value::{Num, V};
-use crate::document::reading::{self, ReadingKey};
+use super::value::{prefetch, V};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -43,9 +43,8 @@ fn section<'d, 'a>(
         }
     }
     heading_text(out, level, &title);
-    children(out, board, level, data, labels);
     let mut lines = Vec::new();
-    board_lines(board, &mut lines);
+    children(out, board, level, data, labels, &mut lines);
     if lines.is_empty() {
         return;
     }
@@ -68,23 +67,30 @@ fn section<'d, 'a>(
     out.end_block();
 }
 
+/// Writes the children of `node` and what lies below them, but for
+/// nested boards' own; gathers their lines (in the order read) on `lines`
+/// for the board's `Connections`, in the same walk.
 fn children<'d, 'a>(
     out: &mut Out,
     node: &'d V<'a>,
     level: usize,
     data: &'d V<'a>,
     labels: &mut Option<Labels<'d, 'a>>,
+    lines: &mut Vec<&'d V<'a>>,
 ) {
     let mut after_task = false;
     let list = node.list("children");
-    for child in in_reading_order(list) {
+    for (i, child) in list.iter().enumerate() {
+        if let Some(next) = list.get(i + 1) {
+            prefetch(next);
+        }
         let kind = child.str("type").unwrap_or_default();
         match kind {
             "BOARD" => section(out, child, level + 1, data, labels),
             "COLUMN" | "TASK_LIST" => {
                 let fallback = if kind == "COLUMN" { "Column" } else { "Tasks" };
                 heading_text(out, level + 1, child.str("title").unwrap_or(fallback));
-                children(out, child, level + 1, data, labels);
+                children(out, child, level + 1, data, labels, lines);
             }
             "TASK" => {
                 // Consecutive tasks are one list.
@@ -95,73 +101,18 @@ fn children<'d, 'a>(
                 }
                 task(out, child);
                 out.end_block();
-                children(out, child, level, data, labels);
+                children(out, child, level, data, labels, lines);
             }
-            "LINE" => {}
+            "LINE" => {
+                lines.push(child);
+                board_lines(child, lines);
+            }
             _ => {
                 element(out, child, kind, level);
-                children(out, child, level, data, labels);
+                children(out, child, level, data, labels, lines);
             }
         }
         after_task = kind == "TASK";
-    }
-}
-
-/// `children` in reading order, from the `location` the selection kept.
-/// Children already in order (fewer than two, a column's notes, a
-/// selection without `location`) are walked as given, without a copy or a
-/// sort; the check stops at the first child out of order. Otherwise each
-/// child is paired with its key and the pairs are sorted once.
-fn in_reading_order<'d, 'a>(children: &'d [V<'a>]) -> Children<'d, 'a> {
-    if children.len() < 2 || reading::in_order(children.iter().map(reading_key)) {
-        return Children::Given(children.iter());
-    }
-    let mut keyed: Vec<(ReadingKey, &V)> = children.iter().map(|c| (reading_key(c), c)).collect();
-    reading::sort(&mut keyed);
-    Children::Sorted(keyed.into_iter())
-}
-
-/// The children of a node, in reading order ([`in_reading_order`]).
-enum Children<'d, 'a> {
-    /// Already in reading order.
-    Given(std::slice::Iter<'d, V<'a>>),
-    /// Sorted by their keys.
-    Sorted(std::vec::IntoIter<(ReadingKey, &'d V<'a>)>),
-}
-
-impl<'d, 'a> Iterator for Children<'d, 'a> {
-    type Item = &'d V<'a>;
-
-    fn next(&mut self) -> Option<&'d V<'a>> {
-        match self {
-            Children::Given(children) => children.next(),
-            Children::Sorted(keyed) => keyed.next().map(|(_, child)| child),
-        }
-    }
-}
-
-/// The reading key of a child, from its `location` (see
-/// [`crate::document::reading`]).
-fn reading_key(node: &V) -> ReadingKey {
-    let location = node.get("location");
-    let position = location.and_then(|l| l.get("position"));
-    let coord = |key: &str| position.and_then(|p| p.get(key)).and_then(coordinate);
-    ReadingKey::new(
-        location.and_then(|l| l.str("section")),
-        coord("x"),
-        coord("y"),
-        coord("index"),
-    )
-}
-
-/// A coordinate as the reading order reads it (see [`reading::number`]).
-fn coordinate(value: &V) -> Option<f64> {
-    match value {
-        V::Num(Num::U(n)) => Some(*n as f64),
-        V::Num(Num::I(n)) => Some(*n as f64),
-        V::Num(Num::F(n)) => Some(*n),
-        V::Str(s) => reading::numeric(s),
-        _ => None,
     }
 }
 
@@ -301,8 +252,8 @@ fn comments(out: &mut Out, node: &V, level: usize) {
     }
 }
 
-/// The lines of a board: its descendants of type `LINE`, not those of
-/// boards nested in it.
+/// The lines below `node` (a line's own children, which nothing else
+/// writes): its descendants of type `LINE`, not those of boards nested in it.
 fn board_lines<'d, 'a>(node: &'d V<'a>, into: &mut Vec<&'d V<'a>>) {
     for child in node.list("children") {
         match child.str("type") {

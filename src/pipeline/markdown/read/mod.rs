@@ -17,8 +17,9 @@
 //! target hold the value read here, and the Markdown written from it, to
 //! the selected JSON read by [`V::parse`].
 
-use super::value::{skipped, Num, V};
+use super::value::{alloc_in_reading_order, holds_children, skipped, Num, V};
 use crate::document::model::{Model, NodeId};
+use crate::document::reading::ReadingKey;
 use crate::select::stream::{self, Malformed, Sink, Walk};
 use bumpalo::Bump;
 
@@ -33,6 +34,9 @@ const MAX_DEPTH: usize = 127;
 pub struct Tree<'a> {
     arena: &'a Bump,
     items: Vec<V<'a>>,
+    /// The reading key of each item of an open `children` array, taken as
+    /// the item is attached, while its members are in cache.
+    keys: Vec<ReadingKey>,
     members: Vec<(&'a str, V<'a>)>,
     open: Vec<Open<'a>>,
     /// The key of the next value in the innermost open object, unescaped.
@@ -48,18 +52,22 @@ pub struct Tree<'a> {
 }
 
 /// An open container: an object gathers on `members`, an array on `items`,
-/// from `start`; `key` is the key it goes under in its parent.
+/// from `start`; `key` is the key it goes under in its parent. A
+/// `children` array gathers its items' reading keys on `keys` from `keys`.
 #[derive(Clone, Copy)]
 struct Open<'a> {
     object: bool,
     start: usize,
     key: Option<&'a str>,
+    children: bool,
+    keys: usize,
 }
 
 /// A point [`Tree`] can go back to: the height of every stack.
 #[derive(Clone, Copy)]
 pub struct Mark<'a> {
     items: usize,
+    keys: usize,
     members: usize,
     open: usize,
     key: Option<&'a str>,
@@ -98,6 +106,7 @@ impl<'a> Tree<'a> {
         Tree {
             arena,
             items: Vec::new(),
+            keys: Vec::new(),
             members: Vec::new(),
             open: Vec::new(),
             key: None,
@@ -136,24 +145,39 @@ impl<'a> Tree<'a> {
                     self.members.push((key, value));
                 }
             }
-            Some(_) => self.items.push(value),
+            Some(open) => {
+                if open.children {
+                    self.keys.push(value.reading_key());
+                }
+                self.items.push(value);
+            }
             None => self.root = Some(value),
         }
     }
 
-    /// The entries gathered on top of the object's (`object`) or the
-    /// array's stack since `start`, taken off it into the arena at their
-    /// final size.
-    fn gather(&mut self, object: bool, start: usize) -> V<'a> {
-        if object {
-            let members = self.arena.alloc_slice_copy(&self.members[start..]);
-            self.members.truncate(start);
-            V::Obj(members)
-        } else {
-            let items = self.arena.alloc_slice_copy(&self.items[start..]);
-            self.items.truncate(start);
-            V::Arr(items)
-        }
+    /// The members gathered on top of the stack since `start`, taken off it
+    /// into the arena at their final size.
+    fn gather_members(&mut self, start: usize) -> V<'a> {
+        let members = self.arena.alloc_slice_copy(&self.members[start..]);
+        self.members.truncate(start);
+        V::Obj(members)
+    }
+
+    /// The items gathered on top of the stack since `start`, taken off it
+    /// into the arena; a `children` array's (`keys`: where its items' keys
+    /// start) in reading order.
+    fn gather_items(&mut self, start: usize, keys: Option<usize>) -> V<'a> {
+        let items = match keys {
+            Some(keys) => {
+                let items =
+                    alloc_in_reading_order(self.arena, &self.items[start..], &self.keys[keys..]);
+                self.keys.truncate(keys);
+                items
+            }
+            None => self.arena.alloc_slice_copy(&self.items[start..]),
+        };
+        self.items.truncate(start);
+        V::Arr(items)
     }
 
     /// Opens a container the walk writes into, under the pending key.
@@ -164,13 +188,23 @@ impl<'a> Tree<'a> {
             self.items.len()
         };
         let key = self.key.take();
-        self.open.push(Open { object, start, key });
+        self.open.push(Open {
+            object,
+            start,
+            key,
+            children: !object && holds_children(key),
+            keys: self.keys.len(),
+        });
     }
 
     /// Closes the innermost open container and puts it where it belongs.
     fn close(&mut self) {
         if let Some(open) = self.open.pop() {
-            let value = self.gather(open.object, open.start);
+            let value = if open.object {
+                self.gather_members(open.start)
+            } else {
+                self.gather_items(open.start, open.children.then_some(open.keys))
+            };
             self.key = open.key;
             self.attach(value);
         }
@@ -182,22 +216,23 @@ impl<'a> Tree<'a> {
     }
 
     /// The value at `s[i]`, kept as `keep` says (`None`: dropped), and the
-    /// index just past it. `depth` counts the containers around it; a
-    /// container past [`MAX_DEPTH`] is refused here, for objects and arrays
-    /// alike.
+    /// index just past it; `children` when it is the value of a `children`
+    /// member. `depth` counts the containers around it; a container past
+    /// [`MAX_DEPTH`] is refused here, for objects and arrays alike.
     fn read(
         &mut self,
         s: &'a str,
         i: usize,
         keep: Keep,
         depth: usize,
+        children: bool,
     ) -> Walk<(Option<V<'a>>, usize)> {
         let b = s.as_bytes();
         let scalar = match b.get(i) {
             Some(b'"') => self.string(s, i).map(|(text, end, _)| (V::Str(text), end)),
             Some(b'{' | b'[') if depth >= MAX_DEPTH => Err(Malformed),
             Some(b'{') => return self.object(s, i, keep, depth + 1),
-            Some(b'[') => return self.array(s, i, keep, depth + 1),
+            Some(b'[') => return self.array(s, i, keep, depth + 1, children),
             Some(b't') => literal(b, i, b"true", V::Bool(true)),
             Some(b'f') => literal(b, i, b"false", V::Bool(false)),
             Some(b'n') => literal(b, i, b"null", V::Null),
@@ -247,13 +282,11 @@ impl<'a> Tree<'a> {
                 kept += usize::from(keeps);
                 i = end;
             } else {
-                let (value, end) = self.read(s, i, inner, depth)?;
+                let (value, end) = self.read(s, i, inner, depth, holds_children(Some(key)))?;
                 i = end;
                 if let Some(value) = value {
                     kept += 1;
-                    if !skipped(key) {
-                        self.members.push((key, value));
-                    }
+                    self.members.push((key, value));
                 }
             }
             match b.get(i) {
@@ -262,7 +295,7 @@ impl<'a> Tree<'a> {
                 _ => return Err(Malformed),
             }
         }
-        let value = self.gather(true, start);
+        let value = self.gather_members(start);
         Ok(((!prunes || kept > 0).then_some(value), i + 1))
     }
 
@@ -272,6 +305,7 @@ impl<'a> Tree<'a> {
         mut i: usize,
         keep: Keep,
         depth: usize,
+        children: bool,
     ) -> Walk<(Option<V<'a>>, usize)> {
         let b = s.as_bytes();
         i += 1;
@@ -279,9 +313,15 @@ impl<'a> Tree<'a> {
             return Ok((Some(V::Arr(&[])), i + 1));
         }
         let start = self.items.len();
+        let keys = self.keys.len();
         loop {
-            let (item, end) = self.read(s, i, keep, depth)?;
-            self.items.extend(item);
+            let (item, end) = self.read(s, i, keep, depth, false)?;
+            if let Some(item) = item {
+                if children {
+                    self.keys.push(item.reading_key());
+                }
+                self.items.push(item);
+            }
             i = end;
             match b.get(i) {
                 Some(b',') => i += 1,
@@ -289,7 +329,10 @@ impl<'a> Tree<'a> {
                 _ => return Err(Malformed),
             }
         }
-        Ok((Some(self.gather(false, start)), i + 1))
+        Ok((
+            Some(self.gather_items(start, children.then_some(keys))),
+            i + 1,
+        ))
     }
 
     /// The string at `s[i]` (its opening quote): a slice of `s` when it
@@ -476,6 +519,7 @@ impl<'a> Sink<'a> for Tree<'a> {
     fn mark(&self) -> Mark<'a> {
         Mark {
             items: self.items.len(),
+            keys: self.keys.len(),
             members: self.members.len(),
             open: self.open.len(),
             key: self.key,
@@ -485,6 +529,7 @@ impl<'a> Sink<'a> for Tree<'a> {
 
     fn rollback(&mut self, mark: Mark<'a>) {
         self.items.truncate(mark.items);
+        self.keys.truncate(mark.keys);
         self.members.truncate(mark.members);
         self.open.truncate(mark.open);
         self.key = mark.key;
@@ -531,7 +576,8 @@ impl<'a> Sink<'a> for Tree<'a> {
             return stream::skip(doc, at);
         }
         let doc = self.text_of(doc)?;
-        let (value, end) = self.read(doc, at, Keep::Whole, self.open.len())?;
+        let children = holds_children(self.key);
+        let (value, end) = self.read(doc, at, Keep::Whole, self.open.len(), children)?;
         self.attach(value.ok_or(Malformed)?);
         Ok(end)
     }
@@ -544,7 +590,8 @@ impl<'a> Sink<'a> for Tree<'a> {
         at: usize,
     ) -> Walk<(bool, usize)> {
         let doc = self.text_of(doc)?;
-        let (value, end) = self.read(doc, at, Keep::at(model, node), self.open.len())?;
+        let children = holds_children(self.key);
+        let (value, end) = self.read(doc, at, Keep::at(model, node), self.open.len(), children)?;
         let kept = value.is_some();
         if let Some(value) = value {
             // Under a skipped key it is kept, and attach() leaves it out.

@@ -32,6 +32,41 @@ fn reads_as_serde_json_does() {
     }
 }
 
+/// The ids of the items of `list`, in the order the value holds them.
+fn ids<'a>(list: &'a [V<'a>]) -> Vec<&'a str> {
+    list.iter().map(|v| v.str("id").unwrap_or("-")).collect()
+}
+
+#[test]
+fn children_arrays_are_held_in_reading_order_by_both_readers() {
+    let json = concat!(
+        r#"{"children":["#,
+        r#"{"id":"low","location":{"section":"CANVAS","position":{"x":0,"y":50}}},"#,
+        r#"{"id":"right","location":{"section":"CANVAS","position":{"x":40,"y":0}}},"#,
+        r#"{"id":"left","location":{"section":"CANVAS","position":{"x":4,"y":0}},"children":["#,
+        r#"{"id":"b","location":{"position":{"x":0,"y":5}}},{"id":"a","location":{"position":{"x":0,"y":1}}}]},"#,
+        r#"{"id":"n2","location":{"section":"INBOX","position":{"index":2}}},"#,
+        r#"{"id":"none"},"#,
+        r#"{"id":"n1","location":{"section":"INBOX","position":{"index":1}}},"#,
+        r#"{"id":"thread","location":{"section":"ATTACHED"}},"#,
+        r#"7],"#,
+        r#""other":[{"id":"y9","location":{"position":{"y":9}}},{"id":"y1","location":{"position":{"y":1}}}]}"#
+    );
+    let arena = Bump::new();
+    let fast = read(json.as_bytes(), &arena).expect("json");
+    let reference = V::parse(json.as_bytes(), &arena).expect("json");
+    assert_eq!(format!("{fast:?}"), format!("{reference:?}"));
+    // Attached, then the canvas in rows, the inbox by index, the rest as given.
+    assert_eq!(
+        ids(fast.list("children")),
+        ["thread", "left", "right", "low", "n1", "n2", "none", "-"]
+    );
+    let left = fast.list("children")[1];
+    assert_eq!(ids(left.list("children")), ["a", "b"]);
+    // Only `children` arrays are reordered.
+    assert_eq!(ids(fast.list("other")), ["y9", "y1"]);
+}
+
 /// Shapes the typed documents never take, where the one-pass selection
 /// could part from selecting into bytes: members in [`skipped`] holding
 /// scalars or only empty objects, a model field's name written with an
