@@ -136,10 +136,10 @@ pub fn evictions(n: usize) {
 /// The counters every cached read touches, resolved once:
 /// `with_label_values` hashes its labels and takes a lock on each call.
 /// `[endpoint: search, detail][status: 200, 304]`.
-static HOT_REQUESTS: LazyLock<Option<[[IntCounter; 2]; 2]>> = LazyLock::new(|| {
+static HOT_REQUESTS: LazyLock<Option<[[IntCounter; 2]; 3]>> = LazyLock::new(|| {
     let m = REQUESTS.as_ref()?;
     let of = |endpoint: &str| [200, 304].map(|s| m.with_label_values(&[endpoint, itoa(s)]));
-    Some([of("search"), of("detail")])
+    Some([of("search"), of("detail"), of("mcp")])
 });
 
 /// `[hit, miss]`.
@@ -152,6 +152,7 @@ pub fn request(endpoint: &str, status: u16) {
     let e = match endpoint {
         "search" => Some(0),
         "detail" => Some(1),
+        "mcp" => Some(2),
         _ => None,
     };
     let s = match status {
@@ -275,8 +276,26 @@ static MCP: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
     .ok()
 });
 
+/// The counters of tool calls, `[read_board, search_board]` by `[ok,
+/// tool_error]`, looked up once: most MCP requests are tool calls.
+static MCP_CALLS: LazyLock<Option<[[IntCounter; 2]; 2]>> = LazyLock::new(|| {
+    let m = MCP.as_ref()?;
+    let of =
+        |tool: &str| ["ok", "tool_error"].map(|o| m.with_label_values(&["tools/call", tool, o]));
+    Some([of("read_board"), of("search_board")])
+});
+
 pub fn mcp(method: &str, tool: &str, outcome: &str) {
-    if let Some(c) = &*MCP {
+    let call = match (method, tool, outcome) {
+        ("tools/call", "read_board", "ok") => Some((0, 0)),
+        ("tools/call", "read_board", "tool_error") => Some((0, 1)),
+        ("tools/call", "search_board", "ok") => Some((1, 0)),
+        ("tools/call", "search_board", "tool_error") => Some((1, 1)),
+        _ => None,
+    };
+    if let (Some(calls), Some((t, o))) = (MCP_CALLS.as_ref(), call) {
+        calls[t][o].inc();
+    } else if let Some(c) = &*MCP {
         c.with_label_values(&[method, tool, outcome]).inc();
     }
 }

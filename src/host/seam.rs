@@ -152,7 +152,10 @@ pub struct Answered {
 /// (compression applies). `HEAD` gets the same headers, `Content-Length`
 /// included, and no body.
 async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Result<()> {
-    let mut header = ResponseHeader::build(response.status, Some(response.headers.len() + 1))?;
+    // Room for `Content-Length` and for what the downstream modules add
+    // (compression's `Content-Encoding`, `Transfer-Encoding`), so the map
+    // is not grown and rehashed for a short answer's last headers.
+    let mut header = ResponseHeader::build(response.status, Some(response.headers.len() + 4))?;
     for (name, value) in &response.headers {
         header.append_header(name.clone(), value.clone())?;
     }

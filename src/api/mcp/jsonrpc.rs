@@ -442,11 +442,14 @@ pub fn parse(body: &[u8]) -> Result<Message<'_>, RpcError> {
 /// result object, given as pieces written in order, spliced in without
 /// being parsed again: one allocation, one copy.
 pub fn result_body(id: &Id, result: &[&[u8]]) -> Vec<u8> {
+    const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+    const RESULT: &[u8] = b",\"result\":";
     let len: usize = result.iter().map(|part| part.len()).sum();
-    let mut body = Vec::with_capacity(len + id.0.len() + 32);
-    body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    // Exactly the body's length: one allocation, never grown.
+    let mut body = Vec::with_capacity(HEAD.len() + id.0.len() + RESULT.len() + len + 1);
+    body.extend_from_slice(HEAD);
     body.extend_from_slice(id.0.as_bytes());
-    body.extend_from_slice(b",\"result\":");
+    body.extend_from_slice(RESULT);
     for part in result {
         body.extend_from_slice(part);
     }
@@ -611,6 +614,9 @@ mod tests {
         let raw = serde_json::value::to_raw_value(&json!("a\"b")).expect("raw");
         let id = Id::of(&raw).expect("id");
         let ok = result_body(&id, &[br#"{"tools":"#, b"[]}"]);
+        // Allocated at its final length, never grown (a grown body copies
+        // the cached tool result a second time).
+        assert_eq!(ok.capacity(), ok.len());
         let v: Value = serde_json::from_slice(&ok).expect("JSON");
         assert_eq!(
             v,
