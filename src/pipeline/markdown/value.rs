@@ -232,13 +232,16 @@ pub fn holds_children(key: Option<&str>) -> bool {
 
 /// `items`, the children of one node, copied into `arena` in reading order
 /// by their `keys` (one per item, in the same order); as given when they
-/// already are in it, ties in the given order.
+/// already are in it, ties in the given order. Keys that do not pair with
+/// the items one to one (a reader's bug) leave them as given: an item is
+/// never lost to a short list of keys.
 pub fn alloc_in_reading_order<'a>(
     arena: &'a Bump,
     items: &[V<'a>],
     keys: &[ReadingKey],
 ) -> &'a [V<'a>] {
-    if reading::in_order(keys.iter().copied()) {
+    debug_assert_eq!(items.len(), keys.len());
+    if keys.len() != items.len() || reading::in_order(keys.iter().copied()) {
         return arena.alloc_slice_copy(items);
     }
     let mut keyed: Vec<(ReadingKey, V<'a>)> =
