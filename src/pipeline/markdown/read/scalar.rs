@@ -50,6 +50,7 @@ fn hex4(b: &[u8], i: usize) -> Walk<u32> {
     })
 }
 
+#[inline]
 pub(super) fn literal<'a>(b: &[u8], i: usize, word: &[u8], value: V<'a>) -> Walk<(V<'a>, usize)> {
     if b.get(i..i + word.len()) == Some(word) {
         Ok((value, i + word.len()))
@@ -62,6 +63,7 @@ pub(super) fn literal<'a>(b: &[u8], i: usize, word: &[u8], value: V<'a>) -> Walk
 /// indexes, sizes) is read here; anything else by serde_json itself, so that
 /// every value (`-0`, integers past `u64`, the rounding of floats, what is
 /// not a number) is the one it reads.
+#[inline]
 pub(super) fn number<'a>(s: &str, i: usize) -> Walk<(V<'a>, usize)> {
     let rest = s.get(i..).ok_or(Malformed)?;
     let len = rest
