@@ -149,13 +149,21 @@ impl<'a> Tree<'a> {
                 }
             }
             Some(open) => {
-                if open.children {
-                    self.keys.push(value.reading_key());
-                }
-                self.items.push(value);
+                let children = open.children;
+                self.push_item(value, children);
             }
             None => self.root = Some(value),
         }
+    }
+
+    /// Pushes the next item of the innermost array, with its reading key
+    /// when the array holds `children`: the one place items and keys are
+    /// kept in step.
+    fn push_item(&mut self, item: V<'a>, children: bool) {
+        if children {
+            self.keys.push(item.reading_key());
+        }
+        self.items.push(item);
     }
 
     /// The members gathered on top of the stack since `start`, taken off it
@@ -320,10 +328,7 @@ impl<'a> Tree<'a> {
         loop {
             let (item, end) = self.read(s, i, keep, depth, false)?;
             if let Some(item) = item {
-                if children {
-                    self.keys.push(item.reading_key());
-                }
-                self.items.push(item);
+                self.push_item(item, children);
             }
             i = end;
             match b.get(i) {
