@@ -8,15 +8,18 @@
 //! Capture a board for a bug report: `shared-board-api -c conf/gateway.yaml
 //! --capture '<share link>' --out DIR`; replay it offline: `--demo DIR`.
 
+use async_trait::async_trait;
 use clap::Parser;
 use pingora_core::server::configuration::{Opt, ServerConf};
-use pingora_core::server::Server;
+use pingora_core::server::{Server, ShutdownWatch};
+use pingora_core::services::background::{background_service, BackgroundService};
 use shared_board_api::config::{ConfigError, Settings};
 use shared_board_api::demo::{Captured, SampleUpstream};
 use shared_board_api::host::preflight::{self, Mode};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 #[derive(Parser)]
 #[command(
@@ -98,8 +101,7 @@ fn main() -> ExitCode {
             }
         }
     };
-    // `_sample` keeps the demo's upstream serving until the process exits.
-    let (settings, _sample) = match settings {
+    let (settings, sample) = match settings {
         Ok(s) => s,
         Err(e) => {
             eprintln!("shared-board-api: invalid configuration: {e}");
@@ -140,30 +142,62 @@ fn main() -> ExitCode {
         eprintln!("shared-board-api: cannot start: {e}");
         return ExitCode::from(2);
     }
-    if demo {
+    if let Some(sample) = sample {
+        // Served from Pingora's own runtime, after any fork (`-d`).
+        server.add_service(background_service("sample upstream", sample));
         print_demo_help(&settings, captured_help);
     }
     server.run_forever()
 }
 
-/// Starts the bundled sample upstream on a loopback port, on its own thread,
-/// and points the demo configuration at it. The upstream serves as long as
-/// the returned handle lives.
+/// Binds the bundled sample upstream's loopback port and points the demo
+/// configuration at it. Nothing serves yet: the returned service does, once
+/// the server runs (after Pingora's fork with `-d`, which no thread made
+/// before it survives).
 fn demo_settings(
     conf: &str,
     captured: Captured,
     listen: Option<SocketAddr>,
-) -> Result<(Settings, SampleUpstream), ConfigError> {
+) -> Result<(Settings, DemoUpstream), ConfigError> {
     let mut settings = Settings::from_yaml(conf)?;
     if let Some(addr) = listen {
         settings.set_listen(addr);
     }
-    let sample = SampleUpstream::start_in_thread_with(([127, 0, 0, 1], 0).into(), captured)
-        .map_err(|e| {
-            ConfigError::new("--demo", format!("cannot start the sample upstream: {e}"))
-        })?;
-    settings.api_mut().set_provider_origin(&sample.origin())?;
+    let cannot = |e: std::io::Error| {
+        ConfigError::new("--demo", format!("cannot start the sample upstream: {e}"))
+    };
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(cannot)?;
+    let addr = listener.local_addr().map_err(cannot)?;
+    settings
+        .api_mut()
+        .set_provider_origin(&format!("http://{addr}"))?;
+    let sample = DemoUpstream {
+        parts: Mutex::new(Some((listener, captured))),
+    };
     Ok((settings, sample))
+}
+
+/// The demo's sample upstream as a Pingora background service: it serves
+/// on the listener bound at start-up until the server shuts down.
+struct DemoUpstream {
+    parts: Mutex<Option<(std::net::TcpListener, Captured)>>,
+}
+
+#[async_trait]
+impl BackgroundService for DemoUpstream {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let parts = self.parts.lock().ok().and_then(|mut p| p.take());
+        let Some((listener, captured)) = parts else {
+            return;
+        };
+        match SampleUpstream::serve_bound(listener, captured) {
+            // Serves until shutdown; dropping it closes every connection.
+            Ok(_serving) => {
+                let _ = shutdown.changed().await;
+            }
+            Err(e) => log::error!("the sample upstream cannot serve: {e}"),
+        }
+    }
 }
 
 /// `--capture LINK --out DIR`: the board's answers, scrubbed, into DIR.

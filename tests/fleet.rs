@@ -14,6 +14,7 @@ use common::redis::{self, cache_level, wait_for, Cluster, Proxy, Redis};
 use common::*;
 use shared_board_api::internals::document::Coverage;
 use shared_board_api::internals::store::shared::keys::BoardKeys;
+use shared_board_api::internals::store::shared::seal::{Seal, Secret};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -202,9 +203,19 @@ fn when_the_lock_holder_dies_another_node_loads_after_it_expires() {
     let redis = Redis::start();
     let proxy = Proxy::start(&redis.socket());
     let node = start_gateway("", &tier(&proxy.url(), ""));
-    // A node took the lock and died before storing anything.
+    // A node took the lock (a token sealed with the fleet key, as hex) and
+    // died before storing anything.
     let lock = BoardKeys::new("sbapi:", BOARD, "fleet-dead").lock(Coverage::Full);
-    assert_eq!(redis.cli(&["set", &lock, "dead-node", "PX", "1500"]), "OK");
+    let seal = Seal::new(
+        &Secret::new(redis::FLEET_KEY.to_vec()).expect("32 bytes"),
+        None,
+    );
+    let value: String = seal
+        .seal(&lock, vec![9; 16])
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(redis.cli(&["set", &lock, &value, "PX", "1500"]), "OK");
     let started = Instant::now();
     let r = detail(node.addr, "fleet-dead");
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));

@@ -372,3 +372,145 @@ fn side_keys_without_expiry_or_out_of_range_change_nothing() {
     let pttl: i64 = redis.cli(&["pttl", "sbapi:budget"]).parse().expect("pttl");
     assert!(pttl > 0, "the counter has an expiry again: {pttl}");
 }
+
+/// A lock as a node of the fleet writes it: a random token sealed with the
+/// fleet key for the lock's own name, as hex text.
+fn sealed_lock(name: &str) -> String {
+    seal()
+        .seal(name, vec![7; 16])
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Sends `target` to every node at once; each answer's status, body and
+/// time.
+fn at_once(nodes: &[std::net::SocketAddr], target: &str) -> Vec<(u16, String, Duration)> {
+    std::thread::scope(|s| {
+        let asked: Vec<_> = nodes
+            .iter()
+            .map(|&node| {
+                s.spawn(move || {
+                    let started = Instant::now();
+                    let r = request(node, "GET", target, &[]);
+                    let body = String::from_utf8_lossy(&r.body).into_owned();
+                    (r.status, body, started.elapsed())
+                })
+            })
+            .collect();
+        asked
+            .into_iter()
+            .map(|h| h.join().expect("request thread"))
+            .collect()
+    })
+}
+
+/// The `calls` of one command in `INFO commandstats`.
+fn calls(redis: &Redis, command: &str) -> u64 {
+    let stats = redis.cli(&["info", "commandstats"]);
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_lock_delays_a_load_and_never_fails_it() {
+    let _one = serial();
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    // A deadline of 3 s: a request waits for a live lock 1.5 s at most.
+    let provider = "    fetch_deadline_ms: 3000\n    fleet_requests_per_second: 5\n";
+    let tier = tier(&proxy.url(), 60, "");
+    let nodes: Vec<_> = (0..2).map(|_| start_gateway(provider, &tier)).collect();
+    let addrs: Vec<_> = nodes.iter().map(|n| n.addr).collect();
+    let keys = |p: &str| BoardKeys::new("sbapi:", BOARD, p);
+    let detail = |p: &str| format!("/api/detail?url={}", link(BOARD, p));
+
+    // One 30-byte write, no key needed: a lock that is not the fleet's is
+    // taken over at once, by one node or both.
+    let p = "hostile-forged-lock";
+    let lock = keys(p).lock(Coverage::Full);
+    redis.cli(&["set", &lock, "x", "PX", &LOCK_MS.to_string()]);
+    for (status, body, took) in at_once(&addrs, &detail(p)) {
+        assert_eq!(status, 200, "{body}");
+        assert!(took < Duration::from_millis(1_500), "took {took:?}");
+    }
+
+    // A lock of another type, with an expiry: replaced, not polled.
+    let p = "hostile-hash-lock";
+    let lock = keys(p).lock(Coverage::Full);
+    redis.cli(&["hset", &lock, "a", "b"]);
+    redis.cli(&["pexpire", &lock, &LOCK_MS.to_string()]);
+    let before = calls(&redis, "exec");
+    for (status, body, took) in at_once(&addrs, &detail(p)) {
+        assert_eq!(status, 200, "{body}");
+        assert!(took < Duration::from_millis(1_500), "took {took:?}");
+    }
+    let lookups = calls(&redis, "exec") - before;
+    assert!(lookups < 100, "{lookups} lookups for two requests");
+
+    // A live lock of the fleet's (a holder that hangs, or someone with the
+    // fleet key): each node waits its share of the deadline, then loads.
+    let p = "hostile-sealed-lock";
+    let lock = keys(p).lock(Coverage::Full);
+    redis.cli(&[
+        "set",
+        &lock,
+        &sealed_lock(&lock),
+        "PX",
+        &LOCK_MS.to_string(),
+    ]);
+    for (status, body, took) in at_once(&addrs, &detail(p)) {
+        assert_eq!(status, 200, "{body}");
+        assert!(took >= Duration::from_millis(1_000), "it waited: {took:?}");
+    }
+
+    // A budget counter of another type: reset, and the budget stays on.
+    redis.cli(&["del", "sbapi:budget"]);
+    redis.cli(&["rpush", "sbapi:budget", "a"]);
+    assert_eq!(
+        request(addrs[0], "GET", &detail("hostile-list-budget"), &[]).status,
+        200
+    );
+    assert_eq!(redis.cli(&["type", "sbapi:budget"]), "string");
+    let pttl: i64 = redis.cli(&["pttl", "sbapi:budget"]).parse().expect("pttl");
+    assert!(pttl > 0, "the counter has an expiry: {pttl}");
+
+    // Sealed with the fleet key: an outline under the full document's key,
+    // and a document with a second `board` member.
+    let good = document_of(addrs[0], BOARD);
+    let p = "hostile-outline-as-full";
+    let key = doc_key(BOARD, p);
+    let outline = Header {
+        coverage: Coverage::Outline,
+        ..header(now_ms() + 60_000)
+    };
+    let value = format::encode(&outline, &good, &seal(), &key).expect("encodes");
+    redis.set_bytes(&key, &value, Some(60_000));
+    // The first node refuses it and loads; the other reads what it stored.
+    assert_eq!(every_view_answers(addrs[0], BOARD, p), "miss");
+    assert_eq!(every_view_answers(addrs[1], BOARD, p), "shared");
+    let p = "hostile-second-board";
+    let key = doc_key(BOARD, p);
+    let mut two = good[..good.len() - 1].to_vec();
+    two.extend_from_slice(br#","board":{"type":"BOARD","title":"Not this board"}}"#);
+    redis.set_bytes(&key, &sealed(&two, now_ms() + 60_000, &key), Some(60_000));
+    // The first node refuses it and loads; the other reads what it stored.
+    assert_eq!(every_view_answers(addrs[0], BOARD, p), "miss");
+    assert_eq!(every_view_answers(addrs[1], BOARD, p), "shared");
+
+    // A sealed `403` that claims an hour: not kept past `error_ttl`.
+    let p = "hostile-long-403";
+    let name = keys(p).failure();
+    let hour = now_ms() + 3_600_000;
+    redis.set_bytes(
+        &name,
+        &format::failure(403, hour, &seal(), &name),
+        Some(3_600_000),
+    );
+    assert_eq!(every_view_answers(addrs[0], BOARD, p), "miss");
+    assert_eq!(redis.cli(&["exists", &name]), "0", "deleted");
+}

@@ -171,6 +171,38 @@ impl SampleUpstream {
         })
     }
 
+    /// Serve on a listener bound earlier with [`std::net::TcpListener`], on
+    /// the current tokio runtime: the binary binds before Pingora forks
+    /// (`-d`), so the port is known to the configuration, and serves from a
+    /// background service after the fork, where threads and runtimes live.
+    ///
+    /// # Errors
+    /// The listener cannot be made non-blocking or handed to tokio.
+    ///
+    /// # Panics
+    /// As [`SampleUpstream::start`].
+    pub fn serve_bound(
+        listener: std::net::TcpListener,
+        captured: Captured,
+    ) -> std::io::Result<SampleUpstream> {
+        listener.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(listener)?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State {
+            origin: format!("http://{addr}"),
+            captured,
+            ..State::default()
+        });
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
+        log::info!("sample Milanote upstream listening on http://{addr}");
+        Ok(SampleUpstream {
+            addr,
+            state,
+            task,
+            thread_stop: None,
+        })
+    }
+
     /// Bind `addr` and serve from a dedicated thread with its own tokio
     /// runtime, for callers without a runtime of their own (the binary's
     /// `--demo`, before Pingora's `Server::run_forever` takes the main thread).

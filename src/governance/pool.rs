@@ -4,11 +4,17 @@
 //! bytes and headers. Callers `await` a result delivered through a oneshot
 //! channel; a job that panics becomes [`PoolError::Panicked`], never a hung
 //! request.
+//!
+//! The threads start with the first job, not when the pool is made: a
+//! binary that makes its API before Pingora daemonizes (`-d` forks, and
+//! threads do not survive a fork) must still have workers in the daemon.
+//! A pool whose threads were started in another process (its parent before
+//! a fork) starts them again in this one.
 
 use crate::metrics;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::{oneshot, Semaphore};
 
@@ -25,7 +31,8 @@ const STACK_BYTES: usize = 8 << 20;
 pub enum PoolError {
     /// The job panicked (a bug); the pool thread survives.
     Panicked,
-    /// The pool is gone (process shutting down).
+    /// The pool is gone (process shutting down), or no thread of it could
+    /// be started.
     Closed,
 }
 
@@ -49,6 +56,11 @@ struct Queue {
     /// Set (under the `jobs` lock) when the last handle is dropped: the
     /// workers finish what is queued and exit.
     closed: AtomicBool,
+    /// The process id the workers were started in; 0 before the first job.
+    started_in: AtomicU32,
+    /// Held while workers are being started, so two first jobs start one
+    /// set of threads.
+    starting: Mutex<()>,
 }
 
 /// Closes the queue when the last [`WorkPool`] handle goes. The workers
@@ -88,11 +100,13 @@ impl std::fmt::Debug for WorkPool {
 }
 
 impl WorkPool {
-    /// Starts `threads` workers (at least 1) whose queue holds at most
-    /// `queue` jobs beyond the running ones.
+    /// A pool of `threads` workers (at least 1) whose queue holds at most
+    /// `queue` jobs beyond the running ones. The workers start with the
+    /// first job (see the module's doc).
     ///
     /// # Errors
-    /// The operating system refused to start a thread.
+    /// None today; kept so that a pool that cannot be made is reported at
+    /// start-up by the callers that already handle it.
     pub fn new(threads: usize, queue: usize) -> std::io::Result<Self> {
         let threads = threads.max(1);
         let shared = Arc::new(Queue {
@@ -100,23 +114,46 @@ impl WorkPool {
             ready: Condvar::new(),
             busy: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
+            started_in: AtomicU32::new(0),
+            starting: Mutex::new(()),
         });
-        // Made before the first thread: if a later one cannot start, this
-        // drops and the ones already running exit.
         let closer = Arc::new(Closer(Arc::clone(&shared)));
-        for i in 0..threads {
-            let shared = Arc::clone(&shared);
-            std::thread::Builder::new()
-                .name(format!("board-api-work-{i}"))
-                .stack_size(STACK_BYTES)
-                .spawn(move || worker(&shared))?;
-        }
         Ok(WorkPool {
             queue: shared,
             _closer: closer,
             room: Arc::new(Semaphore::new(threads + queue.max(1))),
             threads,
         })
+    }
+
+    /// Starts the workers unless they run in this process already. `false`
+    /// when not one thread could be started.
+    fn ensure_started(&self) -> bool {
+        let pid = std::process::id();
+        if self.queue.started_in.load(Ordering::Acquire) == pid {
+            return true;
+        }
+        let _starting = lock(&self.queue.starting);
+        if self.queue.started_in.load(Ordering::Acquire) == pid {
+            return true;
+        }
+        let mut started = 0;
+        for i in 0..self.threads {
+            let shared = Arc::clone(&self.queue);
+            match std::thread::Builder::new()
+                .name(format!("board-api-work-{i}"))
+                .stack_size(STACK_BYTES)
+                .spawn(move || worker(&shared))
+            {
+                Ok(_) => started += 1,
+                Err(e) => log::warn!("work pool: cannot start thread {i}: {e}"),
+            }
+        }
+        if started == 0 {
+            return false;
+        }
+        self.queue.started_in.store(pid, Ordering::Release);
+        true
     }
 
     /// The default size: half the machine's cores (at least one), leaving
@@ -134,6 +171,9 @@ impl WorkPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        if !self.ensure_started() {
+            return Err(PoolError::Closed);
+        }
         let permit = Arc::clone(&self.room)
             .acquire_owned()
             .await

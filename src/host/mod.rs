@@ -16,4 +16,4 @@ mod probes;
 mod seam;
 pub mod service;
 
-pub use seam::Answered;
+pub use seam::{Answered, BODY_DEADLINE};

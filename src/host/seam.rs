@@ -39,7 +39,17 @@ impl BoardApi {
     /// # Errors
     /// None, as [`BoardApi::handle`].
     pub async fn serve(&self, session: &mut Session) -> Result<Option<Answered>> {
-        let body = self.request_body(session).await;
+        let Some(body) = self.body_within_deadline(session).await else {
+            // A body still arriving at its deadline: the connection is not
+            // reused, and the client is told why.
+            session.set_keepalive(None);
+            session.respond_error(408).await?;
+            return Ok(Some(Answered {
+                status: 408,
+                bytes: 0,
+                served: Served::default(),
+            }));
+        };
         let req = session.req_header();
         let head = req.method == http::Method::HEAD;
         let parts = RequestParts::new(&req.method, req.uri.path(), req.uri.query(), &req.headers)
@@ -81,15 +91,28 @@ impl BoardApi {
     /// that has one to read (a `POST` to the MCP endpoint), at most one byte
     /// past its limit (then answered `413`); empty for every other request,
     /// whose body is left alone. For a host that calls `respond` itself
-    /// with a `Session` at hand (a gateway plugin).
+    /// with a `Session` at hand (a gateway plugin). A body must arrive
+    /// within [`BODY_DEADLINE`]: one still arriving then is answered as
+    /// empty (not JSON, so refused), and the connection is not reused.
     pub async fn request_body(&self, session: &mut Session) -> Vec<u8> {
+        self.body_within_deadline(session).await.unwrap_or_else(|| {
+            session.set_keepalive(None);
+            Vec::new()
+        })
+    }
+
+    /// The request's body, or `None` when it did not arrive within
+    /// [`BODY_DEADLINE`].
+    async fn body_within_deadline(&self, session: &mut Session) -> Option<Vec<u8>> {
         let limit = {
             let req = session.req_header();
             self.body_limit(&req.method, req.uri.path())
         };
         match limit {
-            Some(limit) => read_body(session, limit).await,
-            None => Vec::new(),
+            Some(limit) => tokio::time::timeout(BODY_DEADLINE, read_body(session, limit))
+                .await
+                .ok(),
+            None => Some(Vec::new()),
         }
     }
 
@@ -110,6 +133,11 @@ impl BoardApi {
         Some(RequestParts::new(&req.method, path, req.uri.query(), &req.headers).summary())
     }
 }
+
+/// How long a request body (an MCP message) may take to arrive, from the
+/// end of its headers: a slow sender holds a connection and a task no
+/// longer than this, however it paces its bytes.
+pub const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Reads a request body of at most `limit` bytes, stopping one byte past
 /// it (the API answers `413` then): a client cannot make us hold more. A

@@ -14,7 +14,9 @@
 //!   most `max_nodes` board nodes (the root and every object in a
 //!   `children` array);
 //! - no sensitive key ([`is_sensitive`]) anywhere;
-//! - `source.boardId` and `board.id` equal to the board the key is for;
+//! - `source.boardId` and `board.id` equal to the board the key is for,
+//!   and no member of the document itself repeated (readers differ on
+//!   which of two `board` members they take);
 //! - as complete as the header says: its nested boards not loaded counted
 //!   again here.
 //!
@@ -118,6 +120,7 @@ pub fn document(json: &[u8], board_id: &str, max_nodes: usize) -> Result<Checked
         completeness: Completeness::default(),
         entries: Vec::new(),
         entry_start: 0,
+        top_keys: Vec::new(),
         arrays: [false; MAX_DEPTH + 1],
     };
     if json.first() != Some(&b'{') {
@@ -145,6 +148,8 @@ struct Scan<'a> {
     /// The top-level entries read so far, and where the current one began.
     entries: Vec<Range<usize>>,
     entry_start: usize,
+    /// The document's own member names so far (a handful).
+    top_keys: Vec<&'a [u8]>,
     /// Of the containers [`Scan::other`] has open, which are arrays.
     arrays: [bool; MAX_DEPTH + 1],
 }
@@ -361,7 +366,14 @@ impl<'a> Scan<'a> {
         }
         let start = self.i + 1;
         self.i = member_key(self.b, self.i)?;
-        let key = &self.b[start..self.i - 2];
+        let b: &'a [u8] = self.b;
+        let key = &b[start..self.i - 2];
+        if self.stack.len() == 1 {
+            if self.top_keys.contains(&key) {
+                return Err(Invalid("a repeated member of the document"));
+            }
+            self.top_keys.push(key);
+        }
         let top = self.stack.last().map_or(Role::Other, |f| f.role);
         if top == Role::Other {
             // Most objects of a document (rich text, positions, ...).

@@ -6,11 +6,11 @@
 
 use super::check;
 use super::format::{self, Header};
-use super::tier::{Lock, Looked, SharedTier};
+use super::keys::BoardKeys;
+use super::tier::{wait_share, Backoff, Lock, LockSeen, LockValue, Looked, SharedTier};
 use crate::document::{Completeness, Coverage};
 use crate::governance::WorkPool;
 use crate::pipeline::{render, LoadedBoard};
-use crate::provider::error::FetchError;
 use crate::store::load::Loader;
 use crate::store::{CacheSettings, Doc, LoadError, LoadTiming};
 use bytes::Bytes;
@@ -27,8 +27,11 @@ pub(crate) type Kept = (Result<Doc, LoadError>, Duration);
 
 /// The board through the tier: a stored document (kept by the process for
 /// the time it has left in the tier), a shared failure, or a load by this
-/// node under the fleet's lock (or, when the tier does not answer, a load
-/// as if there were no tier).
+/// node, under the fleet's lock when it can take it (or, when the tier
+/// does not answer, a load as if there were no tier). A lock another node
+/// holds delays the load by this request's share of its deadline at most
+/// ([`wait_share`]); then this node loads the board itself, so only its own
+/// load passing the deadline is a timeout.
 pub(crate) async fn through(
     tier: &Arc<SharedTier>,
     loader: &Loader,
@@ -37,63 +40,96 @@ pub(crate) async fn through(
     deadline: Instant,
     settings: &CacheSettings,
 ) -> Kept {
-    let (ttl, error_ttl) = (settings.ttl, settings.error_ttl);
     let keys = tier.keys(board_id, permission_id);
+    let load = Load {
+        tier,
+        loader,
+        keys: &keys,
+        ids: (board_id, permission_id),
+        coverage,
+        deadline,
+        settings,
+    };
     let mut looked = tier.lookup(&keys, coverage).await;
-    // Waits for other nodes' loads end this long after the first one began:
-    // a lock lives `lock_ms` at most, so past that whoever holds one now is
-    // not the load this request first waited for.
-    let mut wait_until: Option<Instant> = None;
+    let mut share: Option<Instant> = None;
+    let mut backoff = Backoff::default();
     loop {
         looked = match looked {
-            Looked::Doc { value, key, left } => {
-                match decode(loader.pool(), value, tier, &key, board_id).await {
-                    Ok(doc) => return (Ok(doc), left),
-                    Err(why) => {
-                        tier.reject(&key, &why).await;
-                        Looked::Miss { locked: false }
-                    }
+            Looked::Doc {
+                value,
+                key,
+                coverage: stored,
+                left,
+            } => match decode(loader.pool(), value, tier, (&key, stored), board_id).await {
+                Ok(doc) => return (Ok(doc), left),
+                Err(why) => {
+                    tier.reject(&key, &why).await;
+                    Looked::Miss(LockSeen::Free)
                 }
-            }
+            },
             Looked::Failure(e, left) => return (Err(LoadError::Fetch(e)), left),
             Looked::Unavailable => {
                 let outcome = loader
                     .load(board_id, permission_id, coverage, deadline)
                     .await;
-                return (outcome, ttl);
+                return (outcome, settings.ttl);
             }
-            Looked::Miss { .. } => match tier.lock(&keys, coverage).await {
-                Lock::Taken(token) => {
-                    let outcome = loader
-                        .load(board_id, permission_id, coverage, deadline)
-                        .await;
-                    // Stored and unlocked off the request's path: the
-                    // answer does not wait for the write.
-                    let tier = Arc::clone(tier);
-                    let pool = loader.pool().clone();
-                    let stored = outcome.clone();
-                    tokio::spawn(async move {
-                        match &stored {
-                            Ok(doc) => store(&tier, &pool, &keys, doc, ttl, error_ttl).await,
-                            Err(LoadError::Fetch(e)) => tier.store_failure(&keys, e).await,
-                            Err(_) => {}
-                        }
-                        tier.unlock(&keys, coverage, &token).await;
-                    });
-                    return (outcome, ttl);
-                }
-                Lock::Held => {
-                    let until =
-                        *wait_until.get_or_insert_with(|| Instant::now() + tier.lock_life());
-                    match tier.wait(&keys, coverage, deadline.min(until)).await {
+            Looked::Miss(seen) => {
+                let until = *share
+                    .get_or_insert_with(|| wait_share(Instant::now(), deadline, tier.lock_life()));
+                match tier.lock(&keys, coverage, &seen).await {
+                    Lock::Taken(value) => return load.stored(Some(value)).await,
+                    Lock::Held => match tier.wait(&keys, coverage, until, &mut backoff).await {
                         Some(other) => other,
-                        None if Instant::now() < deadline => Looked::Unavailable,
-                        None => return (Err(LoadError::Fetch(FetchError::Timeout)), error_ttl),
-                    }
+                        // Waited this request's share: load it here.
+                        None => return load.stored(None).await,
+                    },
+                    Lock::Unavailable => Looked::Unavailable,
                 }
-                Lock::Unavailable => Looked::Unavailable,
-            },
+            }
         };
+    }
+}
+
+/// A load by this node whose outcome goes to the tier.
+struct Load<'a> {
+    tier: &'a Arc<SharedTier>,
+    loader: &'a Loader,
+    keys: &'a BoardKeys,
+    ids: (&'a str, &'a str),
+    coverage: Coverage,
+    deadline: Instant,
+    settings: &'a CacheSettings,
+}
+
+impl Load<'_> {
+    /// Loads the board and stores the outcome (a document, or the
+    /// provider's `403`/`404`) off the request's path, then releases the
+    /// lock when this node holds it: the answer does not wait for the
+    /// writes.
+    async fn stored(&self, lock: Option<LockValue>) -> Kept {
+        let (board_id, permission_id) = self.ids;
+        let outcome = self
+            .loader
+            .load(board_id, permission_id, self.coverage, self.deadline)
+            .await;
+        let (ttl, error_ttl) = (self.settings.ttl, self.settings.error_ttl);
+        let tier = Arc::clone(self.tier);
+        let pool = self.loader.pool().clone();
+        let keys = self.keys.clone();
+        let coverage = self.coverage;
+        let stored = outcome.clone();
+        tokio::spawn(async move {
+            match &stored {
+                Ok(doc) => store(&tier, &pool, &keys, doc, ttl, error_ttl).await,
+                Err(LoadError::Fetch(e)) => tier.store_failure(&keys, e).await,
+                Err(_) => {}
+            }
+            if let Some(value) = lock {
+                tier.unlock(&keys, coverage, &value).await;
+            }
+        });
+        (outcome, ttl)
     }
 }
 
@@ -103,15 +139,15 @@ async fn decode(
     pool: &WorkPool,
     value: Bytes,
     tier: &Arc<SharedTier>,
-    key: &str,
+    (key, coverage): (&str, Coverage),
     board_id: &str,
 ) -> Result<Doc, format::Invalid> {
     let board = if value.len() <= INLINE_DECODE_BYTES {
-        verified(&value, tier, key, board_id)
+        verified(&value, tier, (key, coverage), board_id)
     } else {
         let tier = Arc::clone(tier);
         let (key, board_id) = (key.to_owned(), board_id.to_owned());
-        pool.run(move || verified(&value, &tier, &key, &board_id))
+        pool.run(move || verified(&value, &tier, (&key, coverage), &board_id))
             .await
             .map_err(|_| format::Invalid("decoding did not finish"))?
     }?;
@@ -119,11 +155,11 @@ async fn decode(
 }
 
 /// [`decode`]'s CPU work: the tag, the body, then the document itself,
-/// which must be as complete as the header says.
+/// which must be of its key's coverage and as complete as the header says.
 fn verified(
     value: &[u8],
     tier: &SharedTier,
-    key: &str,
+    (key, coverage): (&str, Coverage),
     board_id: &str,
 ) -> Result<LoadedBoard, format::Invalid> {
     let limits = tier.limits();
@@ -137,6 +173,11 @@ fn verified(
         front,
         back,
     )?;
+    if header.coverage != coverage {
+        return Err(format::Invalid(
+            "a document of another coverage than its key's",
+        ));
+    }
     let json = &envelope[front.len()..envelope.len() - back.len()];
     let checked = check::document(json, board_id, limits.max_nodes)?;
     let completeness = checked.completeness;
@@ -160,7 +201,7 @@ fn verified(
 async fn store(
     tier: &Arc<SharedTier>,
     pool: &WorkPool,
-    keys: &super::keys::BoardKeys,
+    keys: &BoardKeys,
     doc: &Doc,
     ttl: Duration,
     error_ttl: Duration,

@@ -6,64 +6,36 @@
 
 use super::breaker::{Breaker, Opened, Permit, COOLDOWN};
 use super::format;
-use super::keys::{self, BoardKeys};
+use super::keys::BoardKeys;
 use super::seal::Seal;
 use super::{Endpoint, SharedSettings};
 use crate::document::Coverage;
 use crate::metrics;
-use crate::provider::client::{Hooked, OverBudget, Pace};
 use crate::provider::error::FetchError;
 use bytes::Bytes;
 use fred::prelude::{
-    Builder, ClientLike, Config, Expiration, KeysInterface, LuaInterface, ReconnectPolicy,
-    SetOptions, TransactionInterface, Value,
+    Builder, ClientLike, Config, Expiration, KeysInterface, ReconnectPolicy, SetOptions,
+    TransactionInterface, Value,
 };
 use std::future::Future;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::OnceCell;
-use tokio::time::Instant;
 
-/// Takes a board's lock (`ARGV[1]` the token, `ARGV[2]` its life in ms)
-/// when no lock is there, or the one there has no expiry or a longer one
-/// than a lock can have: such a lock counts as expired.
-const TAKE: &str = "local t = redis.call('PTTL', KEYS[1]) \
-     if t == -2 or t == -1 or t > tonumber(ARGV[2]) then \
-     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end \
-     return 0";
+mod budget;
+mod lock;
 
-/// Releases a lock only if it still holds the caller's token.
-const UNLOCK: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
-     return redis.call('DEL', KEYS[1]) else return 0 end";
-
-/// GCRA over the server's clock: `ARGV[1]` is the interval between
-/// requests and `ARGV[2]` the burst tolerance, in microseconds. Returns 0
-/// when a request may go now (and counts it), else the microseconds to wait.
-/// A counter this script cannot have written (not a number, past
-/// `now + burst + interval`, or without an expiry) is reset, so no value
-/// written by anyone else holds the fleet's loads back.
-const BUDGET: &str = "local t = redis.call('TIME') \
-     local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) \
-     local interval = tonumber(ARGV[1]) \
-     local tat = tonumber(redis.call('GET', KEYS[1])) \
-     if not tat or tat ~= tat or tat < now or tat > now + tonumber(ARGV[2]) + interval \
-     or redis.call('PTTL', KEYS[1]) < 0 then tat = now end \
-     local wait = tat - tonumber(ARGV[2]) - now \
-     if wait > 0 then return math.ceil(wait) end \
-     local new = tat + interval \
-     redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - now) / 1000) + 1000) \
-     return 0";
+pub(crate) use lock::{wait_share, Backoff, Lock, LockSeen, LockValue};
 
 /// How long a node's first call waits for the first connection.
 const FIRST_CONNECT: Duration = Duration::from_secs(1);
 
-/// Waits between polls for another node's document start here and double
-/// up to [`MAX_POLL`].
-const FIRST_POLL: Duration = Duration::from_millis(5);
-const MAX_POLL: Duration = Duration::from_millis(100);
-
 /// Rejected values are logged at most this often (each is counted).
 const REJECT_LOG_EVERY_MS: i64 = 60_000;
+
+/// How far a value's expiry, written by another node's clock, may run past
+/// what this node's clock allows before the value counts as out of range.
+const CLOCK_SKEW_MS: i64 = 1_000;
 
 /// What a lookup found.
 pub(crate) enum Looked {
@@ -73,24 +45,17 @@ pub(crate) enum Looked {
     Doc {
         value: Bytes,
         key: String,
+        /// The coverage of the key it was read under, which its header
+        /// names too.
+        coverage: Coverage,
         left: Duration,
     },
     /// The provider's refusal, shared by another node, and how long it has
     /// left.
     Failure(FetchError, Duration),
-    /// Nothing stored; whether a load holds the lock.
-    Miss { locked: bool },
+    /// Nothing stored; what the board's lock is.
+    Miss(LockSeen),
     /// The tier did not answer (error, timeout, breaker open).
-    Unavailable,
-}
-
-/// The outcome of trying to take a board's lock.
-pub(crate) enum Lock {
-    /// This node loads; release with the token.
-    Taken(String),
-    /// Another node is loading.
-    Held,
-    /// The tier did not answer.
     Unavailable,
 }
 
@@ -222,8 +187,9 @@ impl SharedTier {
     /// could do the same, but Lua copies a value in and out: 1.07 ms against
     /// 0.09 ms for `MGET` of an 818 KB value, measured with
     /// `redis-benchmark`.) A document or failure with no
-    /// expiry, or one that is not ours, is deleted; a lock with no expiry
-    /// or a longer one than `lock_ms` counts as expired.
+    /// expiry, one that is not ours, a document whose header names another
+    /// coverage than its key's, and a failure that would outlive
+    /// `error_ttl` are deleted; a lock counts as [`LockSeen`] says.
     pub(crate) async fn lookup(&self, keys: &BoardKeys, coverage: Coverage) -> Looked {
         let mut names = vec![keys.doc(coverage)];
         if coverage == Coverage::Outline {
@@ -249,20 +215,28 @@ impl SharedTier {
         };
         let docs = count - 2;
         let now = now_ms();
-        for (name, (value, pttl)) in names.iter().zip(&values).take(docs) {
+        for (i, (name, (value, pttl))) in names.iter().zip(&values).take(docs).enumerate() {
             let Some(value) = value else { continue };
             if *pttl < 0 {
                 self.reject(name, &format::Invalid("a document with no expiry"))
                     .await;
                 continue;
             }
+            // The first key is the coverage asked for, the second the full
+            // document an outline may be read from.
+            let key_coverage = if i == 0 { coverage } else { Coverage::Full };
             match format::header(value) {
+                Ok(h) if h.coverage != key_coverage => {
+                    let why = format::Invalid("a document of another coverage than its key's");
+                    self.reject(name, &why).await;
+                }
                 Ok(h) if h.expires_at_ms > now => {
                     metrics::fleet("hit");
                     let left = (h.expires_at_ms - now).min(*pttl);
                     return Looked::Doc {
                         value: value.clone(),
                         key: name.clone(),
+                        coverage: key_coverage,
                         left: Duration::from_millis(left as u64).min(self.limits.ttl),
                     };
                 }
@@ -273,10 +247,18 @@ impl SharedTier {
         }
         if let Some((Some(failure), pttl)) = values.get(docs) {
             let name = keys.failure();
+            // A failure is written for `error_ttl`: one that claims to live
+            // longer, by its Redis expiry or its sealed one, is not one a
+            // node wrote, and is not kept alive by being read again.
+            let error_ttl_ms = self.limits.error_ttl.as_millis() as i64;
             match format::read_failure(failure, &self.seal, &name) {
-                Ok(_) if *pttl < 0 => {
-                    self.reject(&name, &format::Invalid("a failure with no expiry"))
-                        .await
+                Ok(_) if *pttl < 0 || *pttl > error_ttl_ms => {
+                    let why = format::Invalid("a failure with no expiry or too long a one");
+                    self.reject(&name, &why).await
+                }
+                Ok((_, expires)) if expires > now + error_ttl_ms + CLOCK_SKEW_MS => {
+                    let why = format::Invalid("a failure sealed to outlive error_ttl");
+                    self.reject(&name, &why).await
                 }
                 Ok((status, expires)) if expires > now => {
                     let left = Duration::from_millis((expires - now).min(*pttl) as u64);
@@ -292,11 +274,13 @@ impl SharedTier {
         }
         metrics::fleet("miss");
         let lock_ms = self.settings.lock.as_millis() as i64;
-        Looked::Miss {
-            locked: values
-                .get(docs + 1)
-                .is_some_and(|(v, pttl)| v.is_some() && (1..=lock_ms).contains(pttl)),
-        }
+        let lock_name = keys.lock(coverage);
+        Looked::Miss(match values.get(docs + 1) {
+            Some((value, pttl)) => {
+                LockSeen::read(value.as_ref(), *pttl, &lock_name, &self.seal, lock_ms)
+            }
+            None => LockSeen::Free,
+        })
     }
 
     /// Deletes a value that must not be served; counted, and logged at WARN
@@ -321,35 +305,6 @@ impl SharedTier {
             log::debug!("fleet tier: {why}; deleted");
         }
         let _ = self.call(self.client.del::<i64, _>(key)).await;
-    }
-
-    /// Takes the board's lock for a load of `coverage`.
-    pub(crate) async fn lock(&self, keys: &BoardKeys, coverage: Coverage) -> Lock {
-        let token = token();
-        let ms = self.settings.lock.as_millis().max(1).to_string();
-        match self
-            .call(self.client.eval::<i64, _, _, _>(
-                TAKE,
-                keys.lock(coverage),
-                vec![token.clone(), ms],
-            ))
-            .await
-        {
-            Some(1) => Lock::Taken(token),
-            Some(_) => Lock::Held,
-            None => Lock::Unavailable,
-        }
-    }
-
-    /// Releases the lock if it is still `token`'s.
-    pub(crate) async fn unlock(&self, keys: &BoardKeys, coverage: Coverage, token: &str) {
-        let _ = self
-            .call(self.client.eval::<i64, _, _, _>(
-                UNLOCK,
-                keys.lock(coverage),
-                vec![token.to_owned()],
-            ))
-            .await;
     }
 
     /// Stores an encoded document for `ttl`. A transient one (a board that
@@ -399,66 +354,9 @@ impl SharedTier {
             .await;
     }
 
-    /// Waits for another node's load of the board: polls with backoff until
-    /// a document or failure is there, the lock is gone, the tier stops
-    /// answering, or `deadline`.
-    pub(crate) async fn wait(
-        &self,
-        keys: &BoardKeys,
-        coverage: Coverage,
-        deadline: Instant,
-    ) -> Option<Looked> {
-        metrics::fleet_lock_wait();
-        let mut pause = FIRST_POLL;
-        loop {
-            let wake = Instant::now() + pause;
-            if wake >= deadline {
-                return None;
-            }
-            tokio::time::sleep_until(wake).await;
-            match self.lookup(keys, coverage).await {
-                Looked::Miss { locked: true } => pause = (pause * 2).min(MAX_POLL),
-                other => return Some(other),
-            }
-        }
-    }
-
     /// How long a value written now for `ttl` lives, as its header says.
     pub(crate) fn expiry(ttl: Duration) -> i64 {
         now_ms() + ttl.as_millis() as i64
-    }
-}
-
-/// The fleet's shared budget toward the provider: one script call per
-/// request. A tier that does not answer paces nothing.
-impl Pace for SharedTier {
-    fn admit(&self, deadline: Instant) -> Hooked<'_, Result<(), OverBudget>> {
-        Box::pin(async move {
-            let Some(rate) = self.settings.fleet_requests_per_second else {
-                return Ok(());
-            };
-            let interval = 1_000_000 / u64::from(rate.max(1));
-            // A second's worth of requests may go at once.
-            let burst = interval * u64::from(rate.max(1) - 1);
-            let key = keys::budget(&self.settings.key_prefix);
-            loop {
-                let args = vec![interval.to_string(), burst.to_string()];
-                let Some(wait) = self
-                    .call(self.client.eval::<i64, _, _, _>(BUDGET, key.as_str(), args))
-                    .await
-                else {
-                    return Ok(());
-                };
-                if wait <= 0 {
-                    return Ok(());
-                }
-                let wake = Instant::now() + Duration::from_micros(wait as u64);
-                if wake >= deadline {
-                    return Err(OverBudget);
-                }
-                tokio::time::sleep_until(wake).await;
-            }
-        })
     }
 }
 
@@ -528,19 +426,6 @@ fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// A lock token no other node draws.
-fn token() -> String {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 16];
-    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
-        // No system randomness: the time and an address still differ per
-        // node and call.
-        let seed = now_ms() as u128 ^ (&bytes as *const _ as usize as u128);
-        bytes = seed.to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -75,6 +75,21 @@ fn anything_else_is_refused() {
             doc("").replace("\"id\":\"b\",", "\"id\":\"b\",\"id\":\"b\","),
             "a repeated board id",
         ),
+        // A second `board` without an id of its own: serde_json takes the
+        // last one, the check read the first.
+        (
+            doc("")
+                .replacen("}}", r#"},"board":{"type":"BOARD","title":"Other"}}"#, 1)
+                .replacen("}}}", "}}", 1),
+            "a repeated member of the document",
+        ),
+        (
+            doc("").replace(
+                "\"fetchedAt\":\"t\",",
+                "\"fetchedAt\":\"t\",\"fetchedAt\":\"u\",",
+            ),
+            "a repeated member of the document",
+        ),
         (
             doc(r#"{"id":"c","permissionId":"p","children":[]}"#),
             "a sensitive field",
