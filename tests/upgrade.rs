@@ -311,3 +311,198 @@ fn upgrade_hands_over_the_listener_without_failing_a_request() {
     assert!(new_exit.success(), "new process: {new_exit}\n{}", logs());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The TCP addresses `pid` listens on (sorted), read back from the kernel: the inodes of
+/// its socket descriptors matched with `/proc/net/tcp`'s listening sockets.
+fn listening_addrs(pid: u32) -> Vec<SocketAddr> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    let inodes: Vec<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let t = target.to_string_lossy();
+            Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let mut ports: Vec<SocketAddr> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local address (hex, the IPv4 address in host order), state
+            // (0A: LISTEN), ..., inode.
+            let (local, state, inode) = (f.get(1)?, f.get(3)?, f.get(9)?);
+            if *state != "0A" || !inodes.iter().any(|i| i == inode) {
+                return None;
+            }
+            let (ip, port) = local.split_once(':')?;
+            let ip = u32::from_str_radix(ip, 16).ok()?.swap_bytes();
+            let port = u16::from_str_radix(port, 16).ok()?;
+            Some(SocketAddr::from((std::net::Ipv4Addr::from(ip), port)))
+        })
+        .collect();
+    ports.sort_unstable();
+    ports
+}
+
+/// The pid a daemon wrote to `pid_file` once it differs from `old`.
+fn daemon_pid(pid_file: &Path, old: Option<u32>) -> u32 {
+    let found = wait_until(Duration::from_secs(30), || {
+        let pid: u32 = std::fs::read_to_string(pid_file)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        (Some(pid) != old && Path::new(&format!("/proc/{pid}")).exists()).then_some(pid)
+    });
+    found.unwrap_or_else(|| panic!("no new pid in {}", pid_file.display()))
+}
+
+/// Polls `probe` every 20 ms until it gives a value or `within` passes.
+fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = probe() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Stops the daemons this test started (by the pid in their file) if it
+/// fails before it stops them itself.
+struct Daemon(PathBuf);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.0) {
+            let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+        }
+    }
+}
+
+/// A run of the binary that must succeed (a daemon's parent exits 0 once
+/// it has forked).
+fn run_ok(bin: &str, args: &[&str], conf: &Path) {
+    let out = Command::new(bin)
+        .args(args)
+        .arg(conf)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the binary");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A cold board, the same board cached, and an MCP call: each `200`.
+fn serves_after_the_fork(api: SocketAddr, permission: &str) {
+    let target = format!("/api/search?url={}", link(BOARD, permission));
+    let cold = request(api, "GET", &target, &[]);
+    assert_eq!(cold.status, 200, "{}", String::from_utf8_lossy(&cold.body));
+    let timing = cold.header("server-timing").unwrap_or_default();
+    assert!(timing.contains("miss"), "a cold load: {timing}");
+    let cached = request(api, "GET", &target, &[]);
+    assert_eq!(cached.status, 200);
+    let timing = cached.header("server-timing").unwrap_or_default();
+    assert!(timing.contains("hit"), "a cached answer: {timing}");
+    let share = format!("https://app.milanote.com/{BOARD}/slug?p={permission}-mcp");
+    let r = common::mcp::call(api, "read_board", serde_json::json!({"url": share}));
+    let result = common::mcp::result(&r);
+    assert_eq!(result["isError"], false, "{result}");
+}
+
+/// The binary as `deploy/shared-board-api.service` runs it: `-t -d`, then
+/// `-d` (the parent exits once the daemon has forked), then the unit's
+/// reload (`-t -u`, `SIGQUIT` to the old daemon, `-u -d`), then `SIGTERM`.
+/// After each fork a cold board, a cached one and an MCP call answer `200`,
+/// and the access log and the operator listener work.
+#[test]
+fn the_binary_serves_as_the_systemd_unit_runs_it() {
+    let bin = env!("CARGO_BIN_EXE_shared-board-api");
+    let dir: PathBuf = std::env::temp_dir().join(format!("sba-daemon-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pid_file = dir.join("pid");
+    let access = dir.join("access.log");
+    let conf = dir.join("gateway.yaml");
+    std::fs::write(
+        &conf,
+        format!(
+            "version: 1\nthreads: 2\npid_file: {}\nupgrade_sock: {}\nerror_log: {}\n\
+             grace_period_seconds: 1\ngraceful_shutdown_timeout_seconds: 1\n\
+             board_api:\n  provider:\n    origin: {}\n  server:\n    listen: [\"127.0.0.1:0\"]\n\
+             \x20   access_log: {}\n    metrics:\n      listen: \"127.0.0.2:0\"\n",
+            pid_file.display(),
+            dir.join("upgrade.sock").display(),
+            dir.join("error.log").display(),
+            sample().origin(),
+            access.display(),
+        ),
+    )
+    .expect("write config");
+    let _stop = Daemon(pid_file.clone());
+    let log = || std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+
+    // ExecStartPre, then ExecStart.
+    run_ok(bin, &["-t", "-d", "-c"], &conf);
+    run_ok(bin, &["-d", "-c"], &conf);
+    let first = daemon_pid(&pid_file, None);
+    let ports = wait_until(Duration::from_secs(30), || {
+        let p = listening_addrs(first);
+        (p.len() == 2).then_some(p)
+    })
+    .unwrap_or_else(|| panic!("the daemon never listened on two ports\n{}", log()));
+    // Pingora keeps one socket per address text, so the operator listener
+    // is on another loopback address than the API's `127.0.0.1:0`.
+    let (api, operator) = (ports[0], ports[1]);
+    serves_after_the_fork(api, "daemon-first");
+    let metrics = request(operator, "GET", "/metrics", &[]);
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert!(
+        text.contains("board_api_requests_total"),
+        "metrics after the fork:\n{text}"
+    );
+    let logged = wait_until(Duration::from_secs(10), || {
+        let lines = std::fs::read_to_string(&access).ok()?;
+        lines.contains("/api/search").then_some(())
+    });
+    assert!(logged.is_some(), "the access log is written after the fork");
+
+    // ExecReload, in the unit's order.
+    run_ok(bin, &["-t", "-u", "-c"], &conf);
+    let status = Command::new("kill")
+        .args(["-QUIT", &first.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    run_ok(bin, &["-u", "-d", "-c"], &conf);
+    let second = daemon_pid(&pid_file, Some(first));
+    serves_after_the_fork(api, "daemon-second");
+    assert_eq!(request(operator, "GET", "/healthz", &[]).status, 200);
+
+    // ExecStop.
+    let status = Command::new("kill")
+        .args(["-TERM", &second.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let gone = wait_until(Duration::from_secs(30), || {
+        (!Path::new(&format!("/proc/{second}")).exists()).then_some(())
+    });
+    assert!(gone.is_some(), "the daemon exits on SIGTERM\n{}", log());
+    assert!(
+        !log().contains("panicked"),
+        "no panic in the daemon's log:\n{}",
+        log()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
