@@ -11,6 +11,15 @@
 //! trying to prove any of them safe, plus the token and permission markers
 //! that can appear outside a query (in a path, or percent-encoded inside one).
 //!
+//!
+//! Secrets of the configuration (a Redis password, the fleet key) are
+//! removed by their value: whoever parses one calls [`redact_everywhere`]
+//! with it, and every record is cleaned of every spelling a log line can
+//! carry it in (as written in a URL, percent-decoded, escaped by YAML or by
+//! `Debug`). A pattern that looks for `user:password@` cannot be made
+//! complete: a password may hold any character, and a list of URLs may be
+//! written in any shape; the pattern stays as a second net.
+//!
 //! Install it around whatever logger the process uses:
 //!
 //! ```
@@ -71,7 +80,88 @@ fn is_delimiter(b: u8, path_segment: bool) -> bool {
 /// assert_eq!(scrub("url: redis://app:hunter2@10.0.0.1:6379/0"), "url: redis://app:[redacted]@10.0.0.1:6379/0");
 /// ```
 pub fn scrub(text: &str) -> String {
-    scrub_passwords(scrub_markers(&scrub_queries(text)))
+    scrub_secrets(scrub_passwords(scrub_markers(&scrub_queries(text))))
+}
+
+/// The secrets [`redact_everywhere`] was given, in every spelling; a
+/// bounded list (a process parses its configuration a few times at most).
+static SECRETS: std::sync::RwLock<Vec<Box<str>>> = std::sync::RwLock::new(Vec::new());
+
+/// At most this many spellings are kept (a host that reloads its
+/// configuration with new secrets without end stops adding them; the
+/// pattern for URL passwords still applies).
+const MAX_SECRETS: usize = 256;
+
+/// Removes `secret` from every record that [`Redacting`] (and [`scrub`])
+/// handles from now on: as given, percent-decoded, and as YAML's quoted
+/// forms and Rust's `Debug` would escape it. Call it with a value as soon
+/// as it is parsed, before anything can log it; the configuration does so
+/// for every password of a Redis URL, `password_env`'s value and the fleet
+/// keys. Empty strings are ignored.
+pub fn redact_everywhere(secret: &str) {
+    if secret.is_empty() {
+        return;
+    }
+    let mut forms = Vec::new();
+    for base in std::iter::once(secret.to_owned()).chain(percent_decoded(secret)) {
+        forms.push(base.replace('\'', "''"));
+        forms.push(base.replace('\\', "\\\\").replace('"', "\\\""));
+        forms.push(base);
+    }
+    let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    for form in forms {
+        if secrets.len() < MAX_SECRETS && !secrets.iter().any(|s| **s == *form) {
+            secrets.push(form.into_boxed_str());
+        }
+    }
+    // Longest first, so a spelling that holds another is replaced whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+}
+
+/// `text` with its `%XX` escapes decoded, when it has any and decodes to
+/// UTF-8 (a password as the URL's user info writes it).
+fn percent_decoded(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    if !b.contains(&b'%') {
+        return None;
+    }
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out)
+        .ok()
+        .filter(|d| !d.is_empty() && d != text)
+}
+
+/// Replaces every registered secret in `text`.
+fn scrub_secrets(text: String) -> String {
+    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    if secrets.is_empty() {
+        return text;
+    }
+    let mut text = text;
+    for secret in secrets.iter() {
+        if text.contains(&**secret) {
+            text = text.replace(&**secret, REDACTED);
+        }
+    }
+    text
 }
 
 /// Replaces the password of every `scheme://user:password@host` in `text`
@@ -345,6 +435,25 @@ mod tests {
         assert!(QUERY_STARTS
             .iter()
             .all(|m| matches!(m.as_bytes()[0], b'?' | b'%')));
+    }
+
+    #[test]
+    fn a_registered_secret_goes_in_every_spelling() {
+        redact_everywhere("s3'cr%40t\"x");
+        for line in [
+            "url: redis://a:s3'cr%40t\"x@h",
+            "url: 'redis://a:s3''cr%40t\"x@h'",
+            "Config { password: Some(\"s3'cr@t\\\"x\") }",
+            "decoded s3'cr@t\"x here",
+        ] {
+            let clean = scrub(line);
+            assert!(
+                !clean.contains("cr%40t") && !clean.contains("cr@t"),
+                "{line} -> {clean}"
+            );
+        }
+        assert_eq!(percent_decoded("a%40b%zz"), Some("a@b%zz".to_owned()));
+        assert_eq!(percent_decoded("plain"), None);
     }
 
     #[test]

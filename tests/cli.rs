@@ -283,3 +283,48 @@ fn version_names_the_binary_and_its_version() {
         format!("shared-board-api {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// Pingora prints the whole configuration file at `trace`. No password of
+/// the tier reaches that line (nor any other), whatever characters it holds
+/// and however a cluster list is written, and neither does the fleet key or
+/// `password_env`'s value.
+#[test]
+fn no_password_reaches_the_trace_log() {
+    let dir = scratch("trace-passwords");
+    let conf = dir.join("pw.yaml");
+    let secrets = ["pa'ss%40w0rd", "pa'ss@w0rd", "Sec'ond2", "Thi\"rd;3"];
+    for (i, cluster) in [
+        // No space after the comma, a `'` and an escaped `@` in one.
+        "[redis://app:pa'ss%40w0rd@127.0.0.1:7000,redis://app:Sec'ond2@127.0.0.1:7001]",
+        "\n        - 'redis://app:pa''ss%40w0rd@127.0.0.1:7000'\n        - \"redis://app:Sec'ond2@127.0.0.1:7001\"",
+    ]
+    .iter()
+    .enumerate()
+    {
+        std::fs::write(
+            &conf,
+            format!(
+                "version: 1\nboard_api:\n  server:\n    listen: [\"127.0.0.1:0\"]\n  cache:\n    shared:\n      cluster: {cluster}\n      password_env: SBAPI_TEST_TRACE_PASSWORD\n      secret_env: SBAPI_TEST_TRACE_KEY\n"
+            ),
+        )
+        .expect("write");
+        let out = Command::new(env!("CARGO_BIN_EXE_shared-board-api"))
+            .args(["-t", "-c"])
+            .arg(&conf)
+            .env("RUST_LOG", "trace")
+            .env("SBAPI_TEST_TRACE_PASSWORD", "Thi\"rd;3")
+            .env("SBAPI_TEST_TRACE_KEY", "fleet-key-that-must-not-be-logged-0123")
+            .output()
+            .expect("binary runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "case {i}: {text}");
+        assert!(
+            text.contains("127.0.0.1:7001"),
+            "case {i}: the file is traced: {text}"
+        );
+        for secret in secrets.iter().chain(&["fleet-key-that-must-not-be-logged", "pa''ss"]) {
+            assert!(!text.contains(secret), "case {i}: {secret} in:\n{text}");
+        }
+    }
+}

@@ -84,7 +84,10 @@ impl SharedConf {
         let password = match self.password_env {
             None => None,
             Some(name) => match std::env::var(&name) {
-                Ok(p) if !p.is_empty() => Some(p),
+                Ok(p) if !p.is_empty() => {
+                    crate::logging::redact_everywhere(&p);
+                    Some(p)
+                }
                 _ => {
                     return fail(
                         &format!("{KEY}.password_env"),
@@ -127,6 +130,9 @@ impl SharedConf {
 /// variable, never its value.
 fn fleet_key(key: &str, name: &str) -> Result<Secret, ConfigError> {
     let value = std::env::var_os(name).unwrap_or_default();
+    if let Some(text) = value.to_str() {
+        crate::logging::redact_everywhere(text);
+    }
     let bytes = value.into_encoded_bytes();
     if bytes.is_empty() {
         return fail(key, format!("environment variable {name:?} is not set"));
@@ -156,6 +162,10 @@ fn server_url(key: &str, text: &str) -> Result<String, ConfigError> {
     }
     if url.host_str().is_none_or(str::is_empty) {
         return fail(key, "the URL has no host");
+    }
+    // From the parsed URL, not a pattern: whatever characters it holds.
+    if let Some(password) = url.password() {
+        crate::logging::redact_everywhere(password);
     }
     Ok(url.to_string())
 }
