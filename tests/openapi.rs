@@ -124,6 +124,7 @@ fn the_catalogue_matches_the_service() {
         ApiError::InvalidFieldSelector {
             field: "include",
             message: "x".into(),
+            hint: Some("board.title".into()),
         },
         ApiError::InvalidShareUrl { message: "x" },
         ApiError::BoardAccessDenied,

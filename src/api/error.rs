@@ -16,10 +16,12 @@ pub enum ApiError {
         field: Option<String>,
         message: String,
     },
-    /// Step 6: a selector list; `field` is `include` or `exclude`.
+    /// Step 6: a selector list; `field` is `include` or `exclude`; `hint`
+    /// the nearest valid selector, when one is near.
     InvalidFieldSelector {
         field: &'static str,
         message: String,
+        hint: Option<String>,
     },
     /// Step 7: the share link. The message never echoes the link.
     InvalidShareUrl {
@@ -102,6 +104,15 @@ impl ApiError {
         }
     }
 
+    /// A suggestion for the caller beside the message: the nearest valid
+    /// selector of an unknown one.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            ApiError::InvalidFieldSelector { hint, .. } => hint.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The offending query parameter, when one caused the error.
     pub fn field(&self) -> Option<&str> {
         match self {
@@ -118,6 +129,7 @@ impl From<SelectorError> for ApiError {
         ApiError::InvalidFieldSelector {
             field: e.param.as_str(),
             message: e.message,
+            hint: e.hint,
         }
     }
 }
@@ -154,6 +166,7 @@ mod tests {
                 ApiError::InvalidFieldSelector {
                     field: "exclude",
                     message: "m".into(),
+                    hint: None,
                 },
                 400,
                 "INVALID_FIELD_SELECTOR",

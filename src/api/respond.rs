@@ -100,7 +100,8 @@ fn cors(headers: &mut HeaderMap) {
     );
 }
 
-/// `{"ok":false,"error":{"code","message","field"?}}` with `no-store`.
+/// `{"ok":false,"error":{"code","message","field"?,"hint"?}}` with
+/// `no-store`.
 pub fn error(err: &ApiError) -> ApiResponse {
     let mut response = ApiResponse::new(err.status());
     response.set(header::CONTENT_TYPE, JSON);
@@ -120,6 +121,9 @@ pub fn error(err: &ApiError) -> ApiResponse {
     error.insert("message".into(), err.message().into());
     if let Some(field) = err.field() {
         error.insert("field".into(), field.into());
+    }
+    if let Some(hint) = err.hint() {
+        error.insert("hint".into(), hint.into());
     }
     let body = serde_json::json!({ "ok": false, "error": error });
     response.body = Bytes::from(body.to_string());

@@ -107,7 +107,11 @@ impl Param {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SelectorError {
     pub param: Param,
+    /// Exactly `Unknown field selector: <item>` for a bad item, or a
+    /// message naming the limit a parameter passed.
     pub message: String,
+    /// The nearest valid selector, when one is a name away.
+    pub hint: Option<String>,
 }
 
 impl fmt::Display for SelectorError {
@@ -360,6 +364,7 @@ fn error(param: Param, e: &parse::ParseError) -> SelectorError {
     SelectorError {
         param,
         message: e.to_string(),
+        hint: e.suggestion().map(str::to_owned),
     }
 }
 
@@ -439,11 +444,8 @@ mod tests {
         ];
         for (bad, nearest) in cases {
             let err = Selection::include(bad).expect_err(bad);
-            let expected = match nearest {
-                Some(s) => format!("Unknown field selector: {bad}; did you mean `{s}`?"),
-                None => format!("Unknown field selector: {bad}"),
-            };
-            assert_eq!(err.message, expected);
+            assert_eq!(err.message, format!("Unknown field selector: {bad}"));
+            assert_eq!(err.hint.as_deref(), *nearest, "{bad}");
             if let Some(s) = nearest {
                 assert!(Selection::include(s).is_ok(), "{s} is valid");
             }

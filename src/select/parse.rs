@@ -104,6 +104,12 @@ impl ParseError {
         self.kind
     }
 
+    /// The nearest valid selector (one name away from the offending item),
+    /// when there is one: the error's `hint`.
+    pub fn suggestion(&self) -> Option<&str> {
+        self.suggestion.as_deref()
+    }
+
     /// The offending item, for every kind but the two whole-parameter limits.
     pub fn offending_item(&self) -> Option<&str> {
         self.item.as_deref()
@@ -111,9 +117,10 @@ impl ParseError {
 }
 
 impl fmt::Display for ParseError {
-    /// The client-facing message. Every item error reads `Unknown field
-    /// selector: <item>`, followed by `; did you mean `<selector>`?` when a
-    /// selector one name away matches the model.
+    /// The client-facing message. Every item error reads exactly `Unknown
+    /// field selector: <item>` (clients compare it); the nearest valid
+    /// selector, when there is one, is [`ParseError::suggestion`], never
+    /// part of the message.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             ErrorKind::TooLong => write!(
@@ -133,11 +140,7 @@ impl fmt::Display for ParseError {
                     f,
                     "Unknown field selector: {}",
                     self.item.as_deref().unwrap_or_default()
-                )?;
-                match &self.suggestion {
-                    Some(s) => write!(f, "; did you mean `{s}`?"),
-                    None => Ok(()),
-                }
+                )
             }
         }
     }

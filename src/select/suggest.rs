@@ -1,5 +1,6 @@
 //! The nearest valid selector for one that matches nothing in the model, for
-//! the error message ("did you mean `board.children.title`?"). Called by
+//! the error's `hint` (`board.children.title` for `board.children.titel`;
+//! the message itself names only the unknown item). Called by
 //! `compile::validate` on its error path only.
 //!
 //! One name segment is replaced by a field name of the model within a small
@@ -7,7 +8,7 @@
 //! model. The candidates are few (names within the distance), so the cost is
 //! bounded by the selector's segments times the model's distinct field names.
 //! Suggestions come from the model only, which holds no sensitive field, so a
-//! message never names one.
+//! hint never names one.
 
 use super::parse::Segment;
 use crate::document::model;

@@ -298,14 +298,18 @@ fn search_core(found: &Found) -> String {
     )
 }
 
-/// A failed tool's core: `CODE: message` as text, the error object as
-/// `structuredContent.error`.
+/// A failed tool's core: `CODE: message` (and the hint, when there is one)
+/// as text, the error object as `structuredContent.error`.
 fn error_core(e: &ApiError) -> String {
     let mut error = json!({"code": e.code(), "message": e.message()});
     if let Some(field) = e.field() {
         error["field"] = field.into();
     }
-    let text = format!("{}: {}", e.code(), e.message());
+    let mut text = format!("{}: {}", e.code(), e.message());
+    if let Some(hint) = e.hint() {
+        error["hint"] = hint.into();
+        text.push_str(&format!(" (did you mean {hint}?)"));
+    }
     core(
         &text,
         &format!(
