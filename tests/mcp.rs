@@ -205,6 +205,27 @@ fn the_handshake_era_initializes_without_a_session() {
     assert_eq!(result(&old)["protocolVersion"], "2025-11-25");
     let stale = handshake(gw, "2025-03-26", 1, "tools/list", json!({}));
     rpc_error(&stale, 400, -32600);
+    // `params` that is not an object: invalid params, answered `200` as
+    // every handshake-era error is (with or without the version header),
+    // and `400` in the 2026-07-28 era.
+    for params in [json!(5), json!([1]), json!("x"), json!(null)] {
+        rpc_error(
+            &handshake(gw, "2025-11-25", 3, "tools/list", params.clone()),
+            200,
+            -32602,
+        );
+        let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
+        rpc_error(&post(gw, body.to_string().as_bytes(), &[]), 200, -32602);
+        rpc_error(
+            &post(
+                gw,
+                body.to_string().as_bytes(),
+                &[("MCP-Protocol-Version", "2026-07-28")],
+            ),
+            400,
+            -32602,
+        );
+    }
 }
 
 #[test]
@@ -414,4 +435,26 @@ fn allowed_origins_and_a_disabled_endpoint() {
     let off = start_gateway("", "  mcp:\n    enabled: false\n");
     let r = post(off.addr, list, &[]);
     r.assert_error(404, "NOT_FOUND", None);
+}
+
+/// A body that stops arriving holds its connection no longer than the
+/// body deadline: the client is answered `408` and the connection closed.
+#[test]
+fn a_body_sent_too_slowly_is_cut_off_at_its_deadline() {
+    use std::io::{Read, Write};
+    let gw = gateway();
+    let mut conn = std::net::TcpStream::connect(gw).expect("connect");
+    conn.write_all(
+        b"POST /api/mcp HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n\
+          Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
+    )
+    .expect("send the start of a body");
+    let deadline = shared_board_api::host::BODY_DEADLINE;
+    conn.set_read_timeout(Some(deadline * 3))
+        .expect("read timeout");
+    let mut answer = Vec::new();
+    conn.read_to_end(&mut answer)
+        .expect("the server answers and closes before the read timeout");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408 "), "{text}");
 }

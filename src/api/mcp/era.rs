@@ -58,6 +58,16 @@ pub enum Era {
     Handshake,
 }
 
+/// Whether a message that could not be read as one of ours (its `params`
+/// not an object) is of the handshake era, by its headers alone: no
+/// protocol version header, or one of that era's. Its errors are then
+/// answered `200`, as every handshake-era error is.
+pub fn handshake_by_headers(headers: &HeaderMap) -> bool {
+    McpHeaders::read(headers)
+        .version
+        .is_none_or(|v| HANDSHAKE_ERA.contains(&v.unwrap_or("")))
+}
+
 /// The era of `message`, after that era's checks.
 ///
 /// # Errors

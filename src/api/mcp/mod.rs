@@ -36,7 +36,7 @@ use bytes::Bytes;
 use era::Era;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
-use jsonrpc::{RpcError, INVALID_REQUEST, METHOD_NOT_FOUND};
+use jsonrpc::{RpcError, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
 
 /// The methods the endpoint allows (`Allow` on `405`, preflights).
 const ALLOW: &str = "POST, OPTIONS";
@@ -78,6 +78,11 @@ impl BoardApi {
         }
         let message = match jsonrpc::parse(req.body) {
             Ok(message) => message,
+            // A message read whole whose `params` is not an object: an
+            // error of the method's params, `200` in the handshake era.
+            Err(e) if e.code == INVALID_PARAMS && era::handshake_by_headers(req.headers) => {
+                return answer(StatusCode::OK, e.body(), origin)
+            }
             Err(e) => return answer(StatusCode::BAD_REQUEST, e.body(), origin),
         };
         let rpc = method_label(&message.method);
