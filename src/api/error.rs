@@ -32,6 +32,9 @@ pub enum ApiError {
     /// Unknown route.
     NotFound,
     MethodNotAllowed,
+    /// `/changes`: `since` is a well-formed version that is not kept for
+    /// this board (expired, evicted, never seen).
+    VersionNotKept,
     RateLimited {
         retry_after: Duration,
     },
@@ -60,6 +63,7 @@ impl ApiError {
             ApiError::BoardAccessDenied => StatusCode::FORBIDDEN,
             ApiError::BoardNotFound | ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::VersionNotKept => StatusCode::GONE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::UpstreamError => StatusCode::BAD_GATEWAY,
             ApiError::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
@@ -77,6 +81,7 @@ impl ApiError {
             ApiError::BoardNotFound => "BOARD_NOT_FOUND",
             ApiError::NotFound => "NOT_FOUND",
             ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ApiError::VersionNotKept => "VERSION_NOT_KEPT",
             ApiError::RateLimited { .. } => "RATE_LIMITED",
             ApiError::UpstreamError => "UPSTREAM_ERROR",
             ApiError::UpstreamTimeout => "UPSTREAM_TIMEOUT",
@@ -96,6 +101,9 @@ impl ApiError {
             ApiError::BoardNotFound => "The board does not exist or was deleted",
             ApiError::NotFound => "No such route",
             ApiError::MethodNotAllowed => "Method not allowed; use GET, HEAD or OPTIONS",
+            ApiError::VersionNotKept => {
+                "That version of the board is not kept (expired, evicted or never seen); read the board whole and start again from its Board-Version"
+            }
             ApiError::RateLimited { .. } => "Too many requests; retry later",
             ApiError::UpstreamError => "The board provider failed or sent an unusable response",
             ApiError::UpstreamTimeout => "The board provider did not answer in time",
@@ -119,6 +127,7 @@ impl ApiError {
             ApiError::InvalidRequest { field, .. } => field.as_deref(),
             ApiError::InvalidFieldSelector { field, .. } => Some(field),
             ApiError::InvalidShareUrl { .. } => Some("url"),
+            ApiError::VersionNotKept => Some("since"),
             _ => None,
         }
     }
@@ -155,7 +164,8 @@ mod tests {
 
     #[test]
     fn catalogue() {
-        let cases: [(ApiError, u16, &str, Option<&str>); 12] = [
+        let cases: [(ApiError, u16, &str, Option<&str>); 13] = [
+            (ApiError::VersionNotKept, 410, "VERSION_NOT_KEPT", Some("since")),
             (
                 ApiError::invalid_request("view", "x"),
                 400,

@@ -4,6 +4,7 @@
 //! `host` module is the adapter.
 
 pub mod accept;
+pub mod changes;
 pub mod error;
 pub mod mcp;
 pub mod params;
@@ -19,7 +20,8 @@ use crate::config::{ApiSettings, ConfigError, McpSettings};
 use crate::encoding;
 use crate::metrics;
 use crate::provider::error::FetchError;
-use crate::store::{Boards, LoadError, Source};
+use crate::document::Coverage;
+use crate::store::{Boards, Doc, LoadError, Source, Versions};
 use error::ApiError;
 use http::{HeaderMap, Method};
 use params::BoardRequest;
@@ -149,6 +151,9 @@ impl BoardApi {
             &settings.limits,
         )
         .map_err(|e| ConfigError::new("board_api.provider", e))?;
+        let versions = Versions::open(&settings.changes, settings.shared.as_ref())
+            .map_err(|e| ConfigError::new("board_api.changes", e))?;
+        let boards = boards.with_versions(versions);
         Ok(BoardApi {
             share_host: settings.share_host.clone(),
             parsed: ParseMemo::default(),
@@ -219,7 +224,7 @@ impl BoardApi {
     /// `claim_prefix`, every path under the prefix; standalone, every path.
     pub(crate) fn owns(&self, path: &str) -> bool {
         match route::route(path, &self.prefix) {
-            Route::Endpoint(_) => true,
+            Route::Endpoint(_) | Route::Changes => true,
             Route::Mcp if self.mcp.enabled => true,
             Route::Mcp | Route::UnderPrefix => self.claim_prefix || self.answer_all_paths,
             Route::Outside => self.answer_all_paths,
@@ -266,6 +271,11 @@ impl BoardApi {
     pub async fn respond(&self, req: RequestParts<'_>) -> Option<ApiResponse> {
         let endpoint = match route::route(req.path, &self.prefix) {
             Route::Endpoint(endpoint) => endpoint,
+            Route::Changes => {
+                let response = self.answer_changes(&req).await;
+                metrics::request("changes", response.status.as_u16());
+                return Some(response);
+            }
             Route::Mcp if self.mcp.enabled => {
                 let response = self.mcp(&req).await;
                 metrics::request("mcp", response.status.as_u16());
@@ -310,6 +320,29 @@ impl BoardApi {
         Some(response)
     }
 
+    /// `{prefix}/changes`: preflight, `405`, or the changes (errors with
+    /// what was known of the load).
+    async fn answer_changes(&self, req: &RequestParts<'_>) -> ApiResponse {
+        match route::method_action(req.method) {
+            MethodAction::Preflight => respond::preflight(req.headers),
+            MethodAction::NotAllowed => respond::error(&ApiError::MethodNotAllowed),
+            MethodAction::Read => {
+                let mut served = Served::default();
+                match self.changes(req, &mut served).await {
+                    Ok(response) => response,
+                    Err(e) => {
+                        if matches!(e, ApiError::Overloaded { .. }) {
+                            metrics::overloaded();
+                        }
+                        let mut response = respond::error(&e);
+                        response.served = served;
+                        response
+                    }
+                }
+            }
+        }
+    }
+
     /// Reads the board and renders the answer; `served` is filled in as
     /// soon as each fact is known, so an error answer carries them too.
     async fn read(
@@ -329,7 +362,10 @@ impl BoardApi {
             .document(
                 &request.link.board_id,
                 &request.link.permission_id,
-                request.selection.coverage(),
+                // Every answer carries the board's version, a hash of the
+                // whole document, and every version is kept: an outline
+                // could give neither (docs/decisions.md).
+                Coverage::Full,
             )
             .await;
         served.cache = Some(source.name());
@@ -380,14 +416,7 @@ impl BoardApi {
             document.board.completeness(),
             req.headers,
         );
-        if let Some(version) = document.board.version() {
-            // 32 hex digits: always a valid value.
-            if let Ok(value) = http::HeaderValue::from_str(version) {
-                response
-                    .headers
-                    .insert(http::HeaderName::from_static(respond::BOARD_VERSION), value);
-            }
-        }
+        set_version(&mut response, &document);
         let load = (source == Source::Miss).then_some(document.timing);
         response.headers.insert(
             timing::SERVER_TIMING,
@@ -395,6 +424,18 @@ impl BoardApi {
         );
         response.served = std::mem::take(served);
         Ok(response)
+    }
+}
+
+/// `Board-Version` of `doc` on `response`, when it has one (a full document).
+fn set_version(response: &mut ApiResponse, doc: &Doc) {
+    if let Some(version) = doc.board.version() {
+        // 32 hex digits: always a valid value.
+        if let Ok(value) = http::HeaderValue::from_str(version) {
+            response
+                .headers
+                .insert(http::HeaderName::from_static(respond::BOARD_VERSION), value);
+        }
     }
 }
 

@@ -136,7 +136,7 @@ fn shape(query: &str) -> Result<RawParams<'_>, ApiError> {
 /// only when that cannot leak a secret: a short plain name that is not the
 /// permission id of the request's own share link (a link pasted as a
 /// parameter name, or `?<permission>`, is never echoed).
-fn unknown_parameter(name: &str, pairs: &[(Cow<'_, str>, Cow<'_, str>)]) -> ApiError {
+pub(super) fn unknown_parameter(name: &str, pairs: &[(Cow<'_, str>, Cow<'_, str>)]) -> ApiError {
     let plain = (1..=64).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_alphabetic())
         && name

@@ -40,6 +40,8 @@ pub enum Route {
     Endpoint(Endpoint),
     /// `{prefix}/mcp`: the Model Context Protocol endpoint (when enabled).
     Mcp,
+    /// `{prefix}/changes`: what changed on a board since a version.
+    Changes,
     /// Under the prefix but not an endpoint: `404 NOT_FOUND` standalone or
     /// with `claim_prefix`, else the host's.
     UnderPrefix,
@@ -58,6 +60,7 @@ pub fn route(path: &str, prefix: &str) -> Route {
         "/search" => Route::Endpoint(Endpoint::Search),
         "/detail" => Route::Endpoint(Endpoint::Detail),
         "/mcp" => Route::Mcp,
+        "/changes" => Route::Changes,
         r if r.starts_with('/') => Route::UnderPrefix,
         // `/api` itself and `/apix/...` are not under `/api/`.
         _ => Route::Outside,

@@ -11,6 +11,7 @@
 
 mod builder;
 mod cache;
+mod changes;
 mod files;
 mod limits;
 mod mcp;
@@ -21,9 +22,10 @@ mod shared;
 
 use crate::governance::Limits;
 use crate::provider::client::ProviderSettings;
-use crate::store::{CacheSettings, SharedSettings};
+use crate::store::{CacheSettings, SharedSettings, VersionSettings};
 pub use builder::ApiSettingsBuilder;
 use cache::CacheConf;
+use changes::ChangesConf;
 pub(crate) use files::writable_file;
 use limits::LimitsConf;
 use mcp::McpConf;
@@ -98,6 +100,9 @@ pub(crate) struct BoardApiConf {
     /// The MCP endpoint at `{prefix}/mcp`; on with defaults when absent.
     #[serde(default)]
     pub mcp: Option<McpConf>,
+    /// Kept versions for `{prefix}/changes`; in memory when absent.
+    #[serde(default)]
+    pub changes: Option<ChangesConf>,
     /// The standalone binary's own settings; an embedding host ignores them.
     #[serde(default)]
     pub server: Option<ServerConf>,
@@ -120,6 +125,8 @@ pub struct ApiSettings {
     pub(crate) rate_limit: Option<u32>,
     pub(crate) limits: Limits,
     pub(crate) mcp: McpSettings,
+    /// Where versions are kept (`board_api.changes`).
+    pub(crate) changes: VersionSettings,
 }
 
 /// Both parts, for the standalone binary.
@@ -284,6 +291,10 @@ impl BoardApiConf {
             }
             Some(conf) => Some(conf.validate(provider.settings.fetch_deadline, fleet_rps)?),
         };
+        let max_document_bytes = cache
+            .as_ref()
+            .map_or(crate::store::DEFAULT_BUDGET_BYTES / 4, |c| c.max_entry_bytes);
+        let changes = ChangesConf::validate(self.changes, max_document_bytes, shared.is_some())?;
         let rate_limit = match &self.rate_limit {
             Some(r) => Some(r.validate()?),
             None => None,
@@ -299,6 +310,7 @@ impl BoardApiConf {
             rate_limit,
             limits: limits::limits_settings(self.limits)?,
             mcp: McpConf::validate(self.mcp)?,
+            changes,
         })
     }
 }

@@ -16,6 +16,7 @@
 //! Nothing here knows HTTP statuses or Pingora: the API maps outcomes to
 //! answers, the cache stores loaded boards and their renders.
 
+pub mod changes;
 pub mod load;
 pub mod markdown;
 pub mod reference;

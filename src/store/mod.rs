@@ -29,10 +29,12 @@ mod budget;
 mod coalesce;
 mod load;
 pub mod shared;
+pub mod versions;
 
 pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
 pub use coalesce::{Coalescer, Joined};
 pub use shared::{Endpoint, SharedSettings};
+pub use versions::{Versions, VersionSettings};
 
 use crate::document::Coverage;
 use crate::encoding::{self, Encoding};
@@ -188,6 +190,8 @@ struct Inner {
     cache: Option<Cached>,
     #[cfg(feature = "fleet")]
     shared: Option<Arc<shared::SharedTier>>,
+    /// Where each version loaded is kept, for `/changes`.
+    versions: Option<Versions>,
 }
 
 /// The read side of the API: documents and renders, cached, coalesced,
@@ -253,8 +257,33 @@ impl Boards {
                 cache,
                 #[cfg(feature = "fleet")]
                 shared,
+                versions: None,
             }),
         })
+    }
+
+    /// Keeps every full document loaded from now on in `versions` (see
+    /// [`Versions::keep`]). Call it before the first clone: a clone made
+    /// before shares the store without it, and then this does nothing.
+    pub fn with_versions(mut self, versions: Versions) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.versions = Some(versions),
+            None => log::error!("Boards::with_versions after a clone: versions not kept"),
+        }
+        self
+    }
+
+    /// Whether versions are kept.
+    pub fn keeps_versions(&self) -> bool {
+        self.inner.versions.is_some()
+    }
+
+    /// The document kept as `version` of `board_id`, checked; `None` when
+    /// no version is kept there (or none of this one, or what is kept is
+    /// not it).
+    pub async fn kept_version(&self, board_id: &str, version: &str) -> Option<Vec<u8>> {
+        let versions = self.inner.versions.as_ref()?;
+        versions.get(self.pool(), board_id, version).await
     }
 
     /// The sanitized board for (board id, permission id), holding at least
@@ -277,6 +306,7 @@ impl Boards {
             let outcome = task
                 .await
                 .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))));
+            self.inner.keep_version(board_id, &outcome);
             return (outcome, Source::Miss);
         };
         let key = (board_id.to_owned(), permission_id.to_owned());
@@ -563,8 +593,17 @@ impl Inner {
         };
         #[cfg(not(feature = "fleet"))]
         let outcome = self.loader.load(&key.0, &key.1, coverage, deadline).await;
+        self.keep_version(&key.0, &outcome);
         cache.remember(key, coverage, &outcome, ttl);
         outcome
+    }
+
+    /// Hands a full document just loaded (or read from the fleet tier) to
+    /// the kept versions, if they are on: once per load, not per request.
+    fn keep_version(&self, board_id: &str, outcome: &Loaded) {
+        if let (Some(versions), Ok(doc)) = (&self.versions, outcome) {
+            versions.keep(self.loader.pool(), board_id, &doc.board);
+        }
     }
 }
 

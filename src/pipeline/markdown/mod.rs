@@ -17,7 +17,7 @@
 
 mod draft;
 mod nodes;
-mod out;
+pub(crate) mod out;
 mod read;
 mod rich;
 mod table;

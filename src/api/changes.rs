@@ -1,0 +1,299 @@
+//! `GET {prefix}/changes?url=<share link>&since=<version>`: what changed on
+//! a board since a version a client saw. The board is loaded as
+//! `/api/detail` loads it (cache, coalescing, fleet tier, limits, errors),
+//! so the permission check is the current load's: without a link that
+//! opens the board now, no kept version of it is read. Then the kept
+//! version `since` is compared with the board now
+//! ([`crate::pipeline::changes`]) on the work pool, and the answer cached
+//! with the document like a render. The MCP `board_changes` tool answers
+//! through [`BoardApi::changes_of`] too.
+
+use super::error::ApiError;
+use super::params::{unknown_parameter, MAX_URL_CHARS};
+use super::respond::{self, ApiResponse, Served};
+use super::share_link::{self, ShareLink};
+use super::{accept, timing, BoardApi, RequestParts};
+use crate::document::Coverage;
+use crate::encoding::Encoding;
+use crate::metrics;
+use crate::pipeline::render::Rendered;
+use crate::pipeline::version::is_version;
+use crate::pipeline::{changes, Representation};
+use crate::store::{Doc, Source};
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A `/changes` request that passed every check before the load.
+#[derive(Debug, Clone)]
+pub struct ChangesRequest {
+    pub link: ShareLink,
+    /// The version the client saw: 32 lowercase hex digits.
+    pub since: String,
+}
+
+/// Checks the query of a `/changes` request: only `url` and `since`, each
+/// once; then `url` (present, 1 to 2048 characters), `since` (present, a
+/// token this service could have made), the share link.
+///
+/// # Errors
+/// `INVALID_REQUEST` (field: the parameter), then `INVALID_SHARE_URL`.
+pub fn parse(query: Option<&str>, share_host: &str) -> Result<ChangesRequest, ApiError> {
+    let pairs: Vec<_> = url::form_urlencoded::parse(query.unwrap_or("").as_bytes()).collect();
+    let (mut url, mut since) = (None, None);
+    for (key, value) in &pairs {
+        let slot = match key.as_ref() {
+            "url" => &mut url,
+            "since" => &mut since,
+            other => {
+                let field = unknown_parameter(other, &pairs).field().map(str::to_owned);
+                return Err(ApiError::InvalidRequest {
+                    field,
+                    message: "unknown query parameter; allowed: url, since".into(),
+                });
+            }
+        };
+        if slot.is_some() {
+            return Err(ApiError::invalid_request(
+                key,
+                format!("{key} must appear at most once"),
+            ));
+        }
+        *slot = Some(value.clone());
+    }
+    from_values(url.as_deref(), since.as_deref(), share_host)
+}
+
+/// [`parse`] for values given some other way (an MCP tool's arguments).
+///
+/// # Errors
+/// As [`parse`], after the query's shape.
+pub fn from_values(
+    url: Option<&str>,
+    since: Option<&str>,
+    share_host: &str,
+) -> Result<ChangesRequest, ApiError> {
+    let Some(url) = url.map(str::trim) else {
+        return Err(ApiError::invalid_request("url", "url is required"));
+    };
+    if url.is_empty() {
+        return Err(ApiError::invalid_request("url", "url must not be empty"));
+    }
+    if url.chars().count() > MAX_URL_CHARS {
+        return Err(ApiError::invalid_request(
+            "url",
+            format!("url must be at most {MAX_URL_CHARS} characters"),
+        ));
+    }
+    let since = since.map(str::trim).unwrap_or_default();
+    if since.is_empty() {
+        return Err(ApiError::invalid_request(
+            "since",
+            "since is required: a Board-Version this service answered with",
+        ));
+    }
+    if !is_version(since) {
+        return Err(ApiError::invalid_request(
+            "since",
+            "since is not a board version (32 lowercase hex digits, from a Board-Version header)",
+        ));
+    }
+    let link = share_link::parse(url, share_host).map_err(|e| ApiError::InvalidShareUrl {
+        message: e.message(),
+    })?;
+    Ok(ChangesRequest {
+        link,
+        since: since.to_owned(),
+    })
+}
+
+/// What [`BoardApi::changes_of`] answers: the rendered changes, and the
+/// document they were compared with.
+pub(crate) struct Answered {
+    pub rendered: Rendered,
+    pub doc: Doc,
+}
+
+impl BoardApi {
+    /// `GET {prefix}/changes`: the answer, or the error to answer with;
+    /// `served` is filled in as facts are known.
+    pub(super) async fn changes(
+        &self,
+        req: &RequestParts<'_>,
+        served: &mut Served,
+    ) -> Result<ApiResponse, ApiError> {
+        let started = Instant::now();
+        if let (Some(limiter), Some(ip)) = (&self.limiter, req.client_ip) {
+            limiter.check(ip)?;
+        }
+        let request = parse(req.query, &self.share_host)?;
+        let representation = accept::negotiate(req.headers);
+        let (answered, source) = self
+            .changes_of(&request, representation, served)
+            .await?;
+        let mut response = respond::success(
+            &answered.rendered,
+            representation,
+            Encoding::Identity,
+            answered.doc.board.completeness(),
+            req.headers,
+        );
+        super::set_version(&mut response, &answered.doc);
+        let load = (source == Source::Miss).then_some(answered.doc.timing);
+        response.headers.insert(
+            timing::SERVER_TIMING,
+            timing::server_timing(source.name(), load, started.elapsed()),
+        );
+        response.served = std::mem::take(served);
+        Ok(response)
+    }
+
+    /// The changes `request` asks for, as `representation`, and the level
+    /// that answered the load: the board loaded (full), then the kept
+    /// version `since` compared with it, cached with the document.
+    ///
+    /// # Errors
+    /// The load's errors as `/api/detail` answers them; `410
+    /// VERSION_NOT_KEPT` when `since` is not kept for this board.
+    pub(crate) async fn changes_of(
+        &self,
+        request: &ChangesRequest,
+        representation: Representation,
+        served: &mut Served,
+    ) -> Result<(Answered, Source), ApiError> {
+        let board_id = &request.link.board_id;
+        served.board = Some(Arc::from(board_id.as_str()));
+        let doc = self.load_full(&request.link, served).await?;
+        let source = match served.cache {
+            Some("hit") => Source::Hit,
+            Some("shared") => Source::Shared,
+            Some("coalesced") => Source::Coalesced,
+            _ => Source::Miss,
+        };
+        let Some(current) = doc.board.version().map(str::to_owned) else {
+            log::error!("board {board_id}: a full document without a version");
+            return Err(ApiError::Internal);
+        };
+        let since = request.since.as_str();
+        let kind = match representation {
+            Representation::Json => "changes",
+            Representation::Markdown => "changes.md",
+        };
+        let key: Arc<str> = Arc::from(since);
+        let bytes = match self.boards.cached_derived(&doc, kind, &key) {
+            Some(bytes) => bytes,
+            None => {
+                let older = match since == current {
+                    true => None,
+                    false => match self.boards.kept_version(board_id, since).await {
+                        Some(older) => Some(older),
+                        None => return Err(not_kept()),
+                    },
+                };
+                let (board, from) = (board_id.clone(), since.to_owned());
+                self.boards
+                    .derived(&doc, kind, key, move |loaded| {
+                        let answer = changes::answer(
+                            "changes",
+                            representation,
+                            &board,
+                            older.as_deref(),
+                            &from,
+                            loaded.document_json(),
+                            &current,
+                        )?;
+                        Ok(answer.map_or_else(Bytes::new, pack))
+                    })
+                    .await
+                    .map_err(|e| {
+                        log::error!("board {board_id}: {e}");
+                        ApiError::Internal
+                    })?
+            }
+        };
+        let rendered = unpack(bytes).ok_or_else(not_kept)?;
+        Ok((Answered { rendered, doc }, source))
+    }
+
+    /// The board's full document, loaded as `/api/detail` loads it.
+    async fn load_full(&self, link: &ShareLink, served: &mut Served) -> Result<Doc, ApiError> {
+        let started = Instant::now();
+        let (outcome, source) = self
+            .boards
+            .document(&link.board_id, &link.permission_id, Coverage::Full)
+            .await;
+        served.cache = Some(source.name());
+        let cached = source != Source::Miss;
+        metrics::cache(cached);
+        if !cached {
+            metrics::upstream_seconds(started.elapsed().as_secs_f64());
+        }
+        outcome.map_err(|e| {
+            super::log_failure(&link.board_id, started.elapsed(), &e, source);
+            super::api_error(e)
+        })
+    }
+}
+
+fn not_kept() -> ApiError {
+    ApiError::VersionNotKept
+}
+
+/// A rendered answer as the bytes the cache keeps: the ETag, a newline,
+/// the body. An empty value is "not a version of this board".
+fn pack(rendered: Rendered) -> Bytes {
+    let tag = rendered.etag.as_bytes();
+    let mut out = Vec::with_capacity(tag.len() + 1 + rendered.body.len());
+    out.extend_from_slice(tag);
+    out.push(b'\n');
+    out.extend_from_slice(&rendered.body);
+    Bytes::from(out)
+}
+
+fn unpack(bytes: Bytes) -> Option<Rendered> {
+    let at = bytes.iter().position(|&b| b == b'\n')?;
+    let etag = http::HeaderValue::from_maybe_shared(bytes.slice(..at)).ok()?;
+    Some(Rendered {
+        body: bytes.slice(at + 1..),
+        etag,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOST: &str = "app.milanote.com";
+    const LINK: &str = "url=https%3A%2F%2Fapp.milanote.com%2F1W3ZZU1Qvua02H%2Fx%3Fp%3Dperm";
+
+    #[test]
+    fn since_is_checked_before_the_link() {
+        let v = "0123456789abcdef0123456789abcdef";
+        let cases: Vec<(String, &str, Option<&str>)> = vec![
+            (format!("since={v}"), "INVALID_REQUEST", Some("url")),
+            (LINK.into(), "INVALID_REQUEST", Some("since")),
+            (format!("{LINK}&since="), "INVALID_REQUEST", Some("since")),
+            (format!("{LINK}&since=xyz"), "INVALID_REQUEST", Some("since")),
+            (format!("{LINK}&since={}", v.to_uppercase()), "INVALID_REQUEST", Some("since")),
+            (format!("{LINK}&since={v}&since={v}"), "INVALID_REQUEST", Some("since")),
+            (format!("{LINK}&since={v}&view=full"), "INVALID_REQUEST", Some("view")),
+            (format!("url=https%3A%2F%2Fexample.com%2Fx&since={v}"), "INVALID_SHARE_URL", Some("url")),
+        ];
+        for (query, code, field) in cases {
+            let e = parse(Some(&query), HOST).expect_err(&query);
+            assert_eq!((e.code(), e.field()), (code, field), "{query}");
+        }
+        let ok = parse(Some(&format!("{LINK}&since={v}")), HOST).expect("valid");
+        assert_eq!((ok.link.board_id.as_str(), ok.since.as_str()), ("1W3ZZU1Qvua02H", v));
+    }
+
+    #[test]
+    fn packed_answers_come_back_whole() {
+        let rendered = Rendered {
+            body: Bytes::from_static(b"{\"ok\":true}\nx"),
+            etag: http::HeaderValue::from_static("W/\"ab\""),
+        };
+        assert_eq!(unpack(pack(rendered.clone())), Some(rendered));
+        assert_eq!(unpack(Bytes::new()), None);
+    }
+}

@@ -1,0 +1,335 @@
+//! A board document read flat for comparison: every element once, in
+//! reading order, with its parent, its section and its fields as the raw
+//! JSON bytes the document holds. Called by [`super::compare`].
+//!
+//! The document is read with borrowed slices and no tree of values: each
+//! element's members are kept as `&RawValue`s, its `children` are read one
+//! level at a time by a parser of their own (the walk keeps its own stack,
+//! never recursing), so a deep board costs memory in proportion to its
+//! depth, and comparing two fields is comparing bytes. The service writes a
+//! document deterministically (the same content gives the same bytes), so
+//! equal bytes are equal fields; a document read back from a store that
+//! was written otherwise can only make a field look changed.
+
+use crate::document::reading::{number, reading_order, ReadingKey};
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+/// Elements nested deeper than this are left out: no document the service
+/// writes or a store accepts has them (the walks' own bound is 127
+/// containers, two per level).
+pub const MAX_NESTED: usize = crate::pipeline::search::MAX_NESTED;
+
+/// One element of a flat board.
+pub struct Element<'a> {
+    pub id: Cow<'a, str>,
+    /// What [`Flat::by_id`] holds it under: its id, or for an id written
+    /// with escapes (never by the service), the id's raw JSON text.
+    pub key: &'a str,
+    pub kind: Cow<'a, str>,
+    /// Index of the parent in [`Flat::elements`]; `None` for the root.
+    pub parent: Option<usize>,
+    /// `location.section`, when a string.
+    pub section: Option<Cow<'a, str>>,
+    /// The compared fields, by name, in the document's order: every member
+    /// but `id`, `type`, `children` and `timestamps`, with `location`'s
+    /// `position` as `position` and its other members (but `parentId` and
+    /// `section`, which make a move) as `location.<name>`.
+    pub fields: Vec<(Cow<'a, str>, &'a RawValue)>,
+    /// A nested board whose elements were not loaded.
+    pub unloaded: bool,
+}
+
+/// A board document, flat, in reading order (pre-order: an element, then
+/// its children in [`reading_order`]).
+pub struct Flat<'a> {
+    pub elements: Vec<Element<'a>>,
+    /// Index of each id's first element.
+    pub by_id: HashMap<&'a str, usize>,
+    /// `source.boardId` (or the root's id when absent).
+    pub board_id: String,
+}
+
+/// The document could not be read as a board document.
+#[derive(Debug)]
+pub struct Unreadable(pub String);
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "board document not comparable: {}", self.0)
+    }
+}
+
+impl std::error::Error for Unreadable {}
+
+/// The members of an object in order, borrowed; a member named twice is
+/// kept twice (the first one found is the one used).
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(12));
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let value: &'de RawValue = map.next_value()?;
+                    out.push((key, value));
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'a> Members<'a> {
+    fn get(&self, name: &str) -> Option<&'a RawValue> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+    }
+}
+
+/// A string member, when it is one.
+fn string<'a>(raw: Option<&'a RawValue>) -> Option<Cow<'a, str>> {
+    raw.and_then(|r| serde_json::from_str::<Cow<'a, str>>(r.get()).ok())
+}
+
+#[derive(Deserialize, Default)]
+struct Position {
+    #[serde(default)]
+    x: Option<serde_json::Value>,
+    #[serde(default)]
+    y: Option<serde_json::Value>,
+    #[serde(default)]
+    index: Option<serde_json::Value>,
+}
+
+/// Reads `doc`, the compact JSON of a sanitized full document.
+///
+/// # Errors
+/// [`Unreadable`] when `doc` is not an object with a `board` object.
+pub fn read(doc: &[u8]) -> Result<Flat<'_>, Unreadable> {
+    let top: Members<'_> = serde_json::from_slice(doc).map_err(|e| Unreadable(e.to_string()))?;
+    let board = top
+        .get("board")
+        .ok_or_else(|| Unreadable("no board".into()))?;
+    let source_board = top
+        .get("source")
+        .and_then(|s| serde_json::from_str::<Members<'_>>(s.get()).ok())
+        .and_then(|s| string(s.get("boardId")).map(Cow::into_owned));
+    let mut flat = Flat {
+        elements: Vec::new(),
+        by_id: HashMap::new(),
+        board_id: String::new(),
+    };
+    // (raw element, parent index, depth); pushed in reverse reading order.
+    let mut stack: Vec<(&RawValue, Option<usize>, usize)> = vec![(board, None, 0)];
+    while let Some((raw, parent, depth)) = stack.pop() {
+        let Ok(members) = serde_json::from_str::<Members<'_>>(raw.get()) else {
+            if parent.is_none() {
+                return Err(Unreadable("the board is not an object".into()));
+            }
+            continue;
+        };
+        let Some(element) = element(&members, parent) else {
+            continue;
+        };
+        let index = flat.elements.len();
+        let id = element.key;
+        if id.is_empty() || flat.by_id.contains_key(id) {
+            // Never written by the service: the first element of an id wins.
+            continue;
+        }
+        flat.by_id.insert(id, index);
+        flat.elements.push(element);
+        if depth >= MAX_NESTED {
+            continue;
+        }
+        let children: Vec<&RawValue> = members
+            .get("children")
+            .and_then(|c| serde_json::from_str(c.get()).ok())
+            .unwrap_or_default();
+        let keys: Vec<ReadingKey> = children.iter().map(|c| reading_key(c)).collect();
+        for i in reading_order(&keys).into_iter().rev() {
+            stack.push((children[i], Some(index), depth + 1));
+        }
+    }
+    flat.board_id = source_board
+        .or_else(|| flat.elements.first().map(|e| e.id.to_string()))
+        .unwrap_or_default();
+    Ok(flat)
+}
+
+/// One element from its members; `None` without a string `id`.
+fn element<'a>(members: &Members<'a>, parent: Option<usize>) -> Option<Element<'a>> {
+    let raw_id = members.get("id")?;
+    let id = string(Some(raw_id))?;
+    let key = match &id {
+        Cow::Borrowed(id) => *id,
+        Cow::Owned(_) => raw_id.get(),
+    };
+    let kind = string(members.get("type")).unwrap_or(Cow::Borrowed("UNKNOWN"));
+    let mut section = None;
+    let mut fields = Vec::with_capacity(members.0.len());
+    let mut unloaded = false;
+    for (name, value) in &members.0 {
+        match name.as_ref() {
+            "id" | "type" | "children" | "timestamps" => {}
+            "location" => {
+                let Ok(location) = serde_json::from_str::<Members<'_>>(value.get()) else {
+                    fields.push((Cow::Borrowed("location"), *value));
+                    continue;
+                };
+                for (inner, v) in location.0 {
+                    match inner.as_ref() {
+                        "parentId" => {}
+                        "section" => section = string(Some(v)),
+                        "position" => fields.push((Cow::Borrowed("position"), v)),
+                        other => fields.push((Cow::Owned(format!("location.{other}")), v)),
+                    }
+                }
+            }
+            "childrenLoaded" => {
+                unloaded = value.get() == "false";
+                fields.push((name.clone(), *value));
+            }
+            _ => fields.push((name.clone(), *value)),
+        }
+    }
+    Some(Element {
+        id,
+        key,
+        kind,
+        parent,
+        section,
+        fields,
+        unloaded,
+    })
+}
+
+/// The reading key of a raw child: its `location`'s section and position.
+fn reading_key(raw: &RawValue) -> ReadingKey {
+    #[derive(Deserialize, Default)]
+    struct Child<'a> {
+        #[serde(borrow, default)]
+        location: Option<Location<'a>>,
+    }
+    #[derive(Deserialize, Default)]
+    struct Location<'a> {
+        #[serde(borrow, default)]
+        section: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        position: Option<&'a RawValue>,
+    }
+    // Only `location` is read; the rest of the child is skipped unparsed.
+    let child: Child<'_> = serde_json::from_str(raw.get()).unwrap_or_default();
+    let location = child.location.unwrap_or_default();
+    let section = string(location.section);
+    let position: Position = location
+        .position
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or_default();
+    let n = |v: &Option<serde_json::Value>| v.as_ref().and_then(number);
+    ReadingKey::new(
+        section.as_deref(),
+        n(&position.x),
+        n(&position.y),
+        n(&position.index),
+    )
+}
+
+impl Element<'_> {
+    /// The raw value of field `name`.
+    pub fn field(&self, name: &str) -> Option<&RawValue> {
+        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+    }
+
+    /// How the element is named: its title, else the first words of its
+    /// text (rich text, then caption), else its URL or file name, else its
+    /// type.
+    pub fn label(&self) -> String {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Text<'a> {
+            #[serde(borrow, default)]
+            plain_text: Option<Cow<'a, str>>,
+        }
+        #[derive(Deserialize)]
+        struct File<'a> {
+            #[serde(borrow, default)]
+            filename: Option<Cow<'a, str>>,
+        }
+        let text = |name: &str| {
+            self.field(name)
+                .and_then(|r| serde_json::from_str::<Text<'_>>(r.get()).ok())
+                .and_then(|t| t.plain_text)
+                .map(Cow::into_owned)
+        };
+        let candidates = [
+            string(self.field("title")).map(Cow::into_owned),
+            text("richText"),
+            text("caption"),
+            string(self.field("url")).map(Cow::into_owned),
+            self.field("file")
+                .and_then(|r| serde_json::from_str::<File<'_>>(r.get()).ok())
+                .and_then(|f| f.filename)
+                .map(Cow::into_owned),
+        ];
+        for candidate in candidates.into_iter().flatten() {
+            let words = candidate.split_whitespace().collect::<Vec<_>>().join(" ");
+            if words.is_empty() {
+                continue;
+            }
+            return match words.char_indices().nth(LABEL_CHARS) {
+                Some((i, _)) => format!("{}…", &words[..i]),
+                None => words,
+            };
+        }
+        self.kind.to_string()
+    }
+}
+
+/// Characters of an untitled element's text that name it.
+const LABEL_CHARS: usize = 40;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elements_come_in_reading_order_with_their_parents() {
+        let doc = br#"{"version":1,"source":{"provider":"m","boardId":"b"},"fetchedAt":"t","board":{"id":"b","type":"BOARD","title":"Root","children":[
+            {"id":"low","type":"CARD","location":{"parentId":"b","section":"CANVAS","position":{"x":0,"y":9}},"richText":{"plainText":"  second   card ","blocks":[]},"children":[]},
+            {"id":"col","type":"COLUMN","title":"Col","location":{"parentId":"b","section":"CANVAS","position":{"x":5,"y":1}},"children":[
+                {"id":"n2","type":"CARD","location":{"parentId":"col","section":"INBOX","position":{"index":2}},"children":[]},
+                {"id":"n1","type":"CARD","location":{"parentId":"col","section":"INBOX","position":{"index":1}},"timestamps":{"createdAt":"x"},"children":[]}]}]}}"#;
+        let flat = read(doc).expect("reads");
+        let ids: Vec<&str> = flat.elements.iter().map(|e| e.id.as_ref()).collect();
+        assert_eq!(ids, ["b", "col", "n1", "n2", "low"]);
+        assert_eq!(flat.elements[2].parent, Some(1));
+        assert_eq!(flat.elements[2].section.as_deref(), Some("INBOX"));
+        let names: Vec<&str> = flat.elements[2].fields.iter().map(|f| f.0.as_ref()).collect();
+        assert_eq!(names, ["position"]);
+        assert_eq!(flat.elements[4].label(), "second card");
+        assert_eq!(flat.elements[3].label(), "CARD");
+        assert_eq!(flat.board_id, "b");
+    }
+
+    #[test]
+    fn what_is_not_a_board_is_unreadable_or_skipped() {
+        for bad in [&b"[]"[..], b"{}", b"{\"board\":[]}", b"not json"] {
+            assert!(read(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        let odd = br#"{"board":{"id":"b","children":[1,{"id":2},{"id":"b"},{"id":"c","children":"x"}]}}"#;
+        let flat = read(odd).expect("reads");
+        let ids: Vec<&str> = flat.elements.iter().map(|e| e.id.as_ref()).collect();
+        assert_eq!(ids, ["b", "c"]);
+    }
+}
