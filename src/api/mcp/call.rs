@@ -64,7 +64,8 @@ impl BoardApi {
             Some(Some(tool)) => tool,
             Some(None) => {
                 return Err(invalid(
-                    "Unknown tool; this server has read_board and search_board".into(),
+                    "Unknown tool; this server has read_board, search_board and board_changes"
+                        .into(),
                 ))
             }
             None => return Err(invalid("params.name must name a tool".into())),
@@ -103,6 +104,12 @@ impl BoardApi {
             limiter.check(ip)?;
         }
         let (values, json, search) = match tool {
+            Tool::BoardChanges => {
+                let [url, since] = tools::changes_args(args)?;
+                return self
+                    .board_changes(url.as_deref(), since.as_deref(), served, called, started)
+                    .await;
+            }
             Tool::ReadBoard => {
                 let a = tools::read_args(args)?;
                 (a.values, a.json, None)
@@ -172,9 +179,10 @@ impl BoardApi {
                     .await
                     .map_err(internal)?;
                 let body = variant.rendered.body;
+                let version = doc.board.version().unwrap_or_default().to_owned();
                 self.boards
                     .derived(&doc, kind, key, move |_| {
-                        read_core(&body, json).map(Bytes::from)
+                        read_core(&body, json, &version).map(Bytes::from)
                     })
                     .await
                     .map_err(internal)?
@@ -199,6 +207,49 @@ impl BoardApi {
             started.elapsed(),
         ));
         core
+    }
+}
+
+impl BoardApi {
+    /// `board_changes`: `/changes` through the same code, its Markdown as
+    /// text and its JSON `data` as `structuredContent`, cached as one core.
+    async fn board_changes(
+        &self,
+        url: Option<&str>,
+        since: Option<&str>,
+        served: &mut Served,
+        called: &mut Called,
+        started: Instant,
+    ) -> Result<Bytes, ApiError> {
+        let request = crate::api::changes::from_values(url, since, &self.share_host)?;
+        let (markdown, source) = self
+            .changes_of(&request, Representation::Markdown, served)
+            .await?;
+        let (json, _) = self
+            .changes_of(&request, Representation::Json, served)
+            .await?;
+        let doc = markdown.doc;
+        let key: Arc<str> = Arc::from(request.since.as_str());
+        let (text, body) = (markdown.rendered.body, json.rendered.body);
+        let core = self
+            .boards
+            .derived(&doc, "mcp.board_changes", key, move |_| {
+                let data = body
+                    .get(PREFIX.len()..body.len().saturating_sub(1))
+                    .ok_or("a JSON render without its envelope")?;
+                let data = std::str::from_utf8(data).map_err(|e| e.to_string())?;
+                let text = std::str::from_utf8(&text).map_err(|e| e.to_string())?;
+                Ok(Bytes::from(core(
+                    text,
+                    &format!(",\"structuredContent\":{data},\"isError\":false"),
+                )))
+            })
+            .await
+            .map_err(|e| {
+                log::error!("board {}: {e}", request.link.board_id);
+                api_error(e)
+            })?;
+        Ok(self.finish(core, &doc, source, started, called))
     }
 }
 
@@ -231,9 +282,12 @@ fn core(text: &str, rest: &str) -> String {
     out
 }
 
-/// `read_board`'s core: the Markdown as text; or the envelope's `data` as
-/// `structuredContent` with the same JSON as text.
-fn read_core(body: &[u8], json: bool) -> Result<String, String> {
+/// `read_board`'s core: the Markdown as text, with the board's version as
+/// `structuredContent.version` (what `board_changes` takes as `since`); or
+/// the envelope's `data` as `structuredContent` with the same JSON as text
+/// (whose `version` is the document format's: the board's is added as
+/// `structuredContent.boardVersion`; the text stays the document).
+fn read_core(body: &[u8], json: bool, version: &str) -> Result<String, String> {
     let text = if json {
         body.get(PREFIX.len()..body.len().saturating_sub(1))
             .ok_or("a JSON render without its envelope")?
@@ -241,10 +295,15 @@ fn read_core(body: &[u8], json: bool) -> Result<String, String> {
         body
     };
     let text = std::str::from_utf8(text).map_err(|e| e.to_string())?;
-    let mut rest = String::with_capacity(if json { text.len() + 40 } else { 20 });
+    let mut rest = String::with_capacity(if json { text.len() + 120 } else { 80 });
+    // 32 hex digits (or empty): nothing to escape.
     if json {
-        rest.push_str(",\"structuredContent\":");
-        rest.push_str(text);
+        // The document with the board's version as its first member.
+        let members = text.strip_prefix('{').ok_or("a JSON render that is not an object")?;
+        let _ = write!(rest, ",\"structuredContent\":{{\"boardVersion\":\"{version}\",");
+        rest.push_str(members);
+    } else {
+        let _ = write!(rest, ",\"structuredContent\":{{\"version\":\"{version}\"}}");
     }
     rest.push_str(",\"isError\":false");
     Ok(core(text, &rest))
@@ -331,15 +390,16 @@ mod tests {
 
     #[test]
     fn markdown_and_json_cores() {
-        let md = read_core(b"# T\n\n\"quoted\" \\ text\n", false).expect("core");
+        let md = read_core(b"# T\n\n\"quoted\" \\ text\n", false, "ab").expect("core");
         let v = parsed(Era::Handshake, &md);
         assert_eq!(v["content"][0]["text"], "# T\n\n\"quoted\" \\ text\n");
         assert_eq!(v["isError"], false);
-        assert!(v.get("structuredContent").is_none() && v.get("resultType").is_none());
+        assert_eq!(v["structuredContent"], json!({"version": "ab"}));
+        assert!(v.get("resultType").is_none());
         let body = br#"{"ok":true,"data":{"board":{"title":"T"}}}"#;
-        let js = read_core(body, true).expect("core");
+        let js = read_core(body, true, "ab").expect("core");
         let v = parsed(Era::Modern, &js);
-        assert_eq!(v["structuredContent"], json!({"board": {"title": "T"}}));
+        assert_eq!(v["structuredContent"], json!({"boardVersion": "ab", "board": {"title": "T"}}));
         assert_eq!(v["content"][0]["text"], r#"{"board":{"title":"T"}}"#);
         assert_eq!(v["resultType"], "complete");
         assert!(v["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string());

@@ -1,4 +1,4 @@
-//! The two tools, `read_board` and `search_board`: their definitions (input
+//! The tools, `read_board`, `search_board` and `board_changes`: their definitions (input
 //! schemas, annotations) and their arguments, checked into what the board
 //! endpoints check (a share link, a selection) or refused as the endpoints
 //! refuse a query, with the same codes.
@@ -82,6 +82,21 @@ pub fn definitions() -> Value {
             },
             "annotations": annotations("Search a Milanote board"),
         },
+        {
+            "name": "board_changes",
+            "title": "What changed on a Milanote board",
+            "description": "Lists what was added, removed, changed or moved on a board since a version (the version read_board returned). Markdown text; the same as JSON in structuredContent.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "url": url,
+                    "since": {"type": "string", "pattern": "^[0-9a-f]{32}$", "description": "A board version seen before"},
+                },
+                "required": ["url", "since"],
+                "additionalProperties": false,
+            },
+            "annotations": annotations("What changed on a Milanote board"),
+        },
     ])
 }
 
@@ -90,6 +105,7 @@ pub fn definitions() -> Value {
 pub enum Tool {
     ReadBoard,
     SearchBoard,
+    BoardChanges,
 }
 
 impl Tool {
@@ -97,6 +113,7 @@ impl Tool {
         match name {
             "read_board" => Some(Tool::ReadBoard),
             "search_board" => Some(Tool::SearchBoard),
+            "board_changes" => Some(Tool::BoardChanges),
             _ => None,
         }
     }
@@ -106,6 +123,7 @@ impl Tool {
         match self {
             Tool::ReadBoard => "read_board",
             Tool::SearchBoard => "search_board",
+            Tool::BoardChanges => "board_changes",
         }
     }
 }
@@ -194,6 +212,15 @@ pub fn search_args<'a>(args: &Object<'a>) -> Result<SearchArgs<'a>, ApiError> {
         query: query.to_owned(),
         limit,
     })
+}
+
+/// `board_changes`'s arguments: `url` and `since`, as `/changes` takes them.
+///
+/// # Errors
+/// `INVALID_REQUEST` for an unknown argument or a value that is not a string.
+pub fn changes_args<'a>(args: &Object<'a>) -> Result<[Option<Cow<'a, str>>; 2], ApiError> {
+    known(args, &["url", "since"])?;
+    Ok([text(args, "url")?, text(args, "since")?])
 }
 
 /// An argument that is absent (or `null`), or a string.
@@ -313,7 +340,7 @@ mod tests {
             .iter()
             .filter_map(|t| t["name"].as_str())
             .collect();
-        assert_eq!(names, ["read_board", "search_board"]);
+        assert_eq!(names, ["read_board", "search_board", "board_changes"]);
         for tool in defs.as_array().expect("array") {
             assert_eq!(tool["annotations"]["readOnlyHint"], true);
             assert_eq!(tool["annotations"]["openWorldHint"], true);
