@@ -261,4 +261,13 @@ fn print_demo_help(settings: &Settings, captured: Option<(String, usize)>) {
     println!("  curl -s -H 'Accept: text/markdown' '{base}{prefix}/detail?url={url}'");
     println!("  curl -si '{base}{prefix}/search?url={url}&include=board.password'");
     println!("  curl -si '{base}{prefix}/search?url=https%3A%2F%2Fexample.com%2Fx%3Fp%3Dy'\n");
+    let origin = settings.api().provider_origin().trim_end_matches('/');
+    println!("What changed: keep the version you read, edit the board upstream, ask:");
+    println!(
+        "  V=$(curl -sI '{base}{prefix}/detail?url={url}' | tr -d '\\r' | awk 'tolower($1)==\"board-version:\"{{print $2}}')"
+    );
+    println!("  curl -s -X POST {origin}/demo/edit/{DEMO_BOARD}   # the sample upstream edits the board");
+    println!("  # within the demo's 5 s cache TTL:");
+    println!("  curl -s \"{base}{prefix}/changes?url={url}&since=$V\"");
+    println!("  curl -s -H 'Accept: text/markdown' \"{base}{prefix}/changes?url={url}&since=$V\"\n");
 }

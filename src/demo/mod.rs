@@ -18,6 +18,11 @@
 //!   offline. Fixtures write this server's origin as `http://sample-upstream.invalid`;
 //!   every boards answer carries the real one instead.
 //!
+//! - `POST /demo/edit/{boardId}` → `{"board": id, "edits": n}`: one more
+//!   edit of a bundled board (see `edits.rs`): later boards answers show a
+//!   note card added, changed and moved, and a task toggled, so `/changes`
+//!   has something to say. `404` for a board with no fixture.
+//!
 //! # Fault scenarios
 //!
 //! Selected by the permission id (token endpoint) or by a board id anywhere in
@@ -60,6 +65,7 @@
 
 mod boards;
 mod captured;
+mod edits;
 mod fixtures;
 mod images;
 mod scenarios;
@@ -115,6 +121,8 @@ struct State {
     tokens: TokenRegistry,
     /// Boards captured with `--capture`, served before the bundled ones.
     captured: Captured,
+    /// Boards edited with `POST /demo/edit/{boardId}`.
+    edits: edits::Edits,
 }
 
 /// A running sample Milanote upstream. Dropping it (or [`SampleUpstream::shutdown`])
@@ -351,7 +359,13 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<State>) {
                 target: head.target.clone(),
                 headers: head.headers.clone(),
             });
-        let reply = scenarios::route(&state.tokens, &state.origin, &state.captured, &head);
+        let reply = scenarios::route(
+            &state.tokens,
+            &state.origin,
+            &state.captured,
+            &state.edits,
+            &head,
+        );
         let keep_alive = head.keep_alive();
         match send(&mut stream, &head, reply, keep_alive).await {
             Ok(true) if keep_alive => continue,

@@ -3,6 +3,7 @@
 
 use super::boards::boards_body;
 use super::captured::Captured;
+use super::edits::Edits;
 use super::wire::RequestHead;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -79,8 +80,12 @@ pub fn route(
     tokens: &TokenRegistry,
     origin: &str,
     captured: &Captured,
+    edits: &Edits,
     head: &RequestHead,
 ) -> Reply {
+    if head.method == "POST" {
+        return edit_reply(origin, captured, edits, &head.target);
+    }
     if head.method != "GET" && head.method != "HEAD" {
         return status_reply(405, "method not allowed");
     }
@@ -103,7 +108,7 @@ pub fn route(
         ["api", "permissions", "token", permission_id] => {
             token_reply(tokens, permission_id, query.get("elementId"), accepts_gzip)
         }
-        ["api", "boards"] => boards_reply(tokens, origin, captured, &query, accepts_gzip),
+        ["api", "boards"] => boards_reply(tokens, origin, captured, edits, &query, accepts_gzip),
         _ => status_reply(404, "no such route"),
     }
 }
@@ -188,6 +193,7 @@ fn boards_reply(
     tokens: &TokenRegistry,
     origin: &str,
     captured: &Captured,
+    edits: &Edits,
     query: &HashMap<String, String>,
     accepts_gzip: bool,
 ) -> Reply {
@@ -203,8 +209,26 @@ fn boards_reply(
     }
     let mode = query.get("tokens").and_then(|t| tokens.mode(t));
     let gzip = mode.is_some_and(|m| m.gzip) && accepts_gzip;
-    let body = boards_body(&ids, mode.is_some(), origin, captured);
+    let mut body = boards_body(&ids, mode.is_some(), origin, captured);
+    if mode.is_some() {
+        edits.apply(&mut body, &ids);
+    }
     json_reply(200, &body, gzip)
+}
+
+/// `POST /demo/edit/{boardId}`: one more edit of a board that has a
+/// fixture (bundled or captured).
+fn edit_reply(origin: &str, captured: &Captured, edits: &Edits, target: &str) -> Reply {
+    let path = target.split('?').next().unwrap_or_default();
+    let Some(id) = path.strip_prefix("/demo/edit/") else {
+        return status_reply(405, "method not allowed");
+    };
+    let known = captured.fixture(id).is_some() || super::fixtures::fixture(id, origin).is_some();
+    if !known {
+        return status_reply(404, "no such board");
+    }
+    let n = edits.bump(id);
+    json_reply(200, &json!({"board": id, "edits": n}), false)
 }
 
 fn status_reply(status: u16, message: &str) -> Reply {
