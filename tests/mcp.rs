@@ -111,7 +111,7 @@ fn the_modern_era_is_stateless_and_checks_its_headers() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert_eq!(names, ["read_board", "search_board"]);
+    assert_eq!(names, ["read_board", "search_board", "board_changes"]);
 
     // Headers that disagree with the body, an unknown version, no _meta.
     let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": {

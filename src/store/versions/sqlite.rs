@@ -184,3 +184,58 @@ fn prepare(path: &Path) -> rusqlite::Result<Connection> {
     conn.prepare("SELECT board, version, stored_at, bytes, value FROM board_versions LIMIT 0")?;
     Ok(conn)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn bounds() -> Bounds {
+        Bounds {
+            keep_versions: 2,
+            keep: Duration::from_secs(60),
+            max_bytes: 1 << 20,
+            max_document_bytes: 1 << 20,
+        }
+    }
+
+    fn path(name: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("sbapi-unit-{}-{name}.sqlite", std::process::id()));
+        for f in [p.clone(), p.with_extension("unreadable")] {
+            let _ = std::fs::remove_file(f);
+        }
+        p
+    }
+
+    #[test]
+    fn a_table_of_another_shape_is_moved_aside() {
+        let p = path("foreign");
+        let other = Connection::open(&p).expect("opens");
+        other
+            .execute_batch("CREATE TABLE board_versions (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO board_versions (note) VALUES ('theirs');")
+            .expect("writes");
+        drop(other);
+        let store = Sqlite::open(&p, bounds()).expect("a fresh start");
+        assert!(p.with_extension("unreadable").exists());
+        store.put("b", "v1", b"value", 1);
+        assert_eq!(store.get("b", "v1", 2), Kept::Value(b"value".to_vec()));
+        for f in [p.clone(), p.with_extension("unreadable")] {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+
+    #[test]
+    fn bounded_by_count_and_age_on_disk() {
+        let p = path("bounds");
+        let store = Sqlite::open(&p, bounds()).expect("opens");
+        for (i, v) in ["a", "b", "c"].iter().enumerate() {
+            assert!(!store.touch("B", v, i as u64));
+            store.put("B", v, b"x", i as u64);
+        }
+        assert_eq!(store.get("B", "a", 3), Kept::Missing, "count");
+        assert!(store.touch("B", "b", 4));
+        assert!(matches!(store.get("B", "c", 5), Kept::Value(_)));
+        assert_eq!(store.get("B", "c", 120_000), Kept::Missing, "age");
+        let _ = std::fs::remove_file(&p);
+    }
+}

@@ -1,0 +1,262 @@
+//! What changed, over real sockets in front of the sample upstream: the
+//! versions every answer carries, `/api/changes` (JSON, Markdown, ETag and
+//! `304`, its errors, the permission of the current load) as a sample
+//! board is edited, kept versions in a SQLite file on disk that the test
+//! then corrupts, truncates and fills with foreign rows (each a `410`,
+//! never a `5xx`), and the MCP `board_changes` tool.
+
+mod common;
+use common::mcp::{call, result};
+use common::*;
+use serde_json::{json, Value};
+use shared_board_api::internals::pipeline::version::version_of;
+use shared_board_api::internals::store::versions::codec;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A SQLite file of its own for each test, removed when dropped.
+struct TempDb(PathBuf);
+
+impl TempDb {
+    fn new(name: &str) -> TempDb {
+        let path = std::env::temp_dir().join(format!(
+            "sbapi-changes-{}-{name}.sqlite",
+            std::process::id()
+        ));
+        let db = TempDb(path);
+        db.clean();
+        db
+    }
+
+    fn clean(&self) {
+        for side in ["", "-wal", "-shm"] {
+            let mut name = self.0.as_os_str().to_owned();
+            name.push(side);
+            let _ = std::fs::remove_file(PathBuf::from(name));
+        }
+        let _ = std::fs::remove_file(self.0.with_extension("unreadable"));
+    }
+
+    fn conn(&self) -> rusqlite::Connection {
+        let conn = rusqlite::Connection::open(&self.0).expect("opens the test's file");
+        conn.busy_timeout(Duration::from_secs(5)).expect("busy timeout");
+        conn
+    }
+
+    fn versions(&self, board: &str) -> Vec<String> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT version FROM board_versions WHERE board = ?1")
+            .expect("the service's table");
+        let rows = stmt
+            .query_map([board], |r| r.get::<_, String>(0))
+            .expect("reads");
+        rows.filter_map(Result::ok).collect()
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        self.clean();
+    }
+}
+
+/// A gateway without a process cache (each request loads, so an edit shows
+/// at once) keeping versions in `db`.
+fn gateway_on(db: &Path) -> Gateway {
+    let api = format!(
+        "  cache:\n    enabled: false\n  changes:\n    store: sqlite\n    path: {}\n",
+        db.display()
+    );
+    start_gateway("", &api)
+}
+
+fn edit(board: &str) {
+    let addr = sample().addr();
+    let r = request(addr, "POST", &format!("/demo/edit/{board}"), &[]);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+}
+
+fn changes(gw: std::net::SocketAddr, link: &str, since: &str, headers: &[(&str, &str)]) -> Response {
+    request(gw, "GET", &format!("/api/changes?url={link}&since={since}"), headers)
+}
+
+/// Waits (polling, never a fixed sleep) until `check` holds; false after 20 s.
+fn wait_for(mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+fn ids(list: &Value) -> Vec<String> {
+    list.as_array()
+        .map(|l| l.iter().filter_map(|e| e["id"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
+    let db = TempDb::new("e2e");
+    let gw = gateway_on(&db.0);
+    let link = link(BOARD, PERMISSION);
+    let first = request(gw.addr, "GET", &format!("/api/detail?url={link}"), &[]);
+    assert_eq!(first.status, 200);
+    let v1 = first.header("board-version").expect("a version").to_owned();
+    let search = request(gw.addr, "GET", &format!("/api/search?url={link}"), &[]);
+    assert_eq!(search.header("board-version"), Some(v1.as_str()), "search carries it too");
+    assert!(wait_for(|| db.versions(BOARD).contains(&v1)), "v1 kept on disk");
+
+    // Nothing changed yet: 200 with empty lists.
+    let same = changes(gw.addr, &link, &v1, &[]);
+    assert_eq!(same.status, 200, "{}", String::from_utf8_lossy(&same.body));
+    let data = same.json()["data"].clone();
+    assert_eq!((data["from"].as_str(), data["to"].as_str()), (Some(v1.as_str()), Some(v1.as_str())));
+    for kind in ["added", "removed", "changed", "moved"] {
+        assert_eq!(data[kind], json!([]), "{kind}");
+    }
+
+    edit(BOARD);
+    let r = changes(gw.addr, &link, &v1, &[]);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let v2 = r.header("board-version").expect("a version").to_owned();
+    assert_ne!(v1, v2);
+    let data = r.json()["data"].clone();
+    assert_eq!(data["boardId"], BOARD);
+    assert_eq!(data["to"], v2.as_str());
+    assert_eq!(data["complete"], true);
+    let note = format!("Edit{BOARD}");
+    assert_eq!(ids(&data["added"]), [note.clone()]);
+    assert_eq!(data["added"][0]["title"], "Edited 1 time by the demo upstream");
+    assert_eq!(data["added"][0]["path"], json!(["Lisbon & Porto — spring trip"]));
+    let changed = data["changed"].as_array().expect("a list");
+    assert_eq!(changed.len(), 1, "{data}");
+    assert_eq!(changed[0]["type"], "TASK");
+    assert_eq!(changed[0]["fields"], json!(["completed"]));
+    assert!(changed[0]["path"].as_array().is_some_and(|p| p.len() >= 2), "{data}");
+    assert_eq!(data["removed"], json!([]));
+    let etag = r.header("etag").expect("an ETag").to_owned();
+    assert!(etag.starts_with("W/\""));
+    let again = changes(gw.addr, &link, &v1, &[("If-None-Match", &etag)]);
+    assert_eq!(again.status, 304);
+    let md = changes(gw.addr, &link, &v1, &[("Accept", "text/markdown")]);
+    assert_eq!(md.status, 200);
+    assert_eq!(md.header("content-type"), Some("text/markdown; charset=utf-8; variant=GFM"));
+    let text = String::from_utf8_lossy(&md.body).into_owned();
+    assert!(text.starts_with("# Changes to Lisbon \\& Porto"), "{text}");
+    assert!(text.contains("## Added (1)\n\n- **Edited 1 time by the demo upstream** (CARD) in Lisbon \\& Porto"), "{text}");
+    assert!(text.contains("## Changed (1)"), "{text}");
+    assert_ne!(md.header("etag"), Some(etag.as_str()));
+
+    // A second edit moves the note: moved, with where it was and is.
+    edit(BOARD);
+    assert!(wait_for(|| db.versions(BOARD).contains(&v2)), "v2 kept on disk");
+    let r = changes(gw.addr, &link, &v2, &[]);
+    let data = r.json()["data"].clone();
+    assert_eq!(ids(&data["moved"]), [note.clone()], "{data}");
+    assert_eq!(data["moved"][0]["from"], json!({"parentId": BOARD, "section": "INBOX"}));
+    assert_eq!(data["moved"][0]["to"], json!({"parentId": BOARD, "section": "CANVAS"}));
+
+    // The errors of `since`, and the permission of the current load.
+    changes(gw.addr, &link, "", &[]).assert_error(400, "INVALID_REQUEST", Some("since"));
+    changes(gw.addr, &link, "xyz", &[]).assert_error(400, "INVALID_REQUEST", Some("since"));
+    let never = "0".repeat(32);
+    changes(gw.addr, &link, &never, &[]).assert_error(410, "VERSION_NOT_KEPT", Some("since"));
+    let denied = common::link(BOARD, "fault-denied");
+    changes(gw.addr, &denied, &v1, &[]).assert_error(403, "BOARD_ACCESS_DENIED", None);
+    let r = request(gw.addr, "POST", &format!("/api/changes?url={link}&since={v1}"), &[]);
+    assert_eq!(r.status, 405);
+
+    // What the file holds is untrusted: each bad row is a 410, never a 5xx.
+    let conn = db.conn();
+    let bad = |sql: &str, version: &str| {
+        conn.execute(sql, rusqlite::params![BOARD, version]).expect("the test writes");
+        let r = changes(gw.addr, &link, version, &[]);
+        r.assert_error(410, "VERSION_NOT_KEPT", Some("since"));
+    };
+    // Truncated.
+    bad("UPDATE board_versions SET value = substr(value, 1, 40) WHERE board = ?1 AND version = ?2", &v1);
+    // Another type.
+    bad("UPDATE board_versions SET value = 'text' WHERE board = ?1 AND version = ?2", &v2);
+    // Random bytes under a version's token.
+    let v3 = "ab".repeat(16);
+    bad("INSERT INTO board_versions VALUES (?1, ?2, 9999999999999, 4, randomblob(4000))", &v3);
+    // A time that is not a number.
+    let v4 = "cd".repeat(16);
+    bad("INSERT INTO board_versions VALUES (?1, ?2, 'soon', 4, x'00')", &v4);
+    // Another board's document, sealed and under its own true token: the
+    // hash checks out, the board does not.
+    let other = br#"{"version":1,"source":{"provider":"milanote","boardId":"OTHER"},"fetchedAt":"t","board":{"id":"OTHER","type":"BOARD","title":"Secret","children":[]}}"#;
+    let token = version_of(other);
+    let sealed = codec::seal(other).expect("seals");
+    conn.execute(
+        "INSERT INTO board_versions VALUES (?1, ?2, 9999999999999, ?3, ?4)",
+        rusqlite::params![BOARD, &*token, sealed.len() as i64, sealed],
+    )
+    .expect("the test writes");
+    let r = changes(gw.addr, &link, &token, &[]);
+    r.assert_error(410, "VERSION_NOT_KEPT", Some("since"));
+    assert!(!String::from_utf8_lossy(&r.body).contains("Secret"));
+    // The rows that were not ours are gone; the service still answers.
+    assert!(!db.versions(BOARD).contains(&v1));
+    let ok = request(gw.addr, "GET", &format!("/api/detail?url={link}"), &[]);
+    assert_eq!(ok.status, 200);
+}
+
+#[test]
+fn a_file_that_is_not_a_store_is_moved_aside_and_the_service_starts_afresh() {
+    let db = TempDb::new("garbage");
+    std::fs::write(&db.0, b"not a database at all, just some bytes ....").expect("writes");
+    let gw = gateway_on(&db.0);
+    let link = link("3Hq7ZsWd2KpL8c", PERMISSION);
+    let r = request(gw.addr, "GET", &format!("/api/detail?url={link}"), &[]);
+    assert_eq!(r.status, 200);
+    let v = r.header("board-version").expect("a version").to_owned();
+    assert!(wait_for(|| db.versions("3Hq7ZsWd2KpL8c").contains(&v)));
+    assert!(db.0.with_extension("unreadable").exists(), "moved aside");
+}
+
+#[test]
+fn board_changes_answers_as_the_endpoint_does() {
+    let db = TempDb::new("mcp");
+    let gw = gateway_on(&db.0);
+    let board = "2Xk9PqRt7LmN4v";
+    let url = format!("https://app.milanote.com/{board}/slug?p={PERMISSION}");
+    let read = result(&call(gw.addr, "read_board", json!({"url": url})));
+    let v1 = read["structuredContent"]["version"].as_str().expect("read_board gives the version").to_owned();
+    assert_eq!(v1.len(), 32);
+    let json_read = result(&call(gw.addr, "read_board", json!({"url": url, "format": "json"})));
+    assert_eq!(json_read["structuredContent"]["boardVersion"], v1.as_str());
+    assert_eq!(json_read["structuredContent"]["version"], 1);
+    assert!(wait_for(|| db.versions(board).contains(&v1)), "v1 kept");
+    edit(board);
+    let r = result(&call(gw.addr, "board_changes", json!({"url": url, "since": v1})));
+    assert_eq!(r["isError"], false, "{r}");
+    let text = r["content"][0]["text"].as_str().expect("text");
+    assert!(text.starts_with("# Changes to Day-by-day itinerary"), "{text}");
+    assert!(text.contains("## Added (1)"), "{text}");
+    let data = &r["structuredContent"];
+    assert_eq!(data["from"], v1.as_str());
+    assert_eq!(ids(&data["added"]), [format!("Edit{board}")]);
+    let endpoint = request(
+        gw.addr,
+        "GET",
+        &format!("/api/changes?url={}&since={v1}", common::link(board, PERMISSION)),
+        &[],
+    );
+    assert_eq!(&endpoint.json()["data"], data);
+    for (args, field) in [
+        (json!({"url": url}), "since"),
+        (json!({"url": url, "since": "nope"}), "since"),
+        (json!({"url": url, "since": "0".repeat(32)}), "since"),
+        (json!({"url": url, "since": v1, "view": "full"}), "view"),
+    ] {
+        let r = result(&call(gw.addr, "board_changes", args.clone()));
+        assert_eq!(r["isError"], true, "{args}");
+        assert_eq!(r["structuredContent"]["error"]["field"], field, "{args}");
+    }
+}
