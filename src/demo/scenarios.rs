@@ -282,6 +282,7 @@ mod tests {
             tokens,
             "http://127.0.0.1:1",
             &Captured::default(),
+            &Edits::default(),
             &parse_head(raw.as_bytes()).unwrap(),
         )
     }
