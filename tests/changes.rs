@@ -9,6 +9,8 @@ mod common;
 use common::mcp::{call, result};
 use common::*;
 use serde_json::{json, Value};
+use shared_board_api::config::Settings;
+use shared_board_api::demo::SampleUpstream;
 use shared_board_api::internals::pipeline::version::version_of;
 use shared_board_api::internals::store::versions::codec;
 use std::path::{Path, PathBuf};
@@ -61,20 +63,42 @@ impl Drop for TempDb {
     }
 }
 
-/// A gateway without a process cache (each request loads, so an edit shows
-/// at once) keeping versions in `db`.
-fn gateway_on(db: &Path) -> Gateway {
-    let api = format!(
-        "  cache:\n    enabled: false\n  changes:\n    store: sqlite\n    path: {}\n",
-        db.display()
-    );
-    start_gateway("", &api)
+/// A gateway in front of a sample upstream of its own (each test edits its
+/// boards, and a nested board shows in the boards above it), with `api`
+/// under `board_api`.
+struct Node {
+    gateway: Gateway,
+    upstream: SampleUpstream,
 }
 
-fn edit(board: &str) {
-    let addr = sample().addr();
-    let r = request(addr, "POST", &format!("/demo/edit/{board}"), &[]);
-    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+fn node(api: &str) -> Node {
+    let upstream = SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).expect("starts");
+    let origin = upstream.origin();
+    let (gateway, _) = start_server(1, |server, addrs| {
+        let text = format!(
+            "version: 1\nthreads: 2\nboard_api:\n  server:\n    listen: [\"{}\"]\n  provider:\n    origin: {origin}\n{api}",
+            addrs[0]
+        );
+        let settings = Settings::from_yaml(&text).expect("test config is valid");
+        shared_board_api::host::service::add_services(server, &settings).expect("services build");
+    });
+    Node { gateway, upstream }
+}
+
+/// A node without a process cache (each request loads, so an edit shows
+/// at once) keeping versions in `db`.
+fn node_on(db: &Path) -> Node {
+    node(&format!(
+        "  cache:\n    enabled: false\n  changes:\n    store: sqlite\n    path: {}\n",
+        db.display()
+    ))
+}
+
+impl Node {
+    fn edit(&self, board: &str) {
+        let r = request(self.upstream.addr(), "POST", &format!("/demo/edit/{board}"), &[]);
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    }
 }
 
 fn changes(gw: std::net::SocketAddr, link: &str, since: &str, headers: &[(&str, &str)]) -> Response {
@@ -102,7 +126,8 @@ fn ids(list: &Value) -> Vec<String> {
 #[test]
 fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
     let db = TempDb::new("e2e");
-    let gw = gateway_on(&db.0);
+    let node = node_on(&db.0);
+    let gw = &node.gateway;
     let link = link(BOARD, PERMISSION);
     let first = request(gw.addr, "GET", &format!("/api/detail?url={link}"), &[]);
     assert_eq!(first.status, 200);
@@ -120,7 +145,7 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
         assert_eq!(data[kind], json!([]), "{kind}");
     }
 
-    edit(BOARD);
+    node.edit(BOARD);
     let r = changes(gw.addr, &link, &v1, &[]);
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     let v2 = r.header("board-version").expect("a version").to_owned();
@@ -153,7 +178,7 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
     assert_ne!(md.header("etag"), Some(etag.as_str()));
 
     // A second edit moves the note: moved, with where it was and is.
-    edit(BOARD);
+    node.edit(BOARD);
     assert!(wait_for(|| db.versions(BOARD).contains(&v2)), "v2 kept on disk");
     let r = changes(gw.addr, &link, &v2, &[]);
     let data = r.json()["data"].clone();
@@ -211,7 +236,8 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
 fn a_file_that_is_not_a_store_is_moved_aside_and_the_service_starts_afresh() {
     let db = TempDb::new("garbage");
     std::fs::write(&db.0, b"not a database at all, just some bytes ....").expect("writes");
-    let gw = gateway_on(&db.0);
+    let node = node_on(&db.0);
+    let gw = &node.gateway;
     let link = link("3Hq7ZsWd2KpL8c", PERMISSION);
     let r = request(gw.addr, "GET", &format!("/api/detail?url={link}"), &[]);
     assert_eq!(r.status, 200);
@@ -223,7 +249,8 @@ fn a_file_that_is_not_a_store_is_moved_aside_and_the_service_starts_afresh() {
 #[test]
 fn board_changes_answers_as_the_endpoint_does() {
     let db = TempDb::new("mcp");
-    let gw = gateway_on(&db.0);
+    let node = node_on(&db.0);
+    let gw = &node.gateway;
     let board = "2Xk9PqRt7LmN4v";
     let url = format!("https://app.milanote.com/{board}/slug?p={PERMISSION}");
     let read = result(&call(gw.addr, "read_board", json!({"url": url})));
@@ -233,7 +260,7 @@ fn board_changes_answers_as_the_endpoint_does() {
     assert_eq!(json_read["structuredContent"]["boardVersion"], v1.as_str());
     assert_eq!(json_read["structuredContent"]["version"], 1);
     assert!(wait_for(|| db.versions(board).contains(&v1)), "v1 kept");
-    edit(board);
+    node.edit(board);
     let r = result(&call(gw.addr, "board_changes", json!({"url": url, "since": v1})));
     assert_eq!(r["isError"], false, "{r}");
     let text = r["content"][0]["text"].as_str().expect("text");
@@ -259,4 +286,84 @@ fn board_changes_answers_as_the_endpoint_does() {
         assert_eq!(r["isError"], true, "{args}");
         assert_eq!(r["structuredContent"]["error"]["field"], field, "{args}");
     }
+}
+
+/// The version keys of `redis` for `version`.
+fn version_key(redis: &redis::Redis, version: &str) -> Option<String> {
+    redis
+        .keys()
+        .into_iter()
+        .find(|k| k.ends_with(&format!(":ver:{version}")))
+}
+
+#[test]
+fn versions_in_the_fleet_tiers_redis_and_hostile_values_there() {
+    let server = redis::Redis::start();
+    let proxy = redis::Proxy::start(&server.socket());
+    let api = format!(
+        "  cache:\n    ttl_seconds: 1\n    shared:\n      url: {}\n      secret_env: {}\n  changes:\n    store: redis\n",
+        proxy.url(),
+        redis::fleet_key_var()
+    );
+    let node = node(&api);
+    let gw = &node.gateway;
+    let board = "4Rt5YuNm3BvC6x";
+    let link = common::link(board, PERMISSION);
+    let version = || {
+        let r = request(gw.addr, "GET", &format!("/api/detail?url={link}"), &[]);
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        r.header("board-version").expect("a version").to_owned()
+    };
+    let v1 = version();
+    assert!(redis::wait_for(|| version_key(&server, &v1).is_some()), "v1 kept in Redis");
+    let key1 = version_key(&server, &v1).expect("kept");
+    assert!(!key1.contains(PERMISSION) && key1.starts_with("sbapi:{"), "{key1}");
+    let life: i64 = server.cli(&["pttl", &key1]).parse().expect("a number");
+    assert!(life > 604_800_000 - 60_000 && life <= 604_800_000, "{life}");
+    node.edit(board);
+    let mut v2 = v1.clone();
+    assert!(redis::wait_for(|| {
+        v2 = version();
+        v2 != v1
+    }));
+    let r = changes(gw.addr, &link, &v1, &[]);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(ids(&r.json()["data"]["added"]), [format!("Edit{board}")]);
+
+    // Hostile values, each under a token never asked for (an answer
+    // already made is cached with the document): a 410, deleted, never a
+    // 5xx, and the tier stays on.
+    let forged = |n: u8| format!("{n:02x}").repeat(16);
+    let key_of = |token: &str| key1.replace(&v1, token);
+    server.set_bytes(&key_of(&forged(0xe0)), b"SBV1 not sealed", Some(60_000));
+    server.set_bytes(&key_of(&forged(0xe1)), b"anything, no expiry", None);
+    server.cli(&["rpush", &key_of(&forged(0xe2)), "a", "b"]);
+    server.cli(&["pexpire", &key_of(&forged(0xe2)), "60000"]);
+    for n in [0xe0, 0xe1, 0xe2] {
+        let r = changes(gw.addr, &link, &forged(n), &[]);
+        r.assert_error(410, "VERSION_NOT_KEPT", Some("since"));
+        assert_eq!(server.cli(&["exists", &key_of(&forged(n))]), "0", "{n:x}: deleted");
+    }
+    let forged_key = key_of(&forged(0xe3));
+    let forged = forged(0xe3);
+    // A value moved from another key (sealed for its own name) does not
+    // open under this one.
+    let v2_key = version_key(&server, &v2).expect("v2 kept");
+    server.cli(&["copy", &v2_key, &forged_key]);
+    server.cli(&["pexpire", &forged_key, "60000"]);
+    changes(gw.addr, &link, &forged, &[]).assert_error(410, "VERSION_NOT_KEPT", Some("since"));
+    // An index that is not ours: the board's kept versions start afresh.
+    let index = v2_key.replace(&format!("ver:{v2}"), "vers");
+    server.set_bytes(&index, b"SBVI1\nnot an index", Some(60_000));
+    node.edit(board);
+    let mut v3 = v2.clone();
+    assert!(redis::wait_for(|| {
+        v3 = version();
+        v3 != v2
+    }));
+    let r = changes(gw.addr, &link, &v2, &[]);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(ids(&r.json()["data"]["moved"]), [format!("Edit{board}")]);
+    // The index was written again, sealed, naming the new version.
+    assert!(redis::wait_for(|| server.cli(&["get", &index]).contains(v3.as_str())));
 }

@@ -134,9 +134,20 @@ impl SharedTier {
         &self.seal
     }
 
+    /// The client, for the kept versions' calls (each made through
+    /// [`SharedTier::call`]).
+    pub(crate) fn client(&self) -> &fred::clients::Client {
+        &self.client
+    }
+
+    /// `key_prefix`: every key this node writes starts with it.
+    pub(crate) fn key_prefix(&self) -> &str {
+        &self.settings.key_prefix
+    }
+
     /// One call, bounded by the timeout and guarded by the breaker; `None`
     /// when the tier did not answer.
-    async fn call<T, E: std::fmt::Display>(
+    pub(crate) async fn call<T, E: std::fmt::Display>(
         &self,
         call: impl Future<Output = Result<T, E>>,
     ) -> Option<T> {

@@ -13,6 +13,8 @@
 
 pub mod codec;
 pub mod memory;
+#[cfg(feature = "fleet")]
+pub mod redis;
 pub mod sqlite;
 
 use crate::governance::WorkPool;
@@ -73,6 +75,8 @@ pub enum Kept {
 enum Backend {
     Memory(memory::Memory),
     Sqlite(sqlite::Sqlite),
+    #[cfg(feature = "fleet")]
+    Redis(redis::RedisVersions),
 }
 
 /// The kept versions of every board. Cheap to share (`Arc`).
@@ -97,9 +101,15 @@ impl Versions {
         let backend = match &settings.store {
             StoreKind::Memory => Backend::Memory(memory::Memory::new(bounds.clone())),
             StoreKind::Sqlite(path) => Backend::Sqlite(sqlite::Sqlite::open(path, bounds.clone())?),
+            #[cfg(feature = "fleet")]
+            StoreKind::Redis => match shared {
+                Some(shared) => Backend::Redis(redis::RedisVersions::new(shared, bounds.clone())?),
+                None => return Err("store redis needs the fleet tier (board_api.cache.shared)".into()),
+            },
+            #[cfg(not(feature = "fleet"))]
             StoreKind::Redis => {
                 let _ = shared;
-                return Err("store redis is not built yet".into());
+                return Err("store redis needs the `fleet` feature of this build".into());
             }
         };
         Ok(Versions {
@@ -117,6 +127,10 @@ impl Versions {
         let Some(version) = board.version().map(str::to_owned) else {
             return;
         };
+        // One that could not be read back is not worth writing.
+        if board.document_json().len() > self.bounds.max_document_bytes {
+            return;
+        }
         if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
@@ -127,7 +141,13 @@ impl Versions {
             if backend.touch(&board_id, &version, now).await {
                 return;
             }
-            let sealed = pool.run(move || codec::seal(board.document_json())).await;
+            let sealer = Arc::clone(&backend);
+            let (b, v) = (board_id.clone(), version.clone());
+            let sealed = pool
+                .run(move || {
+                    codec::seal(board.document_json()).map(|value| sealer.seal(&b, &v, value))
+                })
+                .await;
             match sealed {
                 Ok(Ok(value)) => backend.put(&board_id, &version, value, now).await,
                 Ok(Err(e)) => log::warn!("board {board_id}: version not kept: {e}"),
@@ -145,7 +165,13 @@ impl Versions {
             Kept::Missing | Kept::Rejected => return None,
         };
         let (wanted, max) = (version.to_owned(), self.bounds.max_document_bytes);
-        let opened = pool.run(move || codec::open(&value, &wanted, max)).await;
+        let (opener, board) = (Arc::clone(&self.backend), board_id.to_owned());
+        let opened = pool
+            .run(move || {
+                let value = opener.open(&board, &wanted, value).ok_or(codec::Rejected::Format)?;
+                codec::open(&value, &wanted, max)
+            })
+            .await;
         match opened {
             Ok(Ok(document)) => Some(document),
             Ok(Err(rejected)) => {
@@ -161,6 +187,31 @@ impl Versions {
 }
 
 impl Backend {
+    /// A value as this store keeps it (the fleet key's seal in Redis).
+    /// CPU work: on the work pool.
+    fn seal(&self, board: &str, version: &str, value: Vec<u8>) -> Vec<u8> {
+        match self {
+            #[cfg(feature = "fleet")]
+            Backend::Redis(r) => r.seal(board, version, value),
+            _ => {
+                let _ = (board, version);
+                value
+            }
+        }
+    }
+
+    /// What [`Backend::seal`] kept, when it opens. CPU work: on the pool.
+    fn open(&self, board: &str, version: &str, value: Vec<u8>) -> Option<Vec<u8>> {
+        match self {
+            #[cfg(feature = "fleet")]
+            Backend::Redis(r) => r.open(board, version, &value),
+            _ => {
+                let _ = (board, version);
+                Some(value)
+            }
+        }
+    }
+
     async fn touch(self: &Arc<Self>, board: &str, version: &str, now: u64) -> bool {
         match &**self {
             Backend::Memory(m) => m.touch(board, version, now),
@@ -172,6 +223,8 @@ impl Backend {
                 });
                 job.await.unwrap_or(false)
             }
+            #[cfg(feature = "fleet")]
+            Backend::Redis(r) => r.touch(board, version, now).await,
         }
     }
 
@@ -187,6 +240,8 @@ impl Backend {
                 })
                 .await;
             }
+            #[cfg(feature = "fleet")]
+            Backend::Redis(r) => r.put(board, version, value, now).await,
         }
     }
 
@@ -201,6 +256,8 @@ impl Backend {
                 });
                 job.await.unwrap_or(Kept::Missing)
             }
+            #[cfg(feature = "fleet")]
+            Backend::Redis(r) => r.get(board, version).await,
         }
     }
 
@@ -216,6 +273,8 @@ impl Backend {
                 })
                 .await;
             }
+            #[cfg(feature = "fleet")]
+            Backend::Redis(r) => r.forget(board, version).await,
         }
     }
 }

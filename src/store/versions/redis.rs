@@ -1,0 +1,308 @@
+//! The `redis` store of kept versions: the fleet tier's Redis or Valkey
+//! (`board_api.cache.shared`: its connection, key prefix, fleet key, timeout
+//! and breaker), so every node of a fleet reads every version any node
+//! kept.
+//!
+//! - **Keys** carry no secret: `{prefix}{<hash of the board id>}:ver:<version>`
+//!   for a version (the token is a hash of content, not a secret) and
+//!   `…:vers` for the board's index (version, when last seen, bytes). The
+//!   hash tag keeps a board's keys on one cluster slot.
+//! - **Sealed**: every value ends in the fleet key's HMAC for its own key
+//!   name, as the tier's documents do; a value that does not open is
+//!   deleted and counts as not kept.
+//! - **Bounded**: each key expires `keep_seconds` after the version was
+//!   last seen (`PEXPIRE` on a touch); the index holds at most
+//!   `keep_versions` versions and `max_bytes` bytes per board, and what
+//!   falls out is deleted. Nodes writing one index at once may each drop
+//!   the other's line: the value then lives until its key expires (a
+//!   version kept a little longer, never one served that is not one).
+//! - **Untrusted**: a value of another type, with no expiry or a longer one
+//!   than `keep_seconds`, or an index that does not open or parse, is
+//!   deleted (an index starts afresh); never an error to a client.
+
+use super::{Bounds, Kept};
+use crate::pipeline::version::is_version;
+use crate::store::shared::format::Invalid;
+use crate::store::shared::{SharedSettings, SharedTier, TierLimits};
+use bytes::Bytes;
+use fred::prelude::{Expiration, KeysInterface};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// The first line of an index value.
+const INDEX_MARK: &str = "SBVI1\n";
+
+/// The Redis store.
+pub struct RedisVersions {
+    tier: SharedTier,
+    bounds: Bounds,
+}
+
+/// One line of a board's index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Line {
+    version: String,
+    seen_ms: u64,
+    bytes: usize,
+}
+
+impl RedisVersions {
+    /// A client of the fleet tier's server for the kept versions; it
+    /// connects on first use.
+    ///
+    /// # Errors
+    /// A URL the client cannot use.
+    pub fn new(settings: &SharedSettings, bounds: Bounds) -> Result<Self, String> {
+        let limits = TierLimits {
+            max_document_bytes: bounds.max_document_bytes,
+            max_nodes: usize::MAX,
+            ttl: bounds.keep,
+            error_ttl: Duration::from_secs(1),
+        };
+        Ok(RedisVersions {
+            tier: SharedTier::new(settings.clone(), limits)?,
+            bounds,
+        })
+    }
+
+    fn base(&self, board: &str) -> String {
+        let digest = ring::digest::digest(&ring::digest::SHA256, board.as_bytes());
+        let mut base = String::with_capacity(self.tier.key_prefix().len() + 40);
+        base.push_str(self.tier.key_prefix());
+        base.push('{');
+        for b in &digest.as_ref()[..16] {
+            let _ = write!(base, "{b:02x}");
+        }
+        base.push_str("}:");
+        base
+    }
+
+    fn value_key(&self, board: &str, version: &str) -> String {
+        format!("{}ver:{version}", self.base(board))
+    }
+
+    fn index_key(&self, board: &str) -> String {
+        format!("{}vers", self.base(board))
+    }
+
+    fn keep_ms(&self) -> i64 {
+        i64::try_from(self.bounds.keep.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// The bytes at `key`: `Ok(None)` when absent, `Err(())` when the key
+    /// holds another type (then deleted); `None` when the tier did not
+    /// answer.
+    async fn get_bytes(&self, key: &str) -> Option<Result<Option<Bytes>, ()>> {
+        let client = self.tier.client();
+        // A WRONGTYPE reply is an answer about the value, not a failure of
+        // the tier: it must not count toward the breaker.
+        let read = async { Ok::<_, String>(client.get::<Option<Bytes>, _>(key).await) };
+        match self.tier.call(read).await? {
+            Ok(value) => Some(Ok(value)),
+            Err(e) if e.to_string().contains("WRONGTYPE") => {
+                self.tier.reject(key, &Invalid("a kept version's key of another type")).await;
+                Some(Err(()))
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// The board's index, newest last; empty when absent or not ours (then
+    /// deleted: the board starts afresh).
+    async fn index(&self, board: &str) -> Option<Vec<Line>> {
+        let key = self.index_key(board);
+        let value = match self.get_bytes(&key).await? {
+            Ok(Some(value)) => value,
+            Ok(None) | Err(()) => return Some(Vec::new()),
+        };
+        let lines = self
+            .tier
+            .seal()
+            .open(&key, &value)
+            .and_then(|data| std::str::from_utf8(data).ok())
+            .and_then(parse_index);
+        match lines {
+            Some(lines) => Some(lines),
+            None => {
+                self.tier.reject(&key, &Invalid("a kept versions' index that is not ours")).await;
+                Some(Vec::new())
+            }
+        }
+    }
+
+    async fn write_index(&self, board: &str, lines: &[Line]) {
+        let key = self.index_key(board);
+        let mut text = String::from(INDEX_MARK);
+        for l in lines {
+            let _ = writeln!(text, "{} {} {}", l.version, l.seen_ms, l.bytes);
+        }
+        let sealed = self.tier.seal().seal(&key, text.into_bytes());
+        let client = self.tier.client();
+        let set = client.set::<Option<String>, _, _>(
+            key,
+            Bytes::from(sealed),
+            Some(Expiration::PX(self.keep_ms())),
+            None,
+            false,
+        );
+        let _ = self.tier.call(set).await;
+    }
+
+    /// Whether `version` of `board` is kept; marks it as seen `now`.
+    pub async fn touch(&self, board: &str, version: &str, now: u64) -> bool {
+        let Some(mut lines) = self.index(board).await else {
+            return false;
+        };
+        let Some(at) = lines.iter().position(|l| l.version == version) else {
+            return false;
+        };
+        let client = self.tier.client();
+        let renewed = self
+            .tier
+            .call(client.pexpire::<i64, _>(self.value_key(board, version), self.keep_ms(), None))
+            .await;
+        if renewed != Some(1) {
+            // The value is gone (expired, evicted): keep it again.
+            return false;
+        }
+        let mut line = lines.remove(at);
+        line.seen_ms = now;
+        lines.push(line);
+        self.write_index(board, &lines).await;
+        true
+    }
+
+    /// `value` sealed with the fleet key for the key of `version` of
+    /// `board`. CPU work (an HMAC over the value): on the work pool.
+    pub fn seal(&self, board: &str, version: &str, value: Vec<u8>) -> Vec<u8> {
+        self.tier.seal().seal(&self.value_key(board, version), value)
+    }
+
+    /// What [`RedisVersions::seal`] sealed, when the seal opens for the
+    /// key of `version` of `board`. CPU work: on the work pool.
+    pub fn open(&self, board: &str, version: &str, value: &[u8]) -> Option<Vec<u8>> {
+        let key = self.value_key(board, version);
+        self.tier.seal().open(&key, value).map(<[u8]>::to_vec)
+    }
+
+    /// Keeps `sealed` (made by [`RedisVersions::seal`]) as `version` of
+    /// `board`, then applies the bounds.
+    pub async fn put(&self, board: &str, version: &str, sealed: Vec<u8>, now: u64) {
+        if sealed.len() > self.bounds.max_bytes {
+            return;
+        }
+        let Some(mut lines) = self.index(board).await else {
+            return;
+        };
+        let key = self.value_key(board, version);
+        let bytes = sealed.len();
+        let client = self.tier.client();
+        let set = client.set::<Option<String>, _, _>(
+            key,
+            Bytes::from(sealed),
+            Some(Expiration::PX(self.keep_ms())),
+            None,
+            false,
+        );
+        if self.tier.call(set).await.is_none() {
+            return;
+        }
+        lines.retain(|l| l.version != version);
+        lines.push(Line {
+            version: version.to_owned(),
+            seen_ms: now,
+            bytes,
+        });
+        let oldest = now.saturating_sub(u64::try_from(self.keep_ms()).unwrap_or(u64::MAX));
+        let mut gone = Vec::new();
+        let mut total: usize = lines.iter().map(|l| l.bytes).sum();
+        while !lines.is_empty()
+            && (lines.len() > self.bounds.keep_versions
+                || total > self.bounds.max_bytes
+                || lines[0].seen_ms < oldest)
+        {
+            let line = lines.remove(0);
+            total -= line.bytes;
+            gone.push(self.value_key(board, &line.version));
+        }
+        self.write_index(board, &lines).await;
+        if !gone.is_empty() {
+            let _ = self.tier.call(client.del::<i64, _>(gone)).await;
+        }
+    }
+
+    /// The value kept as `version` of `board`, still sealed (see
+    /// [`RedisVersions::open`]), when its key's life is one a node gives.
+    pub async fn get(&self, board: &str, version: &str) -> Kept {
+        let key = self.value_key(board, version);
+        let value = match self.get_bytes(&key).await {
+            Some(Ok(Some(value))) => value,
+            Some(Err(())) => return Kept::Rejected,
+            Some(Ok(None)) | None => return Kept::Missing,
+        };
+        let client = self.tier.client();
+        let life = self.tier.call(client.pttl::<i64, _>(key.as_str())).await;
+        if let Some(ms) = life {
+            // Written by a node: with an expiry, and not past keep_seconds.
+            if ms < 0 || ms > self.keep_ms() {
+                self.tier.reject(&key, &Invalid("a kept version with no expiry or too long a one")).await;
+                return Kept::Rejected;
+            }
+        }
+        Kept::Value(value.to_vec())
+    }
+
+    /// Deletes a value that did not open as its version (counted and
+    /// logged as the tier's rejections are).
+    pub async fn forget(&self, board: &str, version: &str) {
+        let key = self.value_key(board, version);
+        self.tier.reject(&key, &Invalid("a kept version that is not its version")).await;
+    }
+}
+
+/// The lines of an index's text; `None` when any line is not one a node
+/// writes.
+fn parse_index(text: &str) -> Option<Vec<Line>> {
+    let body = text.strip_prefix(INDEX_MARK)?;
+    let mut lines = Vec::new();
+    for line in body.lines() {
+        let mut parts = line.split(' ');
+        let (Some(version), Some(seen), Some(bytes), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        if !is_version(version) || lines.len() >= 10_000 {
+            return None;
+        }
+        lines.push(Line {
+            version: version.to_owned(),
+            seen_ms: seen.parse().ok()?,
+            bytes: bytes.parse().ok()?,
+        });
+    }
+    Some(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_is_read_only_as_written() {
+        let v = "0a".repeat(16);
+        let ok = format!("{INDEX_MARK}{v} 5 100\n{v} 6 7\n");
+        assert_eq!(parse_index(&ok).map(|l| l.len()), Some(2));
+        assert_eq!(parse_index(INDEX_MARK), Some(Vec::new()));
+        for bad in [
+            String::new(),
+            format!("{v} 5 100\n"),
+            format!("{INDEX_MARK}{v} 5\n"),
+            format!("{INDEX_MARK}{v} 5 100 9\n"),
+            format!("{INDEX_MARK}XYZ 5 100\n"),
+            format!("{INDEX_MARK}{v} -5 100\n"),
+        ] {
+            assert_eq!(parse_index(&bad), None, "{bad:?}");
+        }
+    }
+}
