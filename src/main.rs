@@ -266,8 +266,12 @@ fn print_demo_help(settings: &Settings, captured: Option<(String, usize)>) {
     println!(
         "  V=$(curl -sI '{base}{prefix}/detail?url={url}' | tr -d '\\r' | awk 'tolower($1)==\"board-version:\"{{print $2}}')"
     );
-    println!("  curl -s -X POST {origin}/demo/edit/{DEMO_BOARD}   # the sample upstream edits the board");
+    println!(
+        "  curl -s -X POST {origin}/demo/edit/{DEMO_BOARD}   # the sample upstream edits the board"
+    );
     println!("  # within the demo's 5 s cache TTL:");
     println!("  curl -s \"{base}{prefix}/changes?url={url}&since=$V\"");
-    println!("  curl -s -H 'Accept: text/markdown' \"{base}{prefix}/changes?url={url}&since=$V\"\n");
+    println!(
+        "  curl -s -H 'Accept: text/markdown' \"{base}{prefix}/changes?url={url}&since=$V\"\n"
+    );
 }

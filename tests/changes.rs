@@ -41,7 +41,8 @@ impl TempDb {
 
     fn conn(&self) -> rusqlite::Connection {
         let conn = rusqlite::Connection::open(&self.0).expect("opens the test's file");
-        conn.busy_timeout(Duration::from_secs(5)).expect("busy timeout");
+        conn.busy_timeout(Duration::from_secs(5))
+            .expect("busy timeout");
         conn
     }
 
@@ -96,13 +97,28 @@ fn node_on(db: &Path) -> Node {
 
 impl Node {
     fn edit(&self, board: &str) {
-        let r = request(self.upstream.addr(), "POST", &format!("/demo/edit/{board}"), &[]);
+        let r = request(
+            self.upstream.addr(),
+            "POST",
+            &format!("/demo/edit/{board}"),
+            &[],
+        );
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     }
 }
 
-fn changes(gw: std::net::SocketAddr, link: &str, since: &str, headers: &[(&str, &str)]) -> Response {
-    request(gw, "GET", &format!("/api/changes?url={link}&since={since}"), headers)
+fn changes(
+    gw: std::net::SocketAddr,
+    link: &str,
+    since: &str,
+    headers: &[(&str, &str)],
+) -> Response {
+    request(
+        gw,
+        "GET",
+        &format!("/api/changes?url={link}&since={since}"),
+        headers,
+    )
 }
 
 /// Waits (polling, never a fixed sleep) until `check` holds; false after 20 s.
@@ -119,7 +135,11 @@ fn wait_for(mut check: impl FnMut() -> bool) -> bool {
 
 fn ids(list: &Value) -> Vec<String> {
     list.as_array()
-        .map(|l| l.iter().filter_map(|e| e["id"].as_str().map(str::to_owned)).collect())
+        .map(|l| {
+            l.iter()
+                .filter_map(|e| e["id"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -133,14 +153,24 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
     assert_eq!(first.status, 200);
     let v1 = first.header("board-version").expect("a version").to_owned();
     let search = request(gw.addr, "GET", &format!("/api/search?url={link}"), &[]);
-    assert_eq!(search.header("board-version"), Some(v1.as_str()), "search carries it too");
-    assert!(wait_for(|| db.versions(BOARD).contains(&v1)), "v1 kept on disk");
+    assert_eq!(
+        search.header("board-version"),
+        Some(v1.as_str()),
+        "search carries it too"
+    );
+    assert!(
+        wait_for(|| db.versions(BOARD).contains(&v1)),
+        "v1 kept on disk"
+    );
 
     // Nothing changed yet: 200 with empty lists.
     let same = changes(gw.addr, &link, &v1, &[]);
     assert_eq!(same.status, 200, "{}", String::from_utf8_lossy(&same.body));
     let data = same.json()["data"].clone();
-    assert_eq!((data["from"].as_str(), data["to"].as_str()), (Some(v1.as_str()), Some(v1.as_str())));
+    assert_eq!(
+        (data["from"].as_str(), data["to"].as_str()),
+        (Some(v1.as_str()), Some(v1.as_str()))
+    );
     for kind in ["added", "removed", "changed", "moved"] {
         assert_eq!(data[kind], json!([]), "{kind}");
     }
@@ -155,14 +185,23 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
     assert_eq!(data["to"], v2.as_str());
     assert_eq!(data["complete"], true);
     let note = format!("Edit{BOARD}");
-    assert_eq!(ids(&data["added"]), [note.clone()]);
-    assert_eq!(data["added"][0]["title"], "Edited 1 time by the demo upstream");
-    assert_eq!(data["added"][0]["path"], json!(["Lisbon & Porto — spring trip"]));
+    assert_eq!(ids(&data["added"]), [note.as_str()]);
+    assert_eq!(
+        data["added"][0]["title"],
+        "Edited 1 time by the demo upstream"
+    );
+    assert_eq!(
+        data["added"][0]["path"],
+        json!(["Lisbon & Porto — spring trip"])
+    );
     let changed = data["changed"].as_array().expect("a list");
     assert_eq!(changed.len(), 1, "{data}");
     assert_eq!(changed[0]["type"], "TASK");
     assert_eq!(changed[0]["fields"], json!(["completed"]));
-    assert!(changed[0]["path"].as_array().is_some_and(|p| p.len() >= 2), "{data}");
+    assert!(
+        changed[0]["path"].as_array().is_some_and(|p| p.len() >= 2),
+        "{data}"
+    );
     assert_eq!(data["removed"], json!([]));
     let etag = r.header("etag").expect("an ETag").to_owned();
     assert!(etag.starts_with("W/\""));
@@ -170,21 +209,38 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
     assert_eq!(again.status, 304);
     let md = changes(gw.addr, &link, &v1, &[("Accept", "text/markdown")]);
     assert_eq!(md.status, 200);
-    assert_eq!(md.header("content-type"), Some("text/markdown; charset=utf-8; variant=GFM"));
+    assert_eq!(
+        md.header("content-type"),
+        Some("text/markdown; charset=utf-8; variant=GFM")
+    );
     let text = String::from_utf8_lossy(&md.body).into_owned();
     assert!(text.starts_with("# Changes to Lisbon \\& Porto"), "{text}");
-    assert!(text.contains("## Added (1)\n\n- **Edited 1 time by the demo upstream** (CARD) in Lisbon \\& Porto"), "{text}");
+    assert!(
+        text.contains(
+            "## Added (1)\n\n- **Edited 1 time by the demo upstream** (CARD) in Lisbon \\& Porto"
+        ),
+        "{text}"
+    );
     assert!(text.contains("## Changed (1)"), "{text}");
     assert_ne!(md.header("etag"), Some(etag.as_str()));
 
     // A second edit moves the note: moved, with where it was and is.
     node.edit(BOARD);
-    assert!(wait_for(|| db.versions(BOARD).contains(&v2)), "v2 kept on disk");
+    assert!(
+        wait_for(|| db.versions(BOARD).contains(&v2)),
+        "v2 kept on disk"
+    );
     let r = changes(gw.addr, &link, &v2, &[]);
     let data = r.json()["data"].clone();
-    assert_eq!(ids(&data["moved"]), [note.clone()], "{data}");
-    assert_eq!(data["moved"][0]["from"], json!({"parentId": BOARD, "section": "INBOX"}));
-    assert_eq!(data["moved"][0]["to"], json!({"parentId": BOARD, "section": "CANVAS"}));
+    assert_eq!(ids(&data["moved"]), [note.as_str()], "{data}");
+    assert_eq!(
+        data["moved"][0]["from"],
+        json!({"parentId": BOARD, "section": "INBOX"})
+    );
+    assert_eq!(
+        data["moved"][0]["to"],
+        json!({"parentId": BOARD, "section": "CANVAS"})
+    );
 
     // The errors of `since`, and the permission of the current load.
     changes(gw.addr, &link, "", &[]).assert_error(400, "INVALID_REQUEST", Some("since"));
@@ -193,26 +249,44 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
     changes(gw.addr, &link, &never, &[]).assert_error(410, "VERSION_NOT_KEPT", Some("since"));
     let denied = common::link(BOARD, "fault-denied");
     changes(gw.addr, &denied, &v1, &[]).assert_error(403, "BOARD_ACCESS_DENIED", None);
-    let r = request(gw.addr, "POST", &format!("/api/changes?url={link}&since={v1}"), &[]);
+    let r = request(
+        gw.addr,
+        "POST",
+        &format!("/api/changes?url={link}&since={v1}"),
+        &[],
+    );
     assert_eq!(r.status, 405);
 
     // What the file holds is untrusted: each bad row is a 410, never a 5xx.
     let conn = db.conn();
     let bad = |sql: &str, version: &str| {
-        conn.execute(sql, rusqlite::params![BOARD, version]).expect("the test writes");
+        conn.execute(sql, rusqlite::params![BOARD, version])
+            .expect("the test writes");
         let r = changes(gw.addr, &link, version, &[]);
         r.assert_error(410, "VERSION_NOT_KEPT", Some("since"));
     };
     // Truncated.
-    bad("UPDATE board_versions SET value = substr(value, 1, 40) WHERE board = ?1 AND version = ?2", &v1);
+    bad(
+        "UPDATE board_versions SET value = substr(value, 1, 40) WHERE board = ?1 AND version = ?2",
+        &v1,
+    );
     // Another type.
-    bad("UPDATE board_versions SET value = 'text' WHERE board = ?1 AND version = ?2", &v2);
+    bad(
+        "UPDATE board_versions SET value = 'text' WHERE board = ?1 AND version = ?2",
+        &v2,
+    );
     // Random bytes under a version's token.
     let v3 = "ab".repeat(16);
-    bad("INSERT INTO board_versions VALUES (?1, ?2, 9999999999999, 4, randomblob(4000))", &v3);
+    bad(
+        "INSERT INTO board_versions VALUES (?1, ?2, 9999999999999, 4, randomblob(4000))",
+        &v3,
+    );
     // A time that is not a number.
     let v4 = "cd".repeat(16);
-    bad("INSERT INTO board_versions VALUES (?1, ?2, 'soon', 4, x'00')", &v4);
+    bad(
+        "INSERT INTO board_versions VALUES (?1, ?2, 'soon', 4, x'00')",
+        &v4,
+    );
     // Another board's document, sealed and under its own true token: the
     // hash checks out, the board does not.
     let other = br#"{"version":1,"source":{"provider":"milanote","boardId":"OTHER"},"fetchedAt":"t","board":{"id":"OTHER","type":"BOARD","title":"Secret","children":[]}}"#;
@@ -254,17 +328,31 @@ fn board_changes_answers_as_the_endpoint_does() {
     let board = "2Xk9PqRt7LmN4v";
     let url = format!("https://app.milanote.com/{board}/slug?p={PERMISSION}");
     let read = result(&call(gw.addr, "read_board", json!({"url": url})));
-    let v1 = read["structuredContent"]["version"].as_str().expect("read_board gives the version").to_owned();
+    let v1 = read["structuredContent"]["version"]
+        .as_str()
+        .expect("read_board gives the version")
+        .to_owned();
     assert_eq!(v1.len(), 32);
-    let json_read = result(&call(gw.addr, "read_board", json!({"url": url, "format": "json"})));
+    let json_read = result(&call(
+        gw.addr,
+        "read_board",
+        json!({"url": url, "format": "json"}),
+    ));
     assert_eq!(json_read["structuredContent"]["boardVersion"], v1.as_str());
     assert_eq!(json_read["structuredContent"]["version"], 1);
     assert!(wait_for(|| db.versions(board).contains(&v1)), "v1 kept");
     node.edit(board);
-    let r = result(&call(gw.addr, "board_changes", json!({"url": url, "since": v1})));
+    let r = result(&call(
+        gw.addr,
+        "board_changes",
+        json!({"url": url, "since": v1}),
+    ));
     assert_eq!(r["isError"], false, "{r}");
     let text = r["content"][0]["text"].as_str().expect("text");
-    assert!(text.starts_with("# Changes to Day-by-day itinerary"), "{text}");
+    assert!(
+        text.starts_with("# Changes to Day-by-day itinerary"),
+        "{text}"
+    );
     assert!(text.contains("## Added (1)"), "{text}");
     let data = &r["structuredContent"];
     assert_eq!(data["from"], v1.as_str());
@@ -272,7 +360,10 @@ fn board_changes_answers_as_the_endpoint_does() {
     let endpoint = request(
         gw.addr,
         "GET",
-        &format!("/api/changes?url={}&since={v1}", common::link(board, PERMISSION)),
+        &format!(
+            "/api/changes?url={}&since={v1}",
+            common::link(board, PERMISSION)
+        ),
         &[],
     );
     assert_eq!(&endpoint.json()["data"], data);
@@ -315,9 +406,15 @@ fn versions_in_the_fleet_tiers_redis_and_hostile_values_there() {
         r.header("board-version").expect("a version").to_owned()
     };
     let v1 = version();
-    assert!(redis::wait_for(|| version_key(&server, &v1).is_some()), "v1 kept in Redis");
+    assert!(
+        redis::wait_for(|| version_key(&server, &v1).is_some()),
+        "v1 kept in Redis"
+    );
     let key1 = version_key(&server, &v1).expect("kept");
-    assert!(!key1.contains(PERMISSION) && key1.starts_with("sbapi:{"), "{key1}");
+    assert!(
+        !key1.contains(PERMISSION) && key1.starts_with("sbapi:{"),
+        "{key1}"
+    );
     let life: i64 = server.cli(&["pttl", &key1]).parse().expect("a number");
     assert!(life > 604_800_000 - 60_000 && life <= 604_800_000, "{life}");
     node.edit(board);
@@ -342,7 +439,11 @@ fn versions_in_the_fleet_tiers_redis_and_hostile_values_there() {
     for n in [0xe0, 0xe1, 0xe2] {
         let r = changes(gw.addr, &link, &forged(n), &[]);
         r.assert_error(410, "VERSION_NOT_KEPT", Some("since"));
-        assert_eq!(server.cli(&["exists", &key_of(&forged(n))]), "0", "{n:x}: deleted");
+        assert_eq!(
+            server.cli(&["exists", &key_of(&forged(n))]),
+            "0",
+            "{n:x}: deleted"
+        );
     }
     let forged_key = key_of(&forged(0xe3));
     let forged = forged(0xe3);
@@ -365,5 +466,7 @@ fn versions_in_the_fleet_tiers_redis_and_hostile_values_there() {
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(ids(&r.json()["data"]["moved"]), [format!("Edit{board}")]);
     // The index was written again, sealed, naming the new version.
-    assert!(redis::wait_for(|| server.cli(&["get", &index]).contains(v3.as_str())));
+    assert!(redis::wait_for(|| server
+        .cli(&["get", &index])
+        .contains(v3.as_str())));
 }

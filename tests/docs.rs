@@ -307,6 +307,12 @@ fn with_key(key: &str, value: &str) -> String {
             merge(&mut whole, serde_yaml::from_str(url).expect("url"));
         }
     }
+    // A kept versions' bound alone would ask for the default store's file.
+    if key.starts_with("board_api.changes.") && !key.ends_with(".store") && !key.ends_with(".path")
+    {
+        let memory = "board_api: {changes: {store: memory}}";
+        merge(&mut whole, serde_yaml::from_str(memory).expect("store"));
+    }
     merge(&mut whole, over);
     serde_yaml::to_string(&whole).expect("yaml")
 }

@@ -128,9 +128,7 @@ impl BoardApi {
         }
         let request = parse(req.query, &self.share_host)?;
         let representation = accept::negotiate(req.headers);
-        let (answered, source) = self
-            .changes_of(&request, representation, served)
-            .await?;
+        let (answered, source) = self.changes_of(&request, representation, served).await?;
         let mut response = respond::success(
             &answered.rendered,
             representation,
@@ -273,18 +271,41 @@ mod tests {
             (format!("since={v}"), "INVALID_REQUEST", Some("url")),
             (LINK.into(), "INVALID_REQUEST", Some("since")),
             (format!("{LINK}&since="), "INVALID_REQUEST", Some("since")),
-            (format!("{LINK}&since=xyz"), "INVALID_REQUEST", Some("since")),
-            (format!("{LINK}&since={}", v.to_uppercase()), "INVALID_REQUEST", Some("since")),
-            (format!("{LINK}&since={v}&since={v}"), "INVALID_REQUEST", Some("since")),
-            (format!("{LINK}&since={v}&view=full"), "INVALID_REQUEST", Some("view")),
-            (format!("url=https%3A%2F%2Fexample.com%2Fx&since={v}"), "INVALID_SHARE_URL", Some("url")),
+            (
+                format!("{LINK}&since=xyz"),
+                "INVALID_REQUEST",
+                Some("since"),
+            ),
+            (
+                format!("{LINK}&since={}", v.to_uppercase()),
+                "INVALID_REQUEST",
+                Some("since"),
+            ),
+            (
+                format!("{LINK}&since={v}&since={v}"),
+                "INVALID_REQUEST",
+                Some("since"),
+            ),
+            (
+                format!("{LINK}&since={v}&view=full"),
+                "INVALID_REQUEST",
+                Some("view"),
+            ),
+            (
+                format!("url=https%3A%2F%2Fexample.com%2Fx&since={v}"),
+                "INVALID_SHARE_URL",
+                Some("url"),
+            ),
         ];
         for (query, code, field) in cases {
             let e = parse(Some(&query), HOST).expect_err(&query);
             assert_eq!((e.code(), e.field()), (code, field), "{query}");
         }
         let ok = parse(Some(&format!("{LINK}&since={v}")), HOST).expect("valid");
-        assert_eq!((ok.link.board_id.as_str(), ok.since.as_str()), ("1W3ZZU1Qvua02H", v));
+        assert_eq!(
+            (ok.link.board_id.as_str(), ok.since.as_str()),
+            ("1W3ZZU1Qvua02H", v)
+        );
     }
 
     #[test]

@@ -165,7 +165,12 @@ mod tests {
     #[test]
     fn catalogue() {
         let cases: [(ApiError, u16, &str, Option<&str>); 13] = [
-            (ApiError::VersionNotKept, 410, "VERSION_NOT_KEPT", Some("since")),
+            (
+                ApiError::VersionNotKept,
+                410,
+                "VERSION_NOT_KEPT",
+                Some("since"),
+            ),
             (
                 ApiError::invalid_request("view", "x"),
                 400,

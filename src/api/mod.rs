@@ -17,10 +17,10 @@ pub mod timing;
 
 use crate::client_addr::TrustedProxies;
 use crate::config::{ApiSettings, ConfigError, McpSettings};
+use crate::document::Coverage;
 use crate::encoding;
 use crate::metrics;
 use crate::provider::error::FetchError;
-use crate::document::Coverage;
 use crate::store::{Boards, Doc, LoadError, Source, Versions};
 use error::ApiError;
 use http::{HeaderMap, Method};
@@ -272,7 +272,10 @@ impl BoardApi {
         let endpoint = match route::route(req.path, &self.prefix) {
             Route::Endpoint(endpoint) => endpoint,
             Route::Changes => {
-                let response = self.answer_changes(&req).await;
+                // Boxed: the compare's future nests deep, and a host's own
+                // async block around `respond` must stay within the
+                // compiler's layout depth.
+                let response = Box::pin(self.answer_changes(&req)).await;
                 metrics::request("changes", response.status.as_u16());
                 return Some(response);
             }

@@ -96,7 +96,12 @@ impl ChangesConf {
         let keep_seconds = match conf.keep_seconds {
             None => DEFAULT_KEEP_SECONDS,
             Some(s) if (60..=31_536_000).contains(&s) => s,
-            Some(_) => return fail("board_api.changes.keep_seconds", "must be between 60 and 31536000"),
+            Some(_) => {
+                return fail(
+                    "board_api.changes.keep_seconds",
+                    "must be between 60 and 31536000",
+                )
+            }
         };
         let default_bytes = match store {
             StoreKind::Memory => DEFAULT_MEMORY_BYTES,
@@ -146,9 +151,18 @@ mod tests {
             ("store: disk", "board_api.changes.store"),
             ("store: redis", "board_api.changes.store"),
             ("store: memory\npath: /tmp/x", "board_api.changes.path"),
-            ("store: memory\nkeep_versions: 0", "board_api.changes.keep_versions"),
-            ("store: memory\nkeep_seconds: 5", "board_api.changes.keep_seconds"),
-            ("store: memory\nmax_bytes: 10", "board_api.changes.max_bytes"),
+            (
+                "store: memory\nkeep_versions: 0",
+                "board_api.changes.keep_versions",
+            ),
+            (
+                "store: memory\nkeep_seconds: 5",
+                "board_api.changes.keep_seconds",
+            ),
+            (
+                "store: memory\nmax_bytes: 10",
+                "board_api.changes.max_bytes",
+            ),
             ("path: /nonexistent-dir/x.sqlite", "board_api.changes.path"),
         ] {
             assert_eq!(conf(bad).map_err(|e| e.key), Err(key.to_owned()), "{bad}");

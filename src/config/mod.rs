@@ -293,7 +293,9 @@ impl BoardApiConf {
         };
         let max_document_bytes = cache
             .as_ref()
-            .map_or(crate::store::DEFAULT_BUDGET_BYTES / 4, |c| c.max_entry_bytes);
+            .map_or(crate::store::DEFAULT_BUDGET_BYTES / 4, |c| {
+                c.max_entry_bytes
+            });
         let changes = ChangesConf::validate(self.changes, max_document_bytes, shared.is_some())?;
         let rate_limit = match &self.rate_limit {
             Some(r) => Some(r.validate()?),

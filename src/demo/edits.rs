@@ -50,7 +50,10 @@ impl Edits {
             } else {
                 json!({"parentId": id, "section": "CANVAS", "position": {"x": 0, "y": -20, "score": 1}})
             };
-            let text = format!("Edited {n} time{} by the demo upstream", if n == 1 { "" } else { "s" });
+            let text = format!(
+                "Edited {n} time{} by the demo upstream",
+                if n == 1 { "" } else { "s" }
+            );
             let note = format!("Edit{id}");
             elements.insert(
                 note.clone(),
@@ -68,7 +71,10 @@ impl Edits {
                 .and_then(|e| e.get_mut("content"))
                 .and_then(Value::as_object_mut)
             {
-                let was = content.get("isComplete").and_then(Value::as_bool).unwrap_or(false);
+                let was = content
+                    .get("isComplete")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
                 content.insert("isComplete".into(), json!(was ^ (n % 2 == 1)));
             }
         }

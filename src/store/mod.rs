@@ -34,7 +34,7 @@ pub mod versions;
 pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
 pub use coalesce::{Coalescer, Joined};
 pub use shared::{Endpoint, SharedSettings};
-pub use versions::{Versions, VersionSettings};
+pub use versions::{VersionSettings, Versions};
 
 use crate::document::Coverage;
 use crate::encoding::{self, Encoding};

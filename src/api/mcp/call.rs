@@ -106,9 +106,10 @@ impl BoardApi {
         let (values, json, search) = match tool {
             Tool::BoardChanges => {
                 let [url, since] = tools::changes_args(args)?;
-                return self
-                    .board_changes(url.as_deref(), since.as_deref(), served, called, started)
-                    .await;
+                // Boxed, as the endpoint's: its future nests deep.
+                let changes =
+                    self.board_changes(url.as_deref(), since.as_deref(), served, called, started);
+                return Box::pin(changes).await;
             }
             Tool::ReadBoard => {
                 let a = tools::read_args(args)?;
@@ -299,8 +300,13 @@ fn read_core(body: &[u8], json: bool, version: &str) -> Result<String, String> {
     // 32 hex digits (or empty): nothing to escape.
     if json {
         // The document with the board's version as its first member.
-        let members = text.strip_prefix('{').ok_or("a JSON render that is not an object")?;
-        let _ = write!(rest, ",\"structuredContent\":{{\"boardVersion\":\"{version}\",");
+        let members = text
+            .strip_prefix('{')
+            .ok_or("a JSON render that is not an object")?;
+        let _ = write!(
+            rest,
+            ",\"structuredContent\":{{\"boardVersion\":\"{version}\","
+        );
         rest.push_str(members);
     } else {
         let _ = write!(rest, ",\"structuredContent\":{{\"version\":\"{version}\"}}");
@@ -399,7 +405,10 @@ mod tests {
         let body = br#"{"ok":true,"data":{"board":{"title":"T"}}}"#;
         let js = read_core(body, true, "ab").expect("core");
         let v = parsed(Era::Modern, &js);
-        assert_eq!(v["structuredContent"], json!({"boardVersion": "ab", "board": {"title": "T"}}));
+        assert_eq!(
+            v["structuredContent"],
+            json!({"boardVersion": "ab", "board": {"title": "T"}})
+        );
         assert_eq!(v["content"][0]["text"], r#"{"board":{"title":"T"}}"#);
         assert_eq!(v["resultType"], "complete");
         assert!(v["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string());

@@ -315,7 +315,11 @@ mod tests {
         assert_eq!(ids, ["b", "col", "n1", "n2", "low"]);
         assert_eq!(flat.elements[2].parent, Some(1));
         assert_eq!(flat.elements[2].section.as_deref(), Some("INBOX"));
-        let names: Vec<&str> = flat.elements[2].fields.iter().map(|f| f.0.as_ref()).collect();
+        let names: Vec<&str> = flat.elements[2]
+            .fields
+            .iter()
+            .map(|f| f.0.as_ref())
+            .collect();
         assert_eq!(names, ["position"]);
         assert_eq!(flat.elements[4].label(), "second card");
         assert_eq!(flat.elements[3].label(), "CARD");
@@ -327,7 +331,8 @@ mod tests {
         for bad in [&b"[]"[..], b"{}", b"{\"board\":[]}", b"not json"] {
             assert!(read(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
-        let odd = br#"{"board":{"id":"b","children":[1,{"id":2},{"id":"b"},{"id":"c","children":"x"}]}}"#;
+        let odd =
+            br#"{"board":{"id":"b","children":[1,{"id":2},{"id":"b"},{"id":"c","children":"x"}]}}"#;
         let flat = read(odd).expect("reads");
         let ids: Vec<&str> = flat.elements.iter().map(|e| e.id.as_ref()).collect();
         assert_eq!(ids, ["b", "c"]);

@@ -10,10 +10,8 @@ use crate::pipeline::markdown::out::{Flow, Out, Sep};
 
 /// The Markdown of `changes`; `title` is the board's title now.
 pub fn render(changes: &Changes, title: &str) -> String {
-    let entries = changes.added.len()
-        + changes.removed.len()
-        + changes.changed.len()
-        + changes.moved.len();
+    let entries =
+        changes.added.len() + changes.removed.len() + changes.changed.len() + changes.moved.len();
     let mut out = Out::with_capacity(256 + entries * 96);
     out.begin_block();
     out.markup("# Changes to ");
@@ -30,7 +28,9 @@ pub fn render(changes: &Changes, title: &str) -> String {
         "."
     });
     if !changes.complete {
-        out.markup(" Some nested boards were not loaded: their elements may show as added or removed.");
+        out.markup(
+            " Some nested boards were not loaded: their elements may show as added or removed.",
+        );
     }
     out.end_block();
     for (heading, list) in [
@@ -121,8 +121,16 @@ mod tests {
         changed.fields = Some(vec!["richText".into(), "position".into()]);
         changes.changed.push(changed);
         let text = render(&changes, "My <board>");
-        assert!(text.starts_with("# Changes to My \\<board\\>\n\n"), "{text}");
-        assert!(text.contains("## Added (1)\n\n- **\\*new\\* card** (CARD) in Root › \\# Col \\<b\\>\n"), "{text}");
+        assert!(
+            text.starts_with("# Changes to My \\<board\\>\n\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "## Added (1)\n\n- **\\*new\\* card** (CARD) in Root › \\# Col \\<b\\>\n"
+            ),
+            "{text}"
+        );
         assert!(text.contains("## Changed (1)\n\n- **\\[x\\](javascript:alert(1))** (CARD) in Root › \\# Col \\<b\\>: richText, position\n"), "{text}");
         assert!(!text.contains("## Removed"), "{text}");
         let none = render(&Changes::none("b", &"0".repeat(32), true), "T");

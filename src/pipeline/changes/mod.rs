@@ -112,7 +112,8 @@ pub fn compare(older: &[u8], from: &str, newer: &[u8], to: &str) -> Result<Chang
 
 /// [`compare`] on boards already read.
 pub fn compare_flat(old: &Flat<'_>, from: &str, new: &Flat<'_>, to: &str) -> Changes {
-    let complete = !old.elements.iter().any(|e| e.unloaded) && !new.elements.iter().any(|e| e.unloaded);
+    let complete =
+        !old.elements.iter().any(|e| e.unloaded) && !new.elements.iter().any(|e| e.unloaded);
     let mut changes = Changes::none(&new.board_id, from, complete);
     changes.to = to.to_owned();
     let mut new_paths = Paths::new(new);

@@ -5,13 +5,21 @@ use super::*;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
-/// A board document with `elements`: (id, type, parent index or root,
-/// section, title, x, y), written as the service nests it.
-fn doc(elements: &[(String, &str, Option<usize>, &str, String, i64, i64)]) -> Vec<u8> {
-    fn node(
-        at: Option<usize>,
-        elements: &[(String, &str, Option<usize>, &str, String, i64, i64)],
-    ) -> Value {
+/// An element of a generated board: (id, type, parent index or the root,
+/// section, title, x, y).
+type Gen = (
+    String,
+    &'static str,
+    Option<usize>,
+    &'static str,
+    String,
+    i64,
+    i64,
+);
+
+/// A board document with `elements`, written as the service nests it.
+fn doc(elements: &[Gen]) -> Vec<u8> {
+    fn node(at: Option<usize>, elements: &[Gen]) -> Value {
         let children: Vec<Value> = elements
             .iter()
             .enumerate()
@@ -35,9 +43,35 @@ fn doc(elements: &[(String, &str, Option<usize>, &str, String, i64, i64)]) -> Ve
     serde_json::to_vec(&document).expect("serializes")
 }
 
-fn el(id: &str, parent: Option<usize>, section: &str, title: &str, x: i64) -> (String, &'static str, Option<usize>, &'static str, String, i64, i64) {
-    let section: &'static str = if section == "INBOX" { "INBOX" } else { "CANVAS" };
-    (id.to_owned(), "CARD", parent, section, title.to_owned(), x, 0)
+fn el(
+    id: &str,
+    parent: Option<usize>,
+    section: &str,
+    title: &str,
+    x: i64,
+) -> (
+    String,
+    &'static str,
+    Option<usize>,
+    &'static str,
+    String,
+    i64,
+    i64,
+) {
+    let section: &'static str = if section == "INBOX" {
+        "INBOX"
+    } else {
+        "CANVAS"
+    };
+    (
+        id.to_owned(),
+        "CARD",
+        parent,
+        section,
+        title.to_owned(),
+        x,
+        0,
+    )
 }
 
 #[test]
@@ -66,13 +100,22 @@ fn each_kind_of_change_is_reported_with_its_path() {
     assert_eq!(changes.changed[0].title, "Card A edited");
     assert_eq!(ids(&changes.moved), ["b"]);
     let moved = &changes.moved[0];
-    assert_eq!(moved.from.as_ref().and_then(|p| p.parent_id.as_deref()), Some("root"));
-    assert_eq!(moved.to.as_ref().and_then(|p| p.section.as_deref()), Some("INBOX"));
+    assert_eq!(
+        moved.from.as_ref().and_then(|p| p.parent_id.as_deref()),
+        Some("root")
+    );
+    assert_eq!(
+        moved.to.as_ref().and_then(|p| p.section.as_deref()),
+        Some("INBOX")
+    );
     let same = compare(&new, "t", &new, "t").expect("compares");
     assert!(same.is_empty());
     let value = serde_json::to_value(&changes).expect("serializes");
     let keys: Vec<&String> = value.as_object().expect("object").keys().collect();
-    assert_eq!(keys, ["boardId", "from", "to", "complete", "added", "removed", "changed", "moved"]);
+    assert_eq!(
+        keys,
+        ["boardId", "from", "to", "complete", "added", "removed", "changed", "moved"]
+    );
     assert!(value["added"][0].get("fields").is_none());
 }
 
@@ -85,8 +128,6 @@ fn times_alone_are_no_change_and_unloaded_boards_make_it_incomplete() {
     assert!(!changes.complete);
     assert_eq!(changes.added.len(), 1);
 }
-
-type Gen = (String, &'static str, Option<usize>, &'static str, String, i64, i64);
 
 /// Up to 10 elements drawn from 14 ids, each under the root or an earlier
 /// element, so two boards share most ids and differ in every way.
@@ -111,7 +152,15 @@ fn board() -> impl Strategy<Value = Vec<Gen>> {
                 continue;
             }
             let parent = parent.filter(|&p| p < out.len());
-            out.push((format!("e{id}"), kind, parent, section, title.to_owned(), x, y));
+            out.push((
+                format!("e{id}"),
+                kind,
+                parent,
+                section,
+                title.to_owned(),
+                x,
+                y,
+            ));
         }
         out
     })

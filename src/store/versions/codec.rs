@@ -57,7 +57,9 @@ impl std::fmt::Display for Rejected {
 /// # Errors
 /// [`Rejected`], for any value that is not what [`seal`] wrote for it.
 pub fn open(value: &[u8], version: &str, max_bytes: usize) -> Result<Vec<u8>, Rejected> {
-    let body = value.strip_prefix(MARK.as_slice()).ok_or(Rejected::Format)?;
+    let body = value
+        .strip_prefix(MARK.as_slice())
+        .ok_or(Rejected::Format)?;
     let decoder = zstd::stream::read::Decoder::new(body).map_err(|_| Rejected::Inflate)?;
     let mut document = Vec::new();
     decoder
@@ -84,9 +86,15 @@ mod tests {
         let version = version_of(DOC);
         let value = seal(DOC).expect("seals");
         assert_eq!(open(&value, &version, 1 << 20).as_deref(), Ok(DOC));
-        assert_eq!(open(&value, &"0".repeat(32), 1 << 20), Err(Rejected::Version));
+        assert_eq!(
+            open(&value, &"0".repeat(32), 1 << 20),
+            Err(Rejected::Version)
+        );
         assert_eq!(open(&value, &version, 10), Err(Rejected::Inflate));
-        assert_eq!(open(&value[..value.len() - 3], &version, 1 << 20), Err(Rejected::Inflate));
+        assert_eq!(
+            open(&value[..value.len() - 3], &version, 1 << 20),
+            Err(Rejected::Inflate)
+        );
         assert_eq!(open(b"", &version, 1 << 20), Err(Rejected::Format));
         assert_eq!(open(&value[4..], &version, 1 << 20), Err(Rejected::Format));
         let mut flipped = value.clone();

@@ -6,10 +6,13 @@ use super::{Bounds, Kept};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
+/// One kept version: its token, when it was last seen (ms), its value.
+type Held = (Box<str>, u64, std::sync::Arc<[u8]>);
+
 #[derive(Default)]
 struct State {
-    /// Per board, oldest first: (version, stored at in ms, value).
-    boards: HashMap<String, VecDeque<(Box<str>, u64, std::sync::Arc<[u8]>)>>,
+    /// Per board, oldest first.
+    boards: HashMap<String, VecDeque<Held>>,
     /// Every (board, version) in the order stored, for the byte bound.
     order: VecDeque<(String, Box<str>)>,
     bytes: usize,
@@ -92,7 +95,9 @@ impl Memory {
         let held: usize = state.boards.values().map(VecDeque::len).sum();
         if state.order.len() > 2 * held + 64 {
             let boards = &state.boards;
-            state.order.retain(|(b, v)| boards.get(b).is_some_and(|l| l.iter().any(|e| e.0 == *v)));
+            state
+                .order
+                .retain(|(b, v)| boards.get(b).is_some_and(|l| l.iter().any(|e| e.0 == *v)));
         }
     }
 
@@ -142,7 +147,10 @@ mod tests {
         assert_eq!(m.get("B", "b", 20_000), Kept::Missing, "age");
         assert!(m.touch("B", "b", 5));
         m.put("B", "d", vec![0; 10], 6);
-        assert!(matches!(m.get("B", "b", 6), Kept::Value(_)), "touched: newest");
+        assert!(
+            matches!(m.get("B", "b", 6), Kept::Value(_)),
+            "touched: newest"
+        );
         assert_eq!(m.get("B", "c", 6), Kept::Missing);
         for i in 0..20 {
             m.put(&format!("other{i}"), "x", vec![0; 30], 7);

@@ -72,6 +72,8 @@ pub enum Kept {
     Rejected,
 }
 
+// One per process, behind an `Arc`: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Backend {
     Memory(memory::Memory),
     Sqlite(sqlite::Sqlite),
@@ -104,7 +106,9 @@ impl Versions {
             #[cfg(feature = "fleet")]
             StoreKind::Redis => match shared {
                 Some(shared) => Backend::Redis(redis::RedisVersions::new(shared, bounds.clone())?),
-                None => return Err("store redis needs the fleet tier (board_api.cache.shared)".into()),
+                None => {
+                    return Err("store redis needs the fleet tier (board_api.cache.shared)".into())
+                }
             },
             #[cfg(not(feature = "fleet"))]
             StoreKind::Redis => {
@@ -168,7 +172,9 @@ impl Versions {
         let (opener, board) = (Arc::clone(&self.backend), board_id.to_owned());
         let opened = pool
             .run(move || {
-                let value = opener.open(&board, &wanted, value).ok_or(codec::Rejected::Format)?;
+                let value = opener
+                    .open(&board, &wanted, value)
+                    .ok_or(codec::Rejected::Format)?;
                 codec::open(&value, &wanted, max)
             })
             .await;

@@ -100,7 +100,9 @@ impl RedisVersions {
         match self.tier.call(read).await? {
             Ok(value) => Some(Ok(value)),
             Err(e) if e.to_string().contains("WRONGTYPE") => {
-                self.tier.reject(key, &Invalid("a kept version's key of another type")).await;
+                self.tier
+                    .reject(key, &Invalid("a kept version's key of another type"))
+                    .await;
                 Some(Err(()))
             }
             Err(_) => None,
@@ -124,7 +126,9 @@ impl RedisVersions {
         match lines {
             Some(lines) => Some(lines),
             None => {
-                self.tier.reject(&key, &Invalid("a kept versions' index that is not ours")).await;
+                self.tier
+                    .reject(&key, &Invalid("a kept versions' index that is not ours"))
+                    .await;
                 Some(Vec::new())
             }
         }
@@ -175,7 +179,9 @@ impl RedisVersions {
     /// `value` sealed with the fleet key for the key of `version` of
     /// `board`. CPU work (an HMAC over the value): on the work pool.
     pub fn seal(&self, board: &str, version: &str, value: Vec<u8>) -> Vec<u8> {
-        self.tier.seal().seal(&self.value_key(board, version), value)
+        self.tier
+            .seal()
+            .seal(&self.value_key(board, version), value)
     }
 
     /// What [`RedisVersions::seal`] sealed, when the seal opens for the
@@ -245,7 +251,12 @@ impl RedisVersions {
         if let Some(ms) = life {
             // Written by a node: with an expiry, and not past keep_seconds.
             if ms < 0 || ms > self.keep_ms() {
-                self.tier.reject(&key, &Invalid("a kept version with no expiry or too long a one")).await;
+                self.tier
+                    .reject(
+                        &key,
+                        &Invalid("a kept version with no expiry or too long a one"),
+                    )
+                    .await;
                 return Kept::Rejected;
             }
         }
@@ -256,7 +267,9 @@ impl RedisVersions {
     /// logged as the tier's rejections are).
     pub async fn forget(&self, board: &str, version: &str) {
         let key = self.value_key(board, version);
-        self.tier.reject(&key, &Invalid("a kept version that is not its version")).await;
+        self.tier
+            .reject(&key, &Invalid("a kept version that is not its version"))
+            .await;
     }
 }
 

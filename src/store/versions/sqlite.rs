@@ -200,7 +200,8 @@ mod tests {
     }
 
     fn path(name: &str) -> PathBuf {
-        let p = std::env::temp_dir().join(format!("sbapi-unit-{}-{name}.sqlite", std::process::id()));
+        let p =
+            std::env::temp_dir().join(format!("sbapi-unit-{}-{name}.sqlite", std::process::id()));
         for f in [p.clone(), p.with_extension("unreadable")] {
             let _ = std::fs::remove_file(f);
         }
