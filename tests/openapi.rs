@@ -154,6 +154,21 @@ fn the_catalogue_matches_the_service() {
     }
     // The whole error catalogue, 503 OVERLOADED included.
     assert!(codes.contains("OVERLOADED"));
+    // `/api/changes` answers what `/api/detail` does, and 410 for `since`.
+    let not_kept = ApiError::VersionNotKept;
+    assert!(codes.contains(not_kept.code()));
+    for method in ["get", "head"] {
+        let changes = &SPEC["paths"]["/api/changes"][method]["responses"];
+        for e in served.iter().chain([&not_kept]) {
+            if e.code() != "NOT_FOUND" && e.code() != "METHOD_NOT_ALLOWED" {
+                assert!(
+                    changes.get(e.status().as_str()).is_some(),
+                    "{method} changes: {}",
+                    e.status()
+                );
+            }
+        }
+    }
     for path in ["/api/search", "/api/detail"] {
         for method in ["get", "head"] {
             let responses = SPEC["paths"][path][method]["responses"]
@@ -369,8 +384,28 @@ fn responses_over_sockets_match_the_spec() {
         assert_eq!(status, 304);
         seen.insert(status);
     }
+    // What changed: since the version now (empty lists), its 304, a version
+    // never kept (410), a malformed one (400); GET and HEAD.
+    let (_, now) = send(gw, "GET", &format!("/api/detail?{l}"), &[]);
+    let version = now.header("board-version").expect("a version").to_string();
+    for (since, expected) in [
+        (version.clone(), 200),
+        ("0".repeat(32), 410),
+        ("nope".into(), 400),
+    ] {
+        let target = format!("/api/changes?{l}&since={since}");
+        let (status, r) = send(gw, "GET", &target, &[]);
+        assert_eq!(status, expected, "{target}");
+        seen.insert(status);
+        assert_eq!(send(gw, "HEAD", &target, &[]).0, expected);
+        if status == 200 {
+            let tag = r.header("etag").expect("etag").to_string();
+            assert_eq!(send(gw, "GET", &target, &[("If-None-Match", &tag)]).0, 304);
+            assert_eq!(send(gw, "GET", &target, &markdown).0, 200);
+        }
+    }
     // Preflights.
-    for path in ["/api/search", "/api/detail"] {
+    for path in ["/api/search", "/api/detail", "/api/changes"] {
         let (status, _) = send(
             gw,
             "OPTIONS",
@@ -431,7 +466,7 @@ fn responses_over_sockets_match_the_spec() {
     }
     assert_eq!(
         seen,
-        BTreeSet::from([200, 204, 304, 400, 403, 404, 405, 502]),
+        BTreeSet::from([200, 204, 304, 400, 403, 404, 405, 410, 502]),
         "statuses covered"
     );
 }
