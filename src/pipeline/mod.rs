@@ -18,6 +18,7 @@
 
 pub mod load;
 pub mod markdown;
+pub mod nested;
 pub mod reference;
 pub mod render;
 pub mod search;
