@@ -79,9 +79,7 @@ fn bench(c: &mut Criterion) {
     );
     let mut group = c.benchmark_group("changes/tiptap-7000");
     group.sample_size(10);
-    group.bench_function("normalize", |b| {
-        b.iter(|| build(black_box(&later), &root))
-    });
+    group.bench_function("normalize", |b| b.iter(|| build(black_box(&later), &root)));
     group.bench_function("compare", |b| {
         b.iter(|| changes::compare(black_box(d1), &t1, black_box(d2), &t2))
     });
@@ -90,9 +88,7 @@ fn bench(c: &mut Criterion) {
         ("answer/markdown", Representation::Markdown),
     ] {
         group.bench_function(name, |b| {
-            b.iter(|| {
-                changes::answer("changes", representation, &root, Some(d1), &t1, d2, &t2)
-            })
+            b.iter(|| changes::answer("changes", representation, &root, Some(d1), &t1, d2, &t2))
         });
     }
     group.bench_function("seal", |b| b.iter(|| codec::seal(black_box(d2))));

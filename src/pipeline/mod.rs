@@ -19,6 +19,7 @@
 pub mod changes;
 pub mod load;
 pub mod markdown;
+pub mod nested;
 pub mod reference;
 pub mod render;
 pub mod search;
