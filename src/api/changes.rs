@@ -11,6 +11,7 @@
 use super::error::ApiError;
 use super::params::{unknown_parameter, MAX_URL_CHARS};
 use super::respond::{self, ApiResponse, Served};
+use super::route::{self, MethodAction};
 use super::share_link::{self, ShareLink};
 use super::{accept, timing, BoardApi, RequestParts};
 use crate::document::Coverage;
@@ -115,6 +116,29 @@ pub(crate) struct Answered {
 }
 
 impl BoardApi {
+    /// `{prefix}/changes`: preflight, `405`, or the changes (errors with
+    /// what was known of the load).
+    pub(super) async fn answer_changes(&self, req: &RequestParts<'_>) -> ApiResponse {
+        match route::method_action(req.method) {
+            MethodAction::Preflight => respond::preflight(req.headers),
+            MethodAction::NotAllowed => respond::error(&ApiError::MethodNotAllowed),
+            MethodAction::Read => {
+                let mut served = Served::default();
+                match self.changes(req, &mut served).await {
+                    Ok(response) => response,
+                    Err(e) => {
+                        if matches!(e, ApiError::Overloaded { .. }) {
+                            metrics::overloaded();
+                        }
+                        let mut response = respond::error(&e);
+                        response.served = served;
+                        response
+                    }
+                }
+            }
+        }
+    }
+
     /// `GET {prefix}/changes`: the answer, or the error to answer with;
     /// `served` is filled in as facts are known.
     pub(super) async fn changes(
@@ -136,7 +160,7 @@ impl BoardApi {
             answered.doc.board.completeness(),
             req.headers,
         );
-        super::set_version(&mut response, &answered.doc);
+        set_version(&mut response, &answered.doc);
         let load = (source == Source::Miss).then_some(answered.doc.timing);
         response.headers.insert(
             timing::SERVER_TIMING,
@@ -161,13 +185,7 @@ impl BoardApi {
     ) -> Result<(Answered, Source), ApiError> {
         let board_id = &request.link.board_id;
         served.board = Some(Arc::from(board_id.as_str()));
-        let doc = self.load_full(&request.link, served).await?;
-        let source = match served.cache {
-            Some("hit") => Source::Hit,
-            Some("shared") => Source::Shared,
-            Some("coalesced") => Source::Coalesced,
-            _ => Source::Miss,
-        };
+        let (doc, source) = self.load_full(&request.link, served).await?;
         let Some(current) = doc.board.version().map(str::to_owned) else {
             log::error!("board {board_id}: a full document without a version");
             return Err(ApiError::Internal);
@@ -181,12 +199,12 @@ impl BoardApi {
         let bytes = match self.boards.cached_derived(&doc, kind, &key) {
             Some(bytes) => bytes,
             None => {
-                let older = match since == current {
-                    true => None,
-                    false => match self.boards.kept_version(board_id, since).await {
-                        Some(older) => Some(older),
-                        None => return Err(not_kept()),
-                    },
+                // The board now is `since`: nothing to read back.
+                let older = if since == current {
+                    None
+                } else {
+                    let kept = self.boards.kept_version(board_id, since).await;
+                    Some(kept.ok_or_else(not_kept)?)
                 };
                 let (board, from) = (board_id.clone(), since.to_owned());
                 self.boards
@@ -213,8 +231,13 @@ impl BoardApi {
         Ok((Answered { rendered, doc }, source))
     }
 
-    /// The board's full document, loaded as `/api/detail` loads it.
-    async fn load_full(&self, link: &ShareLink, served: &mut Served) -> Result<Doc, ApiError> {
+    /// The board's full document, loaded as `/api/detail` loads it, and
+    /// the level that answered.
+    async fn load_full(
+        &self,
+        link: &ShareLink,
+        served: &mut Served,
+    ) -> Result<(Doc, Source), ApiError> {
         let started = Instant::now();
         let (outcome, source) = self
             .boards
@@ -226,10 +249,23 @@ impl BoardApi {
         if !cached {
             metrics::upstream_seconds(started.elapsed().as_secs_f64());
         }
-        outcome.map_err(|e| {
+        let doc = outcome.map_err(|e| {
             super::log_failure(&link.board_id, started.elapsed(), &e, source);
             super::api_error(e)
-        })
+        })?;
+        Ok((doc, source))
+    }
+}
+
+/// `Board-Version` of `doc` on `response`, when it has one (a full document).
+pub(super) fn set_version(response: &mut ApiResponse, doc: &Doc) {
+    if let Some(version) = doc.board.version() {
+        // 32 hex digits: always a valid value.
+        if let Ok(value) = http::HeaderValue::from_str(version) {
+            response
+                .headers
+                .insert(http::HeaderName::from_static(respond::BOARD_VERSION), value);
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod accept;
 pub mod changes;
 pub mod error;
+mod failure;
 pub mod mcp;
 pub mod params;
 pub(crate) mod playground;
@@ -20,9 +21,9 @@ use crate::config::{ApiSettings, ConfigError, McpSettings};
 use crate::document::Coverage;
 use crate::encoding;
 use crate::metrics;
-use crate::provider::error::FetchError;
-use crate::store::{Boards, Doc, LoadError, Source, Versions};
+use crate::store::{Boards, Source, Versions};
 use error::ApiError;
+use failure::{api_error, log_failure};
 use http::{HeaderMap, Method};
 use params::BoardRequest;
 use pingora_limits::rate::Rate;
@@ -272,9 +273,8 @@ impl BoardApi {
         let endpoint = match route::route(req.path, &self.prefix) {
             Route::Endpoint(endpoint) => endpoint,
             Route::Changes => {
-                // Boxed: the compare's future nests deep, and a host's own
-                // async block around `respond` must stay within the
-                // compiler's layout depth.
+                // Boxed: its future nests deep (a host's async block must
+                // stay within the compiler's layout depth).
                 let response = Box::pin(self.answer_changes(&req)).await;
                 metrics::request("changes", response.status.as_u16());
                 return Some(response);
@@ -321,29 +321,6 @@ impl BoardApi {
         };
         metrics::request(endpoint.name(), response.status.as_u16());
         Some(response)
-    }
-
-    /// `{prefix}/changes`: preflight, `405`, or the changes (errors with
-    /// what was known of the load).
-    async fn answer_changes(&self, req: &RequestParts<'_>) -> ApiResponse {
-        match route::method_action(req.method) {
-            MethodAction::Preflight => respond::preflight(req.headers),
-            MethodAction::NotAllowed => respond::error(&ApiError::MethodNotAllowed),
-            MethodAction::Read => {
-                let mut served = Served::default();
-                match self.changes(req, &mut served).await {
-                    Ok(response) => response,
-                    Err(e) => {
-                        if matches!(e, ApiError::Overloaded { .. }) {
-                            metrics::overloaded();
-                        }
-                        let mut response = respond::error(&e);
-                        response.served = served;
-                        response
-                    }
-                }
-            }
-        }
     }
 
     /// Reads the board and renders the answer; `served` is filled in as
@@ -419,7 +396,7 @@ impl BoardApi {
             document.board.completeness(),
             req.headers,
         );
-        set_version(&mut response, &document);
+        changes::set_version(&mut response, &document);
         let load = (source == Source::Miss).then_some(document.timing);
         response.headers.insert(
             timing::SERVER_TIMING,
@@ -427,47 +404,6 @@ impl BoardApi {
         );
         response.served = std::mem::take(served);
         Ok(response)
-    }
-}
-
-/// `Board-Version` of `doc` on `response`, when it has one (a full document).
-fn set_version(response: &mut ApiResponse, doc: &Doc) {
-    if let Some(version) = doc.board.version() {
-        // 32 hex digits: always a valid value.
-        if let Ok(value) = http::HeaderValue::from_str(version) {
-            response
-                .headers
-                .insert(http::HeaderName::from_static(respond::BOARD_VERSION), value);
-        }
-    }
-}
-
-/// A failed load in the log, in words, at the level of whose it is: the
-/// client's (a denied or missing board: DEBUG), the provider's (5xx,
-/// timeouts, malformed answers: WARN), ours (a bug: ERROR). Overload is ours
-/// by design, not a fault: WARN, since an operator sizes the limits.
-///
-/// Only the request that met the failure logs it at that level: one WARN
-/// per failed load. Requests that joined that load, or got the failure
-/// from the error cache during `error_ttl_seconds`, log it at DEBUG, so an
-/// outage is one line per failure, not one per request.
-fn log_failure(board_id: &str, after: Duration, e: &LoadError, source: Source) {
-    let ms = after.as_secs_f64() * 1000.0;
-    if source != Source::Miss {
-        log::debug!(
-            "board {board_id}: {e} (again, {} in {ms:.1} ms)",
-            source.name()
-        );
-        return;
-    }
-    match e {
-        LoadError::Fetch(FetchError::AccessDenied | FetchError::NotFound) => {
-            log::debug!("board {board_id} refused after {ms:.0} ms: {e}")
-        }
-        LoadError::Fetch(_) | LoadError::Overloaded => {
-            log::warn!("board {board_id} failed after {ms:.0} ms: {e}")
-        }
-        LoadError::Internal(_) => log::error!("board {board_id} failed after {ms:.0} ms: {e}"),
     }
 }
 
@@ -570,19 +506,6 @@ impl ParseMemo {
             map.clear();
         }
         map.insert(query.into(), request);
-    }
-}
-
-/// How long a client refused with `503 OVERLOADED` should wait.
-const OVERLOADED_RETRY_AFTER: Duration = Duration::from_secs(1);
-
-fn api_error(e: LoadError) -> ApiError {
-    match e {
-        LoadError::Fetch(e) => ApiError::from(&e),
-        LoadError::Overloaded => ApiError::Overloaded {
-            retry_after: OVERLOADED_RETRY_AFTER,
-        },
-        LoadError::Internal(_) => ApiError::Internal,
     }
 }
 

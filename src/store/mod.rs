@@ -27,6 +27,7 @@
 
 mod budget;
 mod coalesce;
+mod kept;
 mod load;
 pub mod shared;
 pub mod versions;
@@ -260,30 +261,6 @@ impl Boards {
                 versions: None,
             }),
         })
-    }
-
-    /// Keeps every full document loaded from now on in `versions` (see
-    /// [`Versions::keep`]). Call it before the first clone: a clone made
-    /// before shares the store without it, and then this does nothing.
-    pub fn with_versions(mut self, versions: Versions) -> Self {
-        match Arc::get_mut(&mut self.inner) {
-            Some(inner) => inner.versions = Some(versions),
-            None => log::error!("Boards::with_versions after a clone: versions not kept"),
-        }
-        self
-    }
-
-    /// Whether versions are kept.
-    pub fn keeps_versions(&self) -> bool {
-        self.inner.versions.is_some()
-    }
-
-    /// The document kept as `version` of `board_id`, checked; `None` when
-    /// no version is kept there (or none of this one, or what is kept is
-    /// not it).
-    pub async fn kept_version(&self, board_id: &str, version: &str) -> Option<Vec<u8>> {
-        let versions = self.inner.versions.as_ref()?;
-        versions.get(self.pool(), board_id, version).await
     }
 
     /// The sanitized board for (board id, permission id), holding at least
@@ -596,14 +573,6 @@ impl Inner {
         self.keep_version(&key.0, &outcome);
         cache.remember(key, coverage, &outcome, ttl);
         outcome
-    }
-
-    /// Hands a full document just loaded (or read from the fleet tier) to
-    /// the kept versions, if they are on: once per load, not per request.
-    fn keep_version(&self, board_id: &str, outcome: &Loaded) {
-        if let (Some(versions), Ok(doc)) = (&self.versions, outcome) {
-            versions.keep(self.loader.pool(), board_id, &doc.board);
-        }
     }
 }
 

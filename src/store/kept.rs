@@ -1,0 +1,44 @@
+//! How [`Boards`] uses the kept versions (`board_api.changes`): every full
+//! document a load produces is handed to them, once per load and never on
+//! the request's path, and `/changes` reads a kept version back through
+//! [`Boards::kept_version`].
+
+use super::{Boards, Inner, Loaded, Versions};
+use std::sync::Arc;
+
+impl Boards {
+    /// Keeps every full document loaded from now on in `versions` (see
+    /// [`Versions::keep`]). Call it before the first clone: a clone made
+    /// before shares the store without it, and then this does nothing.
+    pub fn with_versions(mut self, versions: Versions) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.versions = Some(versions),
+            None => log::error!("Boards::with_versions after a clone: versions not kept"),
+        }
+        self
+    }
+
+    /// Whether versions are kept (default: not until
+    /// [`Boards::with_versions`]).
+    pub fn keeps_versions(&self) -> bool {
+        self.inner.versions.is_some()
+    }
+
+    /// The document kept as `version` of `board_id`, checked; `None` when
+    /// no version is kept there (or none of this one, or what is kept is
+    /// not it).
+    pub async fn kept_version(&self, board_id: &str, version: &str) -> Option<Vec<u8>> {
+        let versions = self.inner.versions.as_ref()?;
+        versions.get(self.pool(), board_id, version).await
+    }
+}
+
+impl Inner {
+    /// Hands a full document just loaded (or read from the fleet tier) to
+    /// the kept versions, if they are on: once per load, not per request.
+    pub(super) fn keep_version(&self, board_id: &str, outcome: &Loaded) {
+        if let (Some(versions), Ok(doc)) = (&self.versions, outcome) {
+            versions.keep(self.loader.pool(), board_id, &doc.board);
+        }
+    }
+}
