@@ -11,6 +11,13 @@
 //! - `seal`, `open`: a version as it is kept (zstd) and read back (inflate
 //!   and the hash check), with the stored bytes printed first.
 //!
+//! `changes/cached-s-big`: whole requests through `BoardApi::respond`, in
+//! process, on the sample upstream's 6 MB board `s-big` (7,000 cards over
+//! seven boards), every one answered from the process cache: a cached
+//! `/api/detail` (JSON, full) beside a cached `/api/changes` since the
+//! version before one edit of the board (the sample upstream's
+//! `POST /demo/edit/s-big`), versions kept in a SQLite file.
+//!
 //! Run: `cargo bench --bench changes -- --warm-up-time 1 --measurement-time 5`
 
 #[path = "support/tiptap_board.rs"]
@@ -19,11 +26,14 @@ mod tiptap_board;
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::Value;
+use shared_board_api::config::ApiSettings;
+use shared_board_api::demo::SampleUpstream;
 use shared_board_api::internals::document::Coverage;
 use shared_board_api::internals::pipeline::{changes, load, LoadedBoard, Representation};
 use shared_board_api::internals::provider::answer::Answer;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::store::versions::codec;
+use shared_board_api::{BoardApi, RequestParts};
 use std::hint::black_box;
 use std::io::Write as _;
 use std::process::{Command, Stdio};
@@ -98,5 +108,91 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// `{prefix}/...?query` through `api`, in `rt`: the status, a header and the
+/// body's length.
+fn call(
+    rt: &tokio::runtime::Runtime,
+    api: &BoardApi,
+    path: &str,
+    query: &str,
+) -> (u16, Option<String>, usize) {
+    let (method, headers) = (http::Method::GET, http::HeaderMap::new());
+    let parts = RequestParts::new(&method, path, Some(query), &headers);
+    let answer = rt.block_on(api.respond(parts)).expect("ours");
+    let version = answer
+        .headers
+        .get("board-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (answer.status.as_u16(), version, answer.body.len())
+}
+
+fn cached(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let upstream = rt
+        .block_on(SampleUpstream::start(([127, 0, 0, 1], 0).into()))
+        .expect("the sample upstream starts");
+    let db = std::env::temp_dir().join(format!("sbapi-bench-{}.sqlite", std::process::id()));
+    let settings = ApiSettings::builder()
+        .set("provider.origin", upstream.origin())
+        .set("cache.ttl_seconds", 3600)
+        .set("changes.store", "sqlite")
+        .set("changes.path", db.to_string_lossy().into_owned())
+        .build()
+        .expect("valid settings");
+    let link = "url=https%3A%2F%2Fapp.milanote.com%2Fs-big%2Fx%3Fp%3Ddemo";
+    let first = BoardApi::new(&settings).expect("builds");
+    let (_, v1, _) = call(&rt, &first, "/api/detail", link);
+    let v1 = v1.expect("a version");
+    let conn = rusqlite::Connection::open(&db).expect("the file");
+    let kept = || {
+        conn.query_row(
+            "SELECT COUNT(*) FROM board_versions WHERE version = ?1",
+            [&v1],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap_or(0)
+            > 0
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !kept() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(kept(), "the first version is kept");
+    let mut edit = std::net::TcpStream::connect(upstream.addr()).expect("connects");
+    edit.write_all(b"POST /demo/edit/s-big HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .expect("asks for an edit");
+    let mut reply = String::new();
+    std::io::Read::read_to_string(&mut edit, &mut reply).expect("reads");
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let second = BoardApi::new(&settings).expect("builds");
+    let (_, v2, detail_bytes) = call(&rt, &second, "/api/detail", link);
+    assert_ne!(v2.as_deref(), Some(v1.as_str()), "edited");
+    let changes_query = format!("{link}&since={v1}");
+    let (status, _, changes_bytes) = call(&rt, &second, "/api/changes", &changes_query);
+    assert_eq!(status, 200);
+    println!(
+        "cached answers: /api/detail {detail_bytes} bytes, /api/changes {changes_bytes} bytes"
+    );
+    let mut group = c.benchmark_group("changes/cached-s-big");
+    group.bench_function("detail", |b| {
+        b.iter(|| call(&rt, &second, "/api/detail", link))
+    });
+    group.bench_function("changes", |b| {
+        b.iter(|| call(&rt, &second, "/api/changes", &changes_query))
+    });
+    group.finish();
+    drop(conn);
+    for side in ["", "-wal", "-shm"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(side);
+        let _ = std::fs::remove_file(std::path::PathBuf::from(name));
+    }
+}
+
+criterion_group!(benches, bench, cached);
 criterion_main!(benches);

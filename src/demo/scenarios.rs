@@ -223,7 +223,9 @@ fn edit_reply(origin: &str, captured: &Captured, edits: &Edits, target: &str) ->
     let Some(id) = path.strip_prefix("/demo/edit/") else {
         return status_reply(405, "method not allowed");
     };
-    let known = captured.fixture(id).is_some() || super::fixtures::fixture(id, origin).is_some();
+    let known = captured.fixture(id).is_some()
+        || super::fixtures::fixture(id, origin).is_some()
+        || super::big::big_board(id).is_some();
     if !known {
         return status_reply(404, "no such board");
     }

@@ -79,7 +79,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(12));
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
                     let value: &'de RawValue = map.next_value()?;
                     out.push((key, value));
                 }
@@ -96,9 +96,15 @@ impl<'a> Members<'a> {
     }
 }
 
+/// A string borrowed from the document unless it holds escapes (a bare
+/// `Cow` would always be copied).
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
 /// A string member, when it is one.
 fn string<'a>(raw: Option<&'a RawValue>) -> Option<Cow<'a, str>> {
-    raw.and_then(|r| serde_json::from_str::<Cow<'a, str>>(r.get()).ok())
+    raw.and_then(|r| serde_json::from_str::<Text<'a>>(r.get()).ok())
+        .map(|t| t.0)
 }
 
 #[derive(Deserialize, Default)]
@@ -129,42 +135,61 @@ pub fn read(doc: &[u8]) -> Result<Flat<'_>, Unreadable> {
         by_id: HashMap::new(),
         board_id: String::new(),
     };
-    // (raw element, parent index, depth); pushed in reverse reading order.
-    let mut stack: Vec<(&RawValue, Option<usize>, usize)> = vec![(board, None, 0)];
-    while let Some((raw, parent, depth)) = stack.pop() {
-        let Ok(members) = serde_json::from_str::<Members<'_>>(raw.get()) else {
-            if parent.is_none() {
-                return Err(Unreadable("the board is not an object".into()));
-            }
-            continue;
-        };
-        let Some(element) = element(&members, parent) else {
-            continue;
-        };
+    let Some(root) = pending(board, None, 0) else {
+        return Err(Unreadable("the board is not an object with an id".into()));
+    };
+    // Elements read, each once, with the raw `children` still to read;
+    // pushed in reverse reading order, so popped in reading order.
+    let mut stack = vec![root];
+    while let Some(next) = stack.pop() {
         let index = flat.elements.len();
-        let id = element.key;
+        let id = next.element.key;
         if id.is_empty() || flat.by_id.contains_key(id) {
             // Never written by the service: the first element of an id wins.
             continue;
         }
         flat.by_id.insert(id, index);
-        flat.elements.push(element);
-        if depth >= MAX_NESTED {
+        flat.elements.push(next.element);
+        if next.depth >= MAX_NESTED {
             continue;
         }
-        let children: Vec<&RawValue> = members
-            .get("children")
+        let raw: Vec<&RawValue> = next
+            .children
             .and_then(|c| serde_json::from_str(c.get()).ok())
             .unwrap_or_default();
-        let keys: Vec<ReadingKey> = children.iter().map(|c| reading_key(c)).collect();
+        let children: Vec<Pending<'_>> = raw
+            .into_iter()
+            .filter_map(|c| pending(c, Some(index), next.depth + 1))
+            .collect();
+        let keys: Vec<ReadingKey> = children.iter().map(|c| c.element.reading_key()).collect();
+        let mut slots: Vec<Option<Pending<'_>>> = children.into_iter().map(Some).collect();
         for i in reading_order(&keys).into_iter().rev() {
-            stack.push((children[i], Some(index), depth + 1));
+            stack.extend(slots[i].take());
         }
     }
     flat.board_id = source_board
         .or_else(|| flat.elements.first().map(|e| e.id.to_string()))
         .unwrap_or_default();
     Ok(flat)
+}
+
+/// An element read, its `children` not yet.
+struct Pending<'a> {
+    element: Element<'a>,
+    children: Option<&'a RawValue>,
+    depth: usize,
+}
+
+/// The element `raw` under `parent`; `None` when it is not an object with
+/// a string `id` (left out, with what is below it).
+fn pending(raw: &RawValue, parent: Option<usize>, depth: usize) -> Option<Pending<'_>> {
+    let members: Members<'_> = serde_json::from_str(raw.get()).ok()?;
+    let element = element(&members, parent)?;
+    Some(Pending {
+        element,
+        children: members.get("children"),
+        depth,
+    })
 }
 
 /// One element from its members; `None` without a string `id`.
@@ -214,38 +239,22 @@ fn element<'a>(members: &Members<'a>, parent: Option<usize>) -> Option<Element<'
     })
 }
 
-/// The reading key of a raw child: its `location`'s section and position.
-fn reading_key(raw: &RawValue) -> ReadingKey {
-    #[derive(Deserialize, Default)]
-    struct Child<'a> {
-        #[serde(borrow, default)]
-        location: Option<Location<'a>>,
-    }
-    #[derive(Deserialize, Default)]
-    struct Location<'a> {
-        #[serde(borrow, default)]
-        section: Option<&'a RawValue>,
-        #[serde(borrow, default)]
-        position: Option<&'a RawValue>,
-    }
-    // Only `location` is read; the rest of the child is skipped unparsed.
-    let child: Child<'_> = serde_json::from_str(raw.get()).unwrap_or_default();
-    let location = child.location.unwrap_or_default();
-    let section = string(location.section);
-    let position: Position = location
-        .position
-        .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or_default();
-    let n = |v: &Option<serde_json::Value>| v.as_ref().and_then(number);
-    ReadingKey::new(
-        section.as_deref(),
-        n(&position.x),
-        n(&position.y),
-        n(&position.index),
-    )
-}
-
 impl Element<'_> {
+    /// Its place in its parent's reading order: its section and position.
+    fn reading_key(&self) -> ReadingKey {
+        let position: Position = self
+            .field("position")
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
+        let n = |v: &Option<serde_json::Value>| v.as_ref().and_then(number);
+        ReadingKey::new(
+            self.section.as_deref(),
+            n(&position.x),
+            n(&position.y),
+            n(&position.index),
+        )
+    }
+
     /// The raw value of field `name`.
     pub fn field(&self, name: &str) -> Option<&RawValue> {
         self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
