@@ -12,7 +12,7 @@
 //! was written otherwise can only make a field look changed.
 
 use crate::document::reading::{number, reading_order, ReadingKey};
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -117,17 +117,20 @@ struct Position {
     index: Option<serde_json::Value>,
 }
 
-/// Reads `doc`, the compact JSON of a sanitized full document.
+/// Reads `doc`, the compact JSON of a sanitized full document, in one
+/// pass over its bytes: each element's members are kept as raw slices,
+/// its `children` read as elements again (serde_json's nesting limit, 128
+/// containers, bounds the reader's recursion: a deeper document is
+/// unreadable, and none the service writes or a store accepts is).
 ///
 /// # Errors
 /// [`Unreadable`] when `doc` is not an object with a `board` object.
 pub fn read(doc: &[u8]) -> Result<Flat<'_>, Unreadable> {
-    let top: Members<'_> = serde_json::from_slice(doc).map_err(|e| Unreadable(e.to_string()))?;
-    let board = top
-        .get("board")
-        .ok_or_else(|| Unreadable("no board".into()))?;
+    let text = std::str::from_utf8(doc).map_err(|e| Unreadable(e.to_string()))?;
+    let top: Top<'_> = serde_json::from_str(text).map_err(|e| Unreadable(e.to_string()))?;
+    let board = top.board.ok_or_else(|| Unreadable("no board".into()))?;
     let source_board = top
-        .get("source")
+        .source
         .and_then(|s| serde_json::from_str::<Members<'_>>(s.get()).ok())
         .and_then(|s| string(s.get("boardId")).map(Cow::into_owned));
     let mut flat = Flat {
@@ -138,8 +141,8 @@ pub fn read(doc: &[u8]) -> Result<Flat<'_>, Unreadable> {
     let Some(root) = pending(board, None, 0) else {
         return Err(Unreadable("the board is not an object with an id".into()));
     };
-    // Elements read, each once, with the raw `children` still to read;
-    // pushed in reverse reading order, so popped in reading order.
+    // Elements read, their children not yet placed; pushed in reverse
+    // reading order, so popped in reading order.
     let mut stack = vec![root];
     while let Some(next) = stack.pop() {
         let index = flat.elements.len();
@@ -153,11 +156,8 @@ pub fn read(doc: &[u8]) -> Result<Flat<'_>, Unreadable> {
         if next.depth >= MAX_NESTED {
             continue;
         }
-        let raw: Vec<&RawValue> = next
+        let children: Vec<Pending<'_>> = next
             .children
-            .and_then(|c| serde_json::from_str(c.get()).ok())
-            .unwrap_or_default();
-        let children: Vec<Pending<'_>> = raw
             .into_iter()
             .filter_map(|c| pending(c, Some(index), next.depth + 1))
             .collect();
@@ -173,21 +173,151 @@ pub fn read(doc: &[u8]) -> Result<Flat<'_>, Unreadable> {
     Ok(flat)
 }
 
-/// An element read, its `children` not yet.
+/// The document's top level: `board` read as a tree, `source` kept raw,
+/// the rest skipped; a repeated member is read once, the first.
+#[derive(Default)]
+struct Top<'a> {
+    board: Option<Tree<'a>>,
+    source: Option<&'a RawValue>,
+}
+
+/// An element as read in the one pass: its members but `children` raw, and
+/// its children as trees; anything that is not an object reads as an
+/// empty tree (no id: left out, with what is below it).
+#[derive(Default)]
+struct Tree<'a> {
+    members: Vec<(Cow<'a, str>, &'a RawValue)>,
+    children: Vec<Tree<'a>>,
+}
+
+/// A `children` array; anything else reads as no children.
+struct Forest<'a>(Vec<Tree<'a>>);
+
+/// The scalar visits of a visitor that keeps nothing of a scalar.
+macro_rules! skip_scalars {
+    ($value:ty, $empty:expr) => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<$value, E> {
+            Ok($empty)
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<$value, E> {
+            Ok($empty)
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<$value, E> {
+            Ok($empty)
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<$value, E> {
+            Ok($empty)
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<$value, E> {
+            Ok($empty)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<$value, E> {
+            Ok($empty)
+        }
+    };
+}
+
+impl<'de> Deserialize<'de> for Top<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Top<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a board document")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut top = Top::default();
+                while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+                    match key.as_ref() {
+                        "board" if top.board.is_none() => top.board = Some(map.next_value()?),
+                        "source" if top.source.is_none() => top.source = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(top)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Tree<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Tree<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an element")
+            }
+            skip_scalars!(Tree<'de>, Tree::default());
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Tree::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut tree = Tree {
+                    members: Vec::with_capacity(map.size_hint().unwrap_or(12)),
+                    children: Vec::new(),
+                };
+                let mut seen_children = false;
+                while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+                    if key == "children" && !seen_children {
+                        seen_children = true;
+                        tree.children = map.next_value::<Forest<'de>>()?.0;
+                        continue;
+                    }
+                    let value: &'de RawValue = map.next_value()?;
+                    tree.members.push((key, value));
+                }
+                Ok(tree)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Forest<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Forest<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of elements")
+            }
+            skip_scalars!(Forest<'de>, Forest(Vec::new()));
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Forest(Vec::new()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(8));
+                while let Some(tree) = seq.next_element::<Tree<'de>>()? {
+                    out.push(tree);
+                }
+                Ok(Forest(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An element read, its children not yet placed.
 struct Pending<'a> {
     element: Element<'a>,
-    children: Option<&'a RawValue>,
+    children: Vec<Tree<'a>>,
     depth: usize,
 }
 
-/// The element `raw` under `parent`; `None` when it is not an object with
-/// a string `id` (left out, with what is below it).
-fn pending(raw: &RawValue, parent: Option<usize>, depth: usize) -> Option<Pending<'_>> {
-    let members: Members<'_> = serde_json::from_str(raw.get()).ok()?;
+/// The element of `tree` under `parent`; `None` without a string `id`
+/// (left out, with what is below it).
+fn pending(tree: Tree<'_>, parent: Option<usize>, depth: usize) -> Option<Pending<'_>> {
+    let members = Members(tree.members);
     let element = element(&members, parent)?;
     Some(Pending {
         element,
-        children: members.get("children"),
+        children: tree.children,
         depth,
     })
 }
