@@ -1,5 +1,5 @@
-//! The request contract: [`BoardApi`] answers `/api/search` and
-//! `/api/detail` from plain request parts (route, method, query, share link,
+//! The request contract: [`BoardApi`] answers `/api/search`,
+//! `/api/detail` and `/api/canvas` from plain request parts (route, method, query, share link,
 //! then the pipeline and the response policies). No Pingora types here: the
 //! `host` module is the adapter.
 
@@ -18,6 +18,7 @@ use crate::client_addr::TrustedProxies;
 use crate::config::{ApiSettings, ConfigError, McpSettings};
 use crate::encoding;
 use crate::metrics;
+use crate::pipeline::Representation;
 use crate::provider::error::FetchError;
 use crate::store::{Boards, LoadError, Source};
 use error::ApiError;
@@ -130,7 +131,7 @@ pub struct BoardApi {
 }
 
 impl BoardApi {
-    /// Builds the API from validated settings. Only the two endpoints are
+    /// Builds the API from validated settings. Only its endpoints are
     /// answered (by default under `/api`); other paths are the host's, and
     /// so are other paths under the prefix unless `claim_prefix` is set
     /// (default false). Caching (default on, 60 s) and the rate limit
@@ -215,7 +216,7 @@ impl BoardApi {
         self
     }
 
-    /// Whether `path` is one this API answers: its two endpoints; with
+    /// Whether `path` is one this API answers: its endpoints; with
     /// `claim_prefix`, every path under the prefix; standalone, every path.
     pub(crate) fn owns(&self, path: &str) -> bool {
         match route::route(path, &self.prefix) {
@@ -358,7 +359,10 @@ impl BoardApi {
         } else {
             encoding::Encoding::Identity
         };
-        let representation = accept::negotiate(req.headers);
+        let representation = match endpoint {
+            Endpoint::Canvas => Representation::Canvas,
+            Endpoint::Search | Endpoint::Detail => accept::negotiate(req.headers),
+        };
         let variant = self
             .boards
             .variant(
@@ -380,6 +384,11 @@ impl BoardApi {
             document.board.completeness(),
             req.headers,
         );
+        if let (Some(disposition), true) = (&variant.rendered.disposition, response.has_body()) {
+            response
+                .headers
+                .insert(http::header::CONTENT_DISPOSITION, disposition.clone());
+        }
         let load = (source == Source::Miss).then_some(document.timing);
         response.headers.insert(
             timing::SERVER_TIMING,
@@ -489,7 +498,7 @@ enum Slot {
 /// set of repeated queries refills it at once.
 #[derive(Default)]
 struct ParseMemo {
-    by_slot: [RwLock<HashMap<Box<str>, Arc<BoardRequest>>>; 3],
+    by_slot: [RwLock<HashMap<Box<str>, Arc<BoardRequest>>>; 4],
 }
 
 impl ParseMemo {
@@ -501,6 +510,7 @@ impl ParseMemo {
             Slot::Query(Endpoint::Search) => 0,
             Slot::Query(Endpoint::Detail) => 1,
             Slot::Tool => 2,
+            Slot::Query(Endpoint::Canvas) => 3,
         }]
     }
 

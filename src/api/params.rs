@@ -81,6 +81,20 @@ fn validate(
             format!("url must be at most {MAX_URL_CHARS} characters"),
         ));
     }
+    // The canvas is the whole board: no view or selector applies to it.
+    if endpoint == Endpoint::Canvas {
+        let named = [
+            ("view", &raw.view),
+            ("include", &raw.include),
+            ("exclude", &raw.exclude),
+        ];
+        if let Some((name, _)) = named.iter().find(|(_, v)| v.is_some()) {
+            return Err(ApiError::invalid_request(
+                name,
+                "the canvas is the whole board: it takes url only",
+            ));
+        }
+    }
     // Step 4: combinations that are refused (include with exclude or view); no priority between them.
     if raw.include.is_some() && raw.exclude.is_some() {
         return Err(combination("include and exclude cannot be combined"));

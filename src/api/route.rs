@@ -7,13 +7,15 @@ use http::Method;
 /// The value of the `Allow` header on 405.
 pub const ALLOW: &str = "GET, HEAD, OPTIONS";
 
-/// The two read-only endpoints.
+/// The read-only endpoints that answer a board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     /// `/api/search`: compact by default.
     Search,
     /// `/api/detail`: full by default.
     Detail,
+    /// `/api/canvas`: the whole board as a JSON Canvas file.
+    Canvas,
 }
 
 impl Endpoint {
@@ -21,7 +23,7 @@ impl Endpoint {
     pub fn default_view(self) -> View {
         match self {
             Endpoint::Search => View::Compact,
-            Endpoint::Detail => View::Full,
+            Endpoint::Detail | Endpoint::Canvas => View::Full,
         }
     }
 
@@ -30,6 +32,7 @@ impl Endpoint {
         match self {
             Endpoint::Search => "search",
             Endpoint::Detail => "detail",
+            Endpoint::Canvas => "canvas",
         }
     }
 }
@@ -57,6 +60,7 @@ pub fn route(path: &str, prefix: &str) -> Route {
     match rest {
         "/search" => Route::Endpoint(Endpoint::Search),
         "/detail" => Route::Endpoint(Endpoint::Detail),
+        "/canvas" => Route::Endpoint(Endpoint::Canvas),
         "/mcp" => Route::Mcp,
         r if r.starts_with('/') => Route::UnderPrefix,
         // `/api` itself and `/apix/...` are not under `/api/`.
@@ -93,6 +97,9 @@ mod tests {
             ("/api", "/api/search", Route::Endpoint(Endpoint::Search)),
             ("/api", "/api/detail", Route::Endpoint(Endpoint::Detail)),
             ("/api", "/api/mcp", Route::Mcp),
+            ("/api", "/api/canvas", Route::Endpoint(Endpoint::Canvas)),
+            ("/api", "/api/canvas/", Route::UnderPrefix),
+            ("/b/v1", "/b/v1/canvas", Route::Endpoint(Endpoint::Canvas)),
             ("/api", "/api/mcp/", Route::UnderPrefix),
             ("/api", "/mcp", Route::Outside),
             ("/b/v1", "/b/v1/mcp", Route::Mcp),
@@ -141,5 +148,6 @@ mod tests {
     fn default_views() {
         assert_eq!(Endpoint::Search.default_view(), View::Compact);
         assert_eq!(Endpoint::Detail.default_view(), View::Full);
+        assert_eq!(Endpoint::Canvas.default_view(), View::Full);
     }
 }

@@ -373,6 +373,7 @@ impl Boards {
             rendered: Rendered {
                 body: compressed,
                 etag: identity.rendered.etag,
+                disposition: identity.rendered.disposition,
             },
             encoding,
         };
