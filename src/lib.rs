@@ -5,6 +5,7 @@
 //! link>`: it fetches the board from the provider (cached and coalesced),
 //! normalizes and sanitizes it, keeps the fields the caller selected and
 //! answers JSON with a weak ETag, `304`s, cache headers and CORS.
+//! `GET {prefix}/canvas` answers the same board as a JSON Canvas file.
 //!
 //! # Embedding in a Pingora gateway
 //!

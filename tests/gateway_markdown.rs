@@ -283,7 +283,7 @@ fn the_canvas_of_each_sample_board_is_valid_laid_out_and_holds_no_secret() {
             "{disposition}"
         );
         assert!(r.header("etag").is_some_and(|t| t.starts_with("W/\"")));
-        assert_eq!(r.header("board-completeness").is_some(), true);
+        assert!(r.header("board-completeness").is_some(), "{board}");
         r.assert_cors();
         let canvas = r.json();
         let errors: Vec<String> = schema.iter_errors(&canvas).map(|e| e.to_string()).collect();

@@ -3,7 +3,7 @@
 //! real service: responses received over loopback sockets must have a
 //! documented status, every required header with a valid value, and a body
 //! that validates against the operation's response schema (which `$ref`s
-//! `schema/board-document.schema.json`).
+//! `schema/board-document.schema.json` and `schema/json-canvas-1.0.schema.json`).
 
 mod common;
 
@@ -17,6 +17,7 @@ use std::time::Duration;
 
 const BASE: &str = "https://shared-board-api.test/openapi.yaml";
 const BOARD_SCHEMA_URI: &str = "https://shared-board-api.test/schema/board-document.schema.json";
+const CANVAS_SCHEMA_URI: &str = "https://shared-board-api.test/schema/json-canvas-1.0.schema.json";
 
 fn read_json(path: &str) -> Value {
     let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
@@ -32,12 +33,18 @@ static SPEC: LazyLock<Value> = LazyLock::new(|| read_json("openapi.yaml"));
 static BOARD_SCHEMA: LazyLock<Value> =
     LazyLock::new(|| read_json("schema/board-document.schema.json"));
 
-/// The spec and the BoardDocument schema, at the URIs the spec's relative
+/// The spec, the BoardDocument schema and the JSON Canvas schema, at the URIs the spec's relative
 /// `$ref`s resolve to; nothing is ever fetched.
 static REGISTRY: LazyLock<Registry<'static>> = LazyLock::new(|| {
     Registry::new()
         .add(BASE, SPEC.clone())
         .and_then(|r| r.add(BOARD_SCHEMA_URI, BOARD_SCHEMA.clone()))
+        .and_then(|r| {
+            r.add(
+                CANVAS_SCHEMA_URI,
+                read_json("schema/json-canvas-1.0.schema.json"),
+            )
+        })
         .and_then(|r| r.prepare())
         .expect("registry")
 });
@@ -141,7 +148,7 @@ fn the_catalogue_matches_the_service() {
     for e in &served {
         assert!(codes.contains(e.code()), "{} is not in ErrorCode", e.code());
         // The status this error is served with is documented on every GET.
-        for path in ["/api/search", "/api/detail"] {
+        for path in ["/api/search", "/api/detail", "/api/canvas"] {
             let responses = &SPEC["paths"][path]["get"]["responses"];
             if e.code() != "NOT_FOUND" && e.code() != "METHOD_NOT_ALLOWED" {
                 assert!(
@@ -154,7 +161,7 @@ fn the_catalogue_matches_the_service() {
     }
     // The whole error catalogue, 503 OVERLOADED included.
     assert!(codes.contains("OVERLOADED"));
-    for path in ["/api/search", "/api/detail"] {
+    for path in ["/api/search", "/api/detail", "/api/canvas"] {
         for method in ["get", "head"] {
             let responses = SPEC["paths"][path][method]["responses"]
                 .as_object()
@@ -342,6 +349,28 @@ fn responses_over_sockets_match_the_spec() {
         let inm = [("Accept", "text/markdown"), ("If-None-Match", tag.as_str())];
         assert_eq!(send(gw, "GET", &target, &inm).0, 304);
     }
+    // The JSON Canvas file, GET, HEAD and its 304, on the boards of every
+    // element type; its refusals.
+    for board in [BOARD, "5Sw7Ln4Dc2Sk8e", "7Ed9GeCa5eS0zZ"] {
+        let target = format!("/api/canvas?url={}", link(board, PERMISSION));
+        let (status, r) = send(gw, "GET", &target, &[]);
+        assert_eq!(status, 200, "{target}");
+        send(gw, "HEAD", &target, &[]);
+        let tag = r.header("etag").expect("etag").to_string();
+        assert_eq!(send(gw, "GET", &target, &[("If-None-Match", &tag)]).0, 304);
+    }
+    for query in [
+        String::new(),
+        format!("{l}&view=full"),
+        format!("{l}&include=board.title"),
+    ] {
+        assert_eq!(
+            send(gw, "GET", &format!("/api/canvas?{query}"), &[]).0,
+            400,
+            "{query}"
+        );
+    }
+    assert_eq!(send(gw, "OPTIONS", "/api/canvas", &[]).0, 204);
     // The full document is the BoardDocument itself, not only a partial one.
     let (_, full) = send(gw, "GET", &format!("/api/detail?{l}"), &[]);
     let board_document =

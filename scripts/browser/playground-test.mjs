@@ -7,6 +7,7 @@
 //
 // Screenshots: <shot>.png (search), <shot>-error.png, <shot>-canvas.png (the
 // demo board drawn), <shot>-nested.png (a nested board opened from its tile),
+// <shot>-mentions.png (the demo's card of every TipTap node),
 // <shot>-markdown.png, <shot>-constructed.png (a document with every new
 // element type and hostile text, drawn from the "saved answer" box),
 // <shot>-captured.png (a board in the web app's captured shape, grid units,
@@ -15,6 +16,7 @@
 import { chromium } from "playwright-core";
 import { constructedDocument } from "./constructed-board.mjs";
 import { mkdtempSync, rmSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -229,6 +231,32 @@ async function checkCanvas(page, shot) {
     .filter((t) => demoText.includes(t));
   check(removedText.length === 0, `the demo board: no trashed or deleted element is drawn (${removedText.join(", ") || "none"})`);
   await page.screenshot({ path: shot("canvas"), fullPage: true });
+
+  // TipTap's inline nodes read as the web app shows them: mentions as
+  // @label and board links as their title, in the line where they stand.
+  const mentions = await page.evaluate(() => {
+    const card = document.querySelector('#canvas-view [data-id="Crd9EveryNode1"]');
+    const line = card && Array.from(card.querySelectorAll("p")).find((p) => p.textContent.startsWith("Plan with"));
+    const links = line ? Array.from(line.querySelectorAll(".board-link"), (b) => [b.tagName, b.textContent, b.href || ""]) : [];
+    return { text: line ? line.textContent : null, blocks: line ? line.querySelectorAll("div, p").length : -1, links };
+  });
+  check(mentions.text === "Plan with @Ben and @Ana, day by day in Day-by-day itinerary, the Porto part in Porto day trip." &&
+    mentions.blocks === 0, `mentions and board links stay in their line (${JSON.stringify(mentions.text)})`);
+  check(mentions.links.length === 2 && mentions.links[0][0] === "A" && /^https:/.test(mentions.links[0][2]) &&
+    mentions.links[1][0] === "SPAN", `a board link with a web URL is a link, a relative one its title (${JSON.stringify(mentions.links)})`);
+  const everyNode = await page.locator('#canvas-view [data-id="Crd9EveryNode1"]');
+  await everyNode.scrollIntoViewIfNeeded();
+  await everyNode.screenshot({ path: shot("mentions") });
+
+  // The board as a JSON Canvas file, downloaded from the canvas tab.
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#canvas-download")]);
+  const file = await download.path();
+  const saved = JSON.parse(await readFile(file, "utf8"));
+  check(download.suggestedFilename().endsWith(".canvas") && Array.isArray(saved.nodes) && saved.nodes.length > 6 &&
+    Array.isArray(saved.edges) && saved.edges.length === 1,
+    `the canvas downloads as ${download.suggestedFilename()} (${saved.nodes.length} nodes, ${saved.edges.length} edge)`);
+  check((await page.textContent("#canvas-download-note")).startsWith("saved "), "the page says the file was saved");
+  if (process.env.CANVAS_OUT) await download.saveAs(process.env.CANVAS_OUT);
 
   // A nested board's tile opens its canvas; back returns.
   const nested = children.find((c) => c.type === "BOARD");

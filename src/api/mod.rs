@@ -8,6 +8,7 @@ pub mod error;
 pub mod mcp;
 pub mod params;
 pub(crate) mod playground;
+mod rate_limit;
 pub mod respond;
 pub mod route;
 pub mod share_link;
@@ -24,7 +25,7 @@ use crate::store::{Boards, LoadError, Source};
 use error::ApiError;
 use http::{HeaderMap, Method};
 use params::BoardRequest;
-use pingora_limits::rate::Rate;
+use rate_limit::RateLimiter;
 use respond::{ApiResponse, Served};
 use route::{Endpoint, MethodAction, Route};
 use std::collections::HashMap;
@@ -541,33 +542,6 @@ fn api_error(e: LoadError) -> ApiError {
             retry_after: OVERLOADED_RETRY_AFTER,
         },
         LoadError::Internal(_) => ApiError::Internal,
-    }
-}
-
-/// A per-client-address request budget per second (`board_api.rate_limit`).
-struct RateLimiter {
-    rate: Rate,
-    per_second: u32,
-}
-
-impl RateLimiter {
-    fn new(per_second: u32) -> Self {
-        RateLimiter {
-            rate: Rate::new(Duration::from_secs(1)),
-            per_second,
-        }
-    }
-
-    fn check(&self, ip: IpAddr) -> Result<(), ApiError> {
-        // `observe` returns the count of the current window; `rate()` would
-        // report the previous one.
-        let seen = self.rate.observe(&ip, 1);
-        if seen > self.per_second as isize {
-            return Err(ApiError::RateLimited {
-                retry_after: Duration::from_secs(1),
-            });
-        }
-        Ok(())
     }
 }
 

@@ -12,6 +12,9 @@ pub const UNIT: f64 = 304.0 / 34.0;
 /// Space around the nodes inside a column's group, and between them.
 pub const GROUP_PAD: f64 = 20.0;
 
+/// Height of the label canvas apps draw above a group's box.
+pub const LABEL: f64 = 32.0;
+
 /// Space kept between two nodes the last pass had to move apart.
 const GAP: f64 = 20.0;
 
