@@ -268,7 +268,7 @@ impl Response {
         assert_eq!(self.header("access-control-allow-origin"), Some("*"));
         assert_eq!(
             self.header("access-control-expose-headers"),
-            Some("ETag, Server-Timing, Board-Completeness")
+            Some("ETag, Server-Timing, Board-Completeness, Board-Version")
         );
         assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
     }
