@@ -40,7 +40,7 @@ use read::{
 };
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A board written as JSON Canvas: the document, and the name a download
 /// of it takes.
@@ -48,8 +48,7 @@ use std::collections::HashMap;
 pub struct Canvas {
     /// The `.canvas` file: compact JSON.
     pub body: Vec<u8>,
-    /// `<board title>.canvas`, as the board's title spells it (see
-    /// [`file_name`]).
+    /// The board's title (a download is named [`file_name`] of it).
     pub title: String,
 }
 
@@ -171,12 +170,37 @@ struct Writer {
     /// Which node shows each element of the board (an element folded into
     /// another's text, such as a task of a task list, names that node).
     shown_by: HashMap<String, usize>,
+    /// The node ids taken: JSON Canvas wants them unique.
+    taken: HashSet<String>,
     /// Where the elements placed so far end, for the loose ones below.
     bottom: f64,
     left: Option<f64>,
 }
 
 impl Writer {
+    /// Adds `node`, its id made unique first (an element's id is unique in
+    /// a document; an empty one, or a point's node named after its line,
+    /// gets `-2`, `-3`, ... when taken); returns its index.
+    fn push(&mut self, mut node: Node) -> usize {
+        if node.id.is_empty() {
+            node.id.push_str("node");
+        }
+        if self.taken.contains(&node.id) {
+            let base = std::mem::take(&mut node.id);
+            let mut n = 2;
+            node.id = loop {
+                let id = format!("{base}-{n}");
+                if !self.taken.contains(&id) {
+                    break id;
+                }
+                n += 1;
+            };
+        }
+        self.taken.insert(node.id.clone());
+        self.nodes.push(node);
+        self.nodes.len() - 1
+    }
+
     /// A top-level element with its top-left corner at (`x`, `y`) px.
     fn top(&mut self, node: &Value, x: f64, y: f64) -> Result<(), serde_json::Error> {
         let first = self.nodes.len();
@@ -217,8 +241,7 @@ impl Writer {
         y: f64,
         width: f64,
     ) -> Result<f64, serde_json::Error> {
-        let index = self.nodes.len();
-        self.nodes.push(Node {
+        let index = self.push(Node {
             label: Some(
                 column
                     .get("title")
@@ -259,7 +282,6 @@ impl Writer {
         y: f64,
         width: f64,
     ) -> Result<f64, serde_json::Error> {
-        let index = self.nodes.len();
         let kind_name = kind(element);
         let stored = layout::stored_units(element.get("height")).map(|h| h * UNIT);
         let url = (kind_name == "LINK")
@@ -285,7 +307,7 @@ impl Writer {
             }
         };
         let height = node.height as f64;
-        self.nodes.push(node);
+        let index = self.push(node);
         self.fold(element, index);
         Ok(height)
     }
@@ -338,10 +360,8 @@ impl Writer {
             return Some(self.nodes[index].id.clone());
         }
         let (x, y) = (number(end.get("x")?)?, number(end.get("y")?)?);
-        let id = format!("{}-{key}", id(line));
-        let first = self.nodes.len();
-        self.nodes.push(Node {
-            id: id.clone(),
+        let first = self.push(Node {
+            id: format!("{}-{key}", id(line)),
             kind: "text",
             x: (x * UNIT - 10.0).round() as i64,
             y: (y * UNIT - 10.0).round() as i64,
@@ -353,7 +373,7 @@ impl Writer {
             label: None,
         });
         self.tops.push((first, 0));
-        Some(id)
+        Some(self.nodes[first].id.clone())
     }
 
     /// Moves top-level nodes (a group with what it holds) down until none

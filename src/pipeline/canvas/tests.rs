@@ -185,3 +185,32 @@ fn file_names_are_safe() {
     }
     assert_eq!(file_name(&"x".repeat(300)).chars().count(), 107);
 }
+
+#[test]
+fn node_ids_are_unique_and_never_empty() {
+    let mut nameless = card("", 80.0, 0.0, "no id");
+    nameless["id"] = json!("");
+    let line = json!({"id": "ln", "type": "LINE", "start": {"x": 0, "y": 60}, "end": "c",
+        "location": at(0.0, 60.0), "children": []});
+    let c = canvas(vec![
+        card("c", 0.0, 0.0, "one"),
+        card("c", 40.0, 0.0, "two"),
+        card("ln-start", 0.0, 90.0, "named like a point's node"),
+        nameless,
+        line,
+    ]);
+    let ids: Vec<&str> = c["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["id"].as_str())
+        .collect();
+    let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    assert!(ids.iter().all(|id| !id.is_empty()), "{ids:?}");
+    assert!(
+        ids.contains(&"c-2") && ids.contains(&"node") && ids.contains(&"ln-start-2"),
+        "{ids:?}"
+    );
+    assert_eq!(c["edges"][0]["fromNode"], "ln-start-2");
+}
