@@ -9,6 +9,8 @@
 mod common;
 #[path = "capture_replay/hostile_answer.rs"]
 mod hostile_answer;
+#[path = "capture_replay/untrusted_dir.rs"]
+mod untrusted_dir;
 
 use common::*;
 use serde_json::Value;
