@@ -13,7 +13,7 @@
 //! - a mention (a node whose `type` ends in `mention`, in any case) loses
 //!   its `id` and its `attrs.id`, whatever their shape;
 //! - an e-mail address is replaced wherever it stands, under any key or
-//!   none, in a key, inside a longer string ([`email`]);
+//!   none, in a key, inside a longer string (the `email` module);
 //! - a string that is JSON itself (Draft.js text is stored so) is read and
 //!   scrubbed by the same rules, and written back only when that changed it.
 //!

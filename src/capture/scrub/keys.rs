@@ -37,7 +37,7 @@ const PERSON_WORDS: &[&str] = &[
 const PERSON_WHOLE_WORDS: &[&str] = &["uid", "uids"];
 
 /// Whether the value under `key` is a person's, a permission's or a token's:
-/// the key, folded ([`folded`]), holds a sensitive word; or its last word is
+/// the key's letters and digits, lower-cased, hold a sensitive word; or its last word is
 /// `by` (`updatedBy`, `seen_by`, `by`); or one of its words is `uid`. Every
 /// key the sanitizer removes is one.
 pub fn is_sensitive_key(key: &str) -> bool {

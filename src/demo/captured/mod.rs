@@ -52,7 +52,7 @@ impl Captured {
     /// # Errors
     /// A `ReadError` naming the file and the fault; a capture directory is
     /// untrusted input (only its regular files are read, sizes and counts
-    /// are bounded, names and ids checked; see [`index`]).
+    /// are bounded, names and ids checked; see the `index` module).
     pub fn load(dir: &Path) -> Result<Captured, ReadError> {
         let loaded = index::read(dir)?;
         let mut captured = Captured {
