@@ -6,8 +6,8 @@
 //! What becomes what (docs/api.md says it to clients; docs/decisions.md why):
 //!
 //! - the root board's elements become nodes in pixels: grid units times
-//!   [`layout::UNIT`], widths as stored or the web app's defaults, heights
-//!   estimated from what the node shows ([`layout`]);
+//!   [`UNIT`], widths as stored or the web app's defaults, heights
+//!   estimated from what the node shows (`layout`);
 //! - cards, documents, tasks, task lists, tables, files, comment threads
 //!   and the rest are `text` nodes holding their Markdown, written by the
 //!   board's Markdown writer ([`super::markdown::element`]); images are
@@ -20,9 +20,9 @@
 //! - lines are edges between the nodes they join (an end at a point of the
 //!   board gets a small empty node there); a line an end of which is not on
 //!   this canvas is left out;
-//! - colours are canvas colours ([`style::canvas_color`]);
-//! - no permission id: URLs that carry one are dropped ([`style::scrub`]);
-//! - finally, a node that overlaps another is moved down ([`layout::settle`]).
+//! - colours are canvas colours (`style::canvas_color`);
+//! - no permission id: URLs that carry one are dropped (`style::scrub`);
+//! - finally, a node that overlaps another is moved down (`layout::settle`).
 //!
 //! The nodes follow the document's order, which is the board's stacking
 //! order, as JSON Canvas wants (a group before what it holds).
