@@ -441,6 +441,8 @@ async function checkConstructed(page, shot) {
       hostileImgs: hostile.querySelectorAll("img").length,
       pwned: window.__pwned === true,
       jsAnchors: document.querySelectorAll('a[href^="javascript:" i]').length,
+      permissionAnchors: Array.from(document.querySelectorAll("#canvas-view a")).filter((a) => /[?&]p=/.test(a.href)).length,
+      inlineLine: (Array.from(hostile.querySelectorAll("p")).find((q) => q.textContent.startsWith("see ")) || {}).textContent,
       anchorsToNonHttp: Array.from(document.querySelectorAll("#canvas-view a")).filter((a) => !/^https?:/.test(a.href)).length,
       badLinkTag: ($('#canvas-view [data-id="l-js"] .link-title') || {}).tagName,
       badMarkTag: ($('#canvas-view [data-id="c-hostile"] .unsafe-link') || {}).tagName,
@@ -461,6 +463,8 @@ async function checkConstructed(page, shot) {
     "a card whose text holds <img src=x onerror=...> shows it as text");
   check(r.jsAnchors === 0 && r.anchorsToNonHttp === 0 && r.badLinkTag === "SPAN" && r.badMarkTag === "SPAN",
     "javascript: links are text, not anchors");
+  check(r.inlineLine === "see <b>Evil board</b> and Shared board with a chip." && r.permissionAnchors === 0,
+    `board links to a script or with a permission id are their titles as text; an unknown inline node is its label (${JSON.stringify(r.inlineLine)})`);
   const before = page.url();
   await page.click('#canvas-view [data-id="l-js"] .link-title');
   await page.click('#canvas-view [data-id="c-hostile"] .unsafe-link');
