@@ -259,6 +259,7 @@ fn print_demo_help(settings: &Settings, captured: Option<(String, usize)>) {
     println!("  curl -s '{base}{prefix}/search?url={url}&include=board.**.title'");
     println!("  curl -s '{base}{prefix}/detail?url={url}&exclude=**.timestamps'");
     println!("  curl -s -H 'Accept: text/markdown' '{base}{prefix}/detail?url={url}'");
+    println!("  curl -sOJ '{base}{prefix}/canvas?url={url}'   # saves the board as <title>.canvas");
     println!("  curl -si '{base}{prefix}/search?url={url}&include=board.password'");
     println!("  curl -si '{base}{prefix}/search?url=https%3A%2F%2Fexample.com%2Fx%3Fp%3Dy'\n");
 }
