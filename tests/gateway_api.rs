@@ -548,3 +548,35 @@ fn etags_revalidate_and_differ_by_selection() {
     );
     r.assert_error(400, "INVALID_SHARE_URL", Some("url"));
 }
+
+/// One `Board-Version` for one board's content, whatever view, selectors
+/// or representation were asked for; another board has another.
+#[test]
+fn the_board_version_is_the_same_for_every_view_of_a_board() {
+    let l = main_link();
+    let full = detail(&l);
+    let version = full.header("board-version").expect("a version").to_owned();
+    assert_eq!(version.len(), 32, "{version}");
+    assert!(version
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    for query in [
+        format!("{l}&view=standard"),
+        format!("{l}&view=compact"),
+        format!("{l}&include=board.title"),
+        format!("{l}&exclude=board.children"),
+    ] {
+        let r = detail(&query);
+        assert_eq!(r.header("board-version"), Some(version.as_str()), "{query}");
+    }
+    let markdown = request(
+        gateway(),
+        "GET",
+        &format!("/api/detail?{l}"),
+        &[("accept", "text/markdown")],
+    );
+    assert_eq!(markdown.header("board-version"), Some(version.as_str()));
+    let other = detail(&format!("url={}", link("2Xk9PqRt7LmN4v", PERMISSION)));
+    assert_eq!(other.status, 200);
+    assert_ne!(other.header("board-version"), Some(version.as_str()));
+}

@@ -134,7 +134,13 @@ fn the_post_form_answers_what_detail_answers_for_every_view_and_selector_form() 
                 let posted = post_board(&body, &[("Accept", accept)]);
                 assert_eq!(posted.status, 200, "{body} {accept}");
                 assert_eq!(posted.body, got.body, "{body} {accept}");
-                for name in ["content-type", "etag", "board-completeness", "vary"] {
+                for name in [
+                    "content-type",
+                    "etag",
+                    "board-completeness",
+                    "board-version",
+                    "vary",
+                ] {
                     assert_eq!(posted.header(name), got.header(name), "{body} {name}");
                 }
                 assert_eq!(posted.header("cache-control"), Some("no-store"));

@@ -434,6 +434,14 @@ impl BoardApi {
             document.board.completeness(),
             conditional,
         );
+        if let Some(version) = document.board.version() {
+            // 32 hex digits: always a valid value.
+            if let Ok(value) = http::HeaderValue::from_str(version) {
+                response
+                    .headers
+                    .insert(http::HeaderName::from_static(respond::BOARD_VERSION), value);
+            }
+        }
         let load = (source == Source::Miss).then_some(document.timing);
         response.headers.insert(
             timing::SERVER_TIMING,

@@ -18,7 +18,10 @@ const JSON: &str = "application/json; charset=utf-8";
 /// was loaded: `complete`, or `partial; unloaded=<n>`.
 pub const BOARD_COMPLETENESS: &str = "board-completeness";
 /// The response headers scripts on other origins may read.
-pub const EXPOSE_HEADERS: &str = "ETag, Server-Timing, Board-Completeness, X-Request-Id";
+pub const EXPOSE_HEADERS: &str =
+    "ETag, Server-Timing, Board-Completeness, Board-Version, X-Request-Id";
+/// The board version of an answer's board (see `pipeline::version`).
+pub const BOARD_VERSION: &str = "board-version";
 /// Preflight answers allow this request header when the browser names none.
 const DEFAULT_ALLOW_HEADERS: &str = "If-None-Match";
 

@@ -1,5 +1,5 @@
 //! The sample upstream's `/api/boards` answer: the requested boards' fixture
-//! files merged, plus the synthetic `s-deep-<n>` chain.
+//! files merged, plus the synthetic `s-deep-<n>` chain and the `s-big` tree.
 
 use super::captured::Captured;
 use super::fixtures;
@@ -35,6 +35,7 @@ pub fn boards_body(ids: &[&str], token_ok: bool, origin: &str, captured: &Captur
         let Some(fixture) = fixture
             .or_else(|| fixtures::fixture(id, origin))
             .or_else(|| deep_board(id))
+            .or_else(|| super::big::big_board(id))
         else {
             errors.insert(id.into(), json!({"error": {"code": "BOARD_NOT_FOUND"}}));
             returned.insert(id.into(), json!(false));

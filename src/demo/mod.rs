@@ -59,6 +59,7 @@
 //! The `fault-*` board answers that are data (not HTTP faults) and `s-*` boards
 //! live in `src/demo/fixtures/scenarios/`; `build.rs` embeds them with the boards.
 
+mod big;
 mod boards;
 mod captured;
 mod fixtures;

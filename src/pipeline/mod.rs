@@ -18,9 +18,11 @@
 
 pub mod load;
 pub mod markdown;
+pub mod nested;
 pub mod reference;
 pub mod render;
 pub mod search;
+pub mod version;
 
 pub use load::BoardLoader;
 pub use render::{render, RenderError, Rendered};
@@ -69,6 +71,9 @@ pub struct LoadedBoard {
     /// the whole document noted them (the fleet tier's check); empty when
     /// not known.
     entries: Box<[Range<usize>]>,
+    /// The board version of a full document ([`version`]); `None` for an
+    /// outline.
+    version: Option<Box<str>>,
 }
 
 impl LoadedBoard {
@@ -109,11 +114,17 @@ impl LoadedBoard {
         coverage: Coverage,
         completeness: Completeness,
     ) -> Self {
+        let envelope = render::exact(envelope);
+        let end = envelope.len().saturating_sub(1);
+        let version = (coverage == Coverage::Full).then(|| {
+            version::version_of(envelope.get(render::PREFIX.len()..end).unwrap_or_default())
+        });
         LoadedBoard {
-            envelope: render::exact(envelope),
+            envelope,
             coverage,
             completeness,
             entries: Box::default(),
+            version,
         }
     }
 
@@ -137,6 +148,12 @@ impl LoadedBoard {
         self.envelope
             .get(render::PREFIX.len()..end)
             .unwrap_or_default()
+    }
+
+    /// The board version (`Board-Version`) of a full document; `None` for
+    /// an outline.
+    pub fn version(&self) -> Option<&str> {
+        self.version.as_deref()
     }
 
     /// How much of the board the document holds.
@@ -212,6 +229,7 @@ impl LoadedBoard {
         std::mem::size_of::<Self>()
             + self.envelope.len()
             + std::mem::size_of_val::<[Range<usize>]>(&self.entries)
+            + self.version.as_ref().map_or(0, |v| v.len())
     }
 }
 
@@ -343,6 +361,7 @@ mod tests {
         let doc = json!({"board": {"children": (0..500).map(|i| json!({"id": format!("e{i}"), "title": "card ".repeat(i % 7)})).collect::<Vec<_>>()}});
         let real = serde_json::to_vec(&doc).expect("serializes").len();
         let board = board(doc);
-        assert!(board.weight() >= real && board.weight() < real + 96);
+        // The struct, the envelope around the document and the version.
+        assert!(board.weight() >= real && board.weight() < real + 160);
     }
 }

@@ -65,6 +65,10 @@ pub struct Match {
     pub kind: String,
     /// Titles (or first words) from the root board to the element's parent.
     pub path: Vec<String>,
+    /// The board that holds the element (the root board's id for the root
+    /// itself): what to read to see it in context.
+    #[serde(rename = "boardId")]
+    pub board_id: String,
     /// Where the text was found: `title`, `text`, `caption`, `url`,
     /// `fileName`, `table` or `comment`.
     pub field: &'static str,
@@ -116,10 +120,15 @@ pub fn search(doc: &[u8], query: &str, limit: usize) -> Result<Found, SearchErro
         unloaded_boards: 0,
     };
     let mut path: Vec<String> = Vec::new();
+    // `owners[k]`: the innermost board on the path down to (and with) the
+    // element at depth `k`.
+    let mut owners: Vec<&str> = Vec::new();
     // Pre-order: an element, then its children in reading order.
     let mut stack: Vec<(&Node<'_>, usize)> = vec![(root, 0)];
     while let Some((node, depth)) = stack.pop() {
         path.truncate(depth);
+        owners.truncate(depth);
+        let holder = owners.last().copied().unwrap_or(&root.id);
         if node.kind == "BOARD" && node.children_loaded == Some(false) {
             found.unloaded_boards += 1;
         }
@@ -130,12 +139,18 @@ pub fn search(doc: &[u8], query: &str, limit: usize) -> Result<Found, SearchErro
                     id: node.id.to_string(),
                     kind: node.kind.to_string(),
                     path: path.clone(),
+                    board_id: holder.to_owned(),
                     field,
                     snippet,
                 });
             }
         }
         path.push(node.label());
+        owners.push(if node.kind == "BOARD" {
+            &node.id
+        } else {
+            holder
+        });
         let keys: Vec<ReadingKey> = node.children.iter().map(Node::reading_key).collect();
         for i in reading_order(&keys).into_iter().rev() {
             stack.push((&node.children[i], depth + 1));

@@ -16,17 +16,21 @@
 
 use super::era::Era;
 use super::jsonrpc::{Object, Params, RpcError, INVALID_PARAMS};
+use super::read;
 use super::server::MODERN_META;
 use super::tools::{self, Tool};
 use crate::api::error::ApiError;
 use crate::api::respond::Served;
 use crate::api::{api_error, log_failure, timing, BoardApi, RequestParts};
+use crate::document::Coverage;
 use crate::encoding::Encoding;
 use crate::metrics;
-use crate::pipeline::render::PREFIX;
+use crate::pipeline::markdown::{self, pages::Paged};
+use crate::pipeline::nested::nested_document;
+use crate::pipeline::render::{render_bytes, PREFIX};
 use crate::pipeline::search::{self, Found};
 use crate::pipeline::Representation;
-use crate::store::{Doc, Source};
+use crate::store::{Doc, LoadError, Source};
 use bytes::Bytes;
 use http::HeaderValue;
 use serde_json::json;
@@ -102,26 +106,36 @@ impl BoardApi {
         if let (Some(limiter), Some(ip)) = (&self.limiter, req.client_ip) {
             limiter.check(ip)?;
         }
-        let (values, json, search) = match tool {
-            Tool::ReadBoard => {
-                let a = tools::read_args(args)?;
-                (a.values, a.json, None)
-            }
+        let (read, search) = match tool {
+            Tool::ReadBoard => (Some(tools::read_args(args)?), None),
             Tool::SearchBoard => {
                 let a = tools::search_args(args)?;
-                ([a.url, None, None, None], false, Some((a.query, a.limit)))
+                let read = tools::ReadArgs {
+                    values: [a.url, None, None, None],
+                    json: false,
+                    max_chars: tools::DEFAULT_MAX_CHARS,
+                    cursor: None,
+                    board: None,
+                };
+                (Some(read), Some((a.query, a.limit)))
             }
         };
-        let request = self.parsed_values(values.each_ref().map(Option::as_deref))?;
+        let Some(read) = read else {
+            return Err(ApiError::Internal);
+        };
+        let request = self.parsed_values(read.values.each_ref().map(Option::as_deref))?;
         let board_id = request.link.board_id.as_str();
         served.board = Some(Arc::from(board_id));
+        // A read is bound to a board version (its cursors are), which only
+        // a full document has: it is loaded whole, whatever the selection.
+        let coverage = if search.is_some() {
+            request.selection.coverage()
+        } else {
+            Coverage::Full
+        };
         let (outcome, source) = self
             .boards
-            .document(
-                board_id,
-                &request.link.permission_id,
-                request.selection.coverage(),
-            )
+            .document(board_id, &request.link.permission_id, coverage)
             .await;
         served.cache = Some(source.name());
         metrics::cache(source != Source::Miss);
@@ -145,42 +159,183 @@ impl BoardApi {
                     .await
                     .map_err(internal)?
             }
+            None if read.json => self.read_json(&doc, &request.selection, &read).await?,
             None => {
-                let kind = if json {
-                    "mcp.read_board.json"
-                } else {
-                    "mcp.read_board.md"
-                };
-                let key = request.selection.canonical_shared();
-                if let Some(core) = self.boards.cached_derived(&doc, kind, &key) {
-                    return Ok(self.finish(core, &doc, source, started, called));
-                }
-                let representation = if json {
-                    Representation::Json
-                } else {
-                    Representation::Markdown
-                };
-                let variant = self
-                    .boards
-                    .variant(
-                        &doc,
-                        "detail",
-                        &request.selection,
-                        representation,
-                        Encoding::Identity,
-                    )
-                    .await
-                    .map_err(internal)?;
-                let body = variant.rendered.body;
-                self.boards
-                    .derived(&doc, kind, key, move |_| {
-                        read_core(&body, json).map(Bytes::from)
-                    })
-                    .await
-                    .map_err(internal)?
+                self.read_page(&doc, board_id, &request.selection, &read)
+                    .await?
             }
         };
         Ok(self.finish(core, &doc, source, started, called))
+    }
+
+    /// `read_board` as JSON: the document (or the nested board asked for)
+    /// as `/api/detail` renders it, refused when over the budget (JSON is
+    /// not cut: its parts are what selectors and `board` are for).
+    async fn read_json(
+        &self,
+        doc: &Doc,
+        selection: &crate::select::Selection,
+        read: &tools::ReadArgs<'_>,
+    ) -> Result<Bytes, ApiError> {
+        let internal = |e: LoadError| {
+            log::error!("read_board: {e}");
+            api_error(e)
+        };
+        let canonical = selection.canonical_shared();
+        let core = match read.board.as_deref() {
+            None => {
+                let kind = "mcp.read_board.json";
+                match self.boards.cached_derived(doc, kind, &canonical) {
+                    Some(core) => core,
+                    None => {
+                        let variant = self
+                            .boards
+                            .variant(
+                                doc,
+                                "detail",
+                                selection,
+                                Representation::Json,
+                                Encoding::Identity,
+                            )
+                            .await
+                            .map_err(internal)?;
+                        let body = variant.rendered.body;
+                        self.boards
+                            .derived(doc, kind, canonical, move |_| {
+                                read_core(&body, true).map(Bytes::from)
+                            })
+                            .await
+                            .map_err(internal)?
+                    }
+                }
+            }
+            Some(nested) => {
+                let key: Arc<str> = format!("{canonical}\0{nested}").into();
+                let (selection, nested) = (selection.clone(), nested.to_owned());
+                let core = self
+                    .boards
+                    .derived(doc, "mcp.read_board.json.nested", key, move |board| {
+                        // No such board: empty bytes, which no core is.
+                        let Ok(sub) = nested_document(board.document_json(), &nested) else {
+                            return Ok(Bytes::new());
+                        };
+                        let canonical = selection.canonical();
+                        let body = render_bytes("detail", &selection, &canonical, &sub)
+                            .map_err(|e| e.to_string())?
+                            .body;
+                        read_core(&body, true).map(Bytes::from)
+                    })
+                    .await
+                    .map_err(internal)?;
+                if core.is_empty() {
+                    return Err(no_such_board());
+                }
+                core
+            }
+        };
+        // The core holds the JSON twice (text and structuredContent).
+        let chars = char_count(&core) / 2;
+        if chars > read.max_chars {
+            return Err(ApiError::invalid_request(
+                "max_chars",
+                format!(
+                    "the board as JSON is about {chars} characters, over max_chars ({}): read it as Markdown (format markdown, paged with cursor), narrow it with view, include or exclude, or read one nested board with board",
+                    read.max_chars
+                ),
+            ));
+        }
+        Ok(core)
+    }
+
+    /// `read_board` as Markdown: one page within the budget, from the start
+    /// or from where a cursor says (see [`read`]).
+    async fn read_page(
+        &self,
+        doc: &Doc,
+        board_id: &str,
+        selection: &crate::select::Selection,
+        args: &tools::ReadArgs<'_>,
+    ) -> Result<Bytes, ApiError> {
+        let internal = |e: LoadError| {
+            log::error!("board {board_id}: {e}");
+            api_error(e)
+        };
+        let version: Arc<str> = doc.board.version().unwrap_or_default().into();
+        let canonical = selection.canonical_shared();
+        let nested = args.board.as_deref().map(str::to_owned);
+        let bound = read::binding(&canonical, nested.as_deref(), false);
+        let start = match args.cursor.as_deref() {
+            Some(cursor) => read::resume(cursor, board_id, &version, &bound)?,
+            None => 0,
+        };
+        let max_chars = args.max_chars;
+        let page_key: Arc<str> = format!("{bound}:{start}:{max_chars}").into();
+        if let Some(core) = self
+            .boards
+            .cached_derived(doc, "mcp.read_board.md", &page_key)
+        {
+            return Ok(core);
+        }
+        let paged_key: Arc<str> =
+            format!("{canonical}\0{}", nested.as_deref().unwrap_or("")).into();
+        let paged = {
+            let selection = selection.clone();
+            self.boards
+                .derived(doc, "mcp.read_board.paged", paged_key, move |board| {
+                    let text = match &nested {
+                        // No such board: empty bytes, which no layout is.
+                        Some(id) => match nested_document(board.document_json(), id) {
+                            Ok(sub) => markdown::render_paged(&selection, &sub),
+                            Err(_) => return Ok(Bytes::new()),
+                        },
+                        None => markdown::render_paged(&selection, board.document_json()),
+                    };
+                    let text = text.map_err(|_| "board document is not compact JSON".to_owned())?;
+                    Ok(text.encode())
+                })
+                .await
+                .map_err(internal)?
+        };
+        if paged.is_empty() {
+            return Err(no_such_board());
+        }
+        let board = board_id.to_owned();
+        let refused: Arc<std::sync::Mutex<Option<ApiError>>> = Arc::default();
+        let refusal = Arc::clone(&refused);
+        let core = self
+            .boards
+            .derived(doc, "mcp.read_board.md", page_key, move |_| {
+                let paged = Paged::decode(&paged).ok_or("a paged render that does not decode")?;
+                let next = |offset| {
+                    read::Cursor {
+                        board_id: board.clone(),
+                        version: version.to_string(),
+                        bound: bound.clone(),
+                        offset,
+                    }
+                    .encode()
+                };
+                match read::show(&paged, start, max_chars, next) {
+                    Ok(shown) => Ok(Bytes::from(read::core(&shown, &version, paged.title()))),
+                    Err(e) => {
+                        // A cursor past every block: refused, and the
+                        // empty answer is not a core.
+                        if let Ok(mut slot) = refusal.lock() {
+                            *slot = Some(e);
+                        }
+                        Ok(Bytes::new())
+                    }
+                }
+            })
+            .await
+            .map_err(internal)?;
+        if core.is_empty() {
+            let refused = refused.lock().ok().and_then(|mut r| r.take());
+            return Err(refused.unwrap_or_else(|| {
+                ApiError::invalid_request("cursor", "cursor is not a nextCursor of this server")
+            }));
+        }
+        Ok(core)
     }
 
     /// A tool's core, once read: notes its `Server-Timing`.
@@ -296,6 +451,19 @@ fn search_core(found: &Found) -> String {
         &text,
         &format!(",\"structuredContent\":{structured},\"isError\":false"),
     )
+}
+
+/// The error of a `board` argument that names no board of the tree.
+fn no_such_board() -> ApiError {
+    ApiError::invalid_request(
+        "board",
+        "no board with this id in the loaded board: use an id from search_board's boardId or from the list of nested boards not shown",
+    )
+}
+
+/// Characters in UTF-8 `bytes`.
+fn char_count(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| (b as i8) >= -0x40).count()
 }
 
 /// A failed tool's core: `CODE: message` (and the hint, when there is one)

@@ -25,6 +25,7 @@ pub mod era;
 pub mod jsonrpc;
 
 mod call;
+mod read;
 mod server;
 mod tools;
 

@@ -1,11 +1,18 @@
-//! The two tools, `read_board` and `search_board`: their definitions (input
+//! The tools, `read_board` and `search_board`: their definitions (input
 //! schemas, annotations) and their arguments, checked into what the board
 //! endpoints check (a share link, a selection) or refused as the endpoints
-//! refuse a query, with the same codes.
+//! refuse a query, with the same codes. Every definition is sent to an
+//! agent on every turn, so each says what it must in few words.
 
 use super::jsonrpc::{self, Object};
 use crate::api::error::ApiError;
 use crate::pipeline::search::{DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS};
+use std::ops::RangeInclusive;
+
+/// `read_board`'s answer budget when the call names none, in characters.
+pub const DEFAULT_MAX_CHARS: usize = 40_000;
+/// The budgets a call may name.
+pub const MAX_CHARS: RangeInclusive<usize> = 1_000..=400_000;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
@@ -26,19 +33,23 @@ pub fn definitions() -> Value {
         "maxLength": 2048,
         "description": "The board's share link: https://app.milanote.com/<boardId>/<slug>?p=<permissionId> (the slug may be left out)",
     });
+    let selectors = |what: &str| json!({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}], "description": what});
     json!([
         {
             "name": "read_board",
             "title": "Read a Milanote board",
-            "description": "Reads a public Milanote board from its share link: cards, notes, tasks, links, images, files, tables, comments and the nested boards loaded with it. Markdown in reading order by default; format json gives the BoardDocument JSON. view, include and exclude select parts of the board as /api/detail does (default: the full board).",
+            "description": "Reads a public Milanote board (and the nested boards loaded with it) from its share link as Markdown in reading order, at most max_chars characters per call: when more follows, the answer says so and gives nextCursor; call again with the same arguments and that cursor. board reads one nested board (ids from search_board or the list of boards not shown). format json gives the BoardDocument JSON.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "url": url,
-                    "view": {"type": "string", "enum": ["compact", "standard", "full"], "description": "compact: ids, types and titles of the whole tree; standard: the root's headline fields and all children; full (default): the whole document"},
-                    "include": {"type": "string", "description": "Comma-separated field selectors to keep, e.g. board.title,board.children.richText (not with view or exclude)"},
-                    "exclude": {"type": "string", "description": "Comma-separated field selectors to leave out of the view (not with include)"},
-                    "format": {"type": "string", "enum": ["markdown", "json"], "default": "markdown", "description": "markdown (default) or json"},
+                    "board": {"type": "string", "description": "Id of a nested board to read as the root"},
+                    "max_chars": {"type": "integer", "minimum": MAX_CHARS.start(), "maximum": MAX_CHARS.end(), "default": DEFAULT_MAX_CHARS},
+                    "cursor": {"type": "string", "description": "nextCursor of the previous answer"},
+                    "view": {"type": "string", "enum": ["compact", "standard", "full"], "description": "compact: ids, types and titles only; full (default): everything"},
+                    "include": selectors("Field selectors to keep, e.g. board.title,board.children.title"),
+                    "exclude": selectors("Field selectors to leave out"),
+                    "format": {"type": "string", "enum": ["markdown", "json"], "default": "markdown"},
                 },
                 "required": ["url"],
                 "additionalProperties": false,
@@ -48,7 +59,7 @@ pub fn definitions() -> Value {
         {
             "name": "search_board",
             "title": "Search a Milanote board",
-            "description": "Finds text in a public Milanote board and the nested boards loaded with it: titles, card and document text, captions, link URLs, file names, table cells and comments, case-insensitively. Lists matching elements in reading order with their id, type, the path of titles from the root board and a snippet; matches past the limit are counted.",
+            "description": "Finds text (case-insensitive) in a public Milanote board and its loaded nested boards: titles, text, captions, URLs, file names, table cells, comments. Lists matches in reading order with id, type, path, snippet and the boardId that holds them (read_board with board reads there).",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -71,10 +82,11 @@ pub fn definitions() -> Value {
                             "id": {"type": "string"},
                             "type": {"type": "string"},
                             "path": {"type": "array", "items": {"type": "string"}},
+                            "boardId": {"type": "string"},
                             "field": {"type": "string", "enum": ["title", "text", "caption", "url", "fileName", "table", "comment"]},
                             "snippet": {"type": "string"},
                         },
-                        "required": ["id", "type", "path", "field", "snippet"],
+                        "required": ["id", "type", "path", "boardId", "field", "snippet"],
                     }},
                     "unloadedBoards": {"type": "integer", "minimum": 0},
                 },
@@ -113,9 +125,16 @@ impl Tool {
 /// `read_board`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadArgs<'a> {
-    /// `url`, `view`, `include`, `exclude`, as the endpoints take them.
+    /// `url`, `view`, `include`, `exclude`, as the endpoints take them
+    /// (selector arrays joined with commas).
     pub values: [Option<Cow<'a, str>>; 4],
     pub json: bool,
+    /// The answer's budget in characters.
+    pub max_chars: usize,
+    /// Where the previous answer stopped.
+    pub cursor: Option<Cow<'a, str>>,
+    /// A nested board to read as the root.
+    pub board: Option<Cow<'a, str>>,
 }
 
 /// `search_board`'s arguments.
@@ -128,10 +147,22 @@ pub struct SearchArgs<'a> {
 }
 
 /// # Errors
-/// `INVALID_REQUEST` for an unknown argument, a value of the wrong type or
-/// an unknown `format`.
+/// `INVALID_REQUEST` for an unknown argument, a value of the wrong type, an
+/// unknown `format`, or a `max_chars` outside [`MAX_CHARS`].
 pub fn read_args<'a>(args: &Object<'a>) -> Result<ReadArgs<'a>, ApiError> {
-    known(args, &["url", "view", "include", "exclude", "format"])?;
+    known(
+        args,
+        &[
+            "url",
+            "view",
+            "include",
+            "exclude",
+            "format",
+            "max_chars",
+            "cursor",
+            "board",
+        ],
+    )?;
     let json = match text(args, "format")?.as_deref() {
         None | Some("markdown") => false,
         Some("json") => true,
@@ -142,15 +173,70 @@ pub fn read_args<'a>(args: &Object<'a>) -> Result<ReadArgs<'a>, ApiError> {
             ))
         }
     };
+    let max_chars = integer(args, "max_chars", MAX_CHARS)?.unwrap_or(DEFAULT_MAX_CHARS);
     Ok(ReadArgs {
         values: [
             text(args, "url")?,
             text(args, "view")?,
-            text(args, "include")?,
-            text(args, "exclude")?,
+            selectors(args, "include")?,
+            selectors(args, "exclude")?,
         ],
         json,
+        max_chars,
+        cursor: text(args, "cursor")?,
+        board: text(args, "board")?,
     })
+}
+
+/// A selector list: absent, a comma-separated string, or an array of
+/// selector strings (joined with commas, as the endpoints take them).
+fn selectors<'a>(args: &Object<'a>, name: &str) -> Result<Option<Cow<'a, str>>, ApiError> {
+    let Some(raw) = args.get(name) else {
+        return Ok(None);
+    };
+    if raw.get().starts_with('[') {
+        let items: Vec<String> = serde_json::from_str(raw.get()).map_err(|_| {
+            ApiError::invalid_request(
+                name,
+                format!("{name} must be a string or an array of strings"),
+            )
+        })?;
+        return Ok(Some(Cow::Owned(items.join(","))));
+    }
+    text(args, name).map_err(|_| {
+        ApiError::invalid_request(
+            name,
+            format!("{name} must be a string or an array of strings"),
+        )
+    })
+}
+
+/// An integer argument as written (not `5.0`, not `"5"`) within `range`;
+/// `None` when absent or `null`.
+fn integer(
+    args: &Object<'_>,
+    name: &str,
+    range: RangeInclusive<usize>,
+) -> Result<Option<usize>, ApiError> {
+    match args.get(name) {
+        None => Ok(None),
+        Some(v) if jsonrpc::is_null(v) => Ok(None),
+        Some(v) => (v.get().bytes().all(|b| b.is_ascii_digit()))
+            .then(|| v.get().parse::<usize>().ok())
+            .flatten()
+            .filter(|n| range.contains(n))
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::invalid_request(
+                    name,
+                    format!(
+                        "{name} must be an integer from {} to {}",
+                        range.start(),
+                        range.end()
+                    ),
+                )
+            }),
+    }
 }
 
 /// # Errors
@@ -174,21 +260,7 @@ pub fn search_args<'a>(args: &Object<'a>) -> Result<SearchArgs<'a>, ApiError> {
             format!("query must be at most {MAX_QUERY_CHARS} characters"),
         ));
     }
-    let limit = match args.get("limit") {
-        None => DEFAULT_LIMIT,
-        Some(v) if jsonrpc::is_null(v) => DEFAULT_LIMIT,
-        // An integer as written: not 5.0, not "5".
-        Some(v) => (v.get().bytes().all(|b| b.is_ascii_digit()))
-            .then(|| v.get().parse::<usize>().ok())
-            .flatten()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid_request(
-                    "limit",
-                    format!("limit must be an integer from 1 to {MAX_LIMIT}"),
-                )
-            })?,
-    };
+    let limit = integer(args, "limit", 1..=MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
     Ok(SearchArgs {
         url,
         query: query.to_owned(),

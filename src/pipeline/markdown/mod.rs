@@ -18,6 +18,7 @@
 mod draft;
 mod nodes;
 mod out;
+pub mod pages;
 mod read;
 mod rich;
 mod table;
@@ -48,6 +49,22 @@ pub fn render(selection: &Selection, doc: &[u8]) -> Result<String, Malformed> {
     selection.apply_into(doc, &mut scratch, &mut tree)?;
     let value = tree.finish()?;
     Ok(write(&value, arena.allocated_bytes()))
+}
+
+/// [`render`], in pages: the same text, with where its blocks and board
+/// sections start ([`pages::Paged`]).
+///
+/// # Errors
+/// As [`render`].
+pub fn render_paged(selection: &Selection, doc: &[u8]) -> Result<pages::Paged, Malformed> {
+    let arena = value::Bump::with_capacity(doc.len() / 16);
+    let mut scratch = Vec::new();
+    let mut tree = read::Tree::new(&arena);
+    selection.apply_into(doc, &mut scratch, &mut tree)?;
+    let value = tree.finish()?;
+    let mut out = out::Out::with_capacity(arena.allocated_bytes() / 8 + 256);
+    nodes::document(&mut out, &value);
+    Ok(pages::Paged::from_out(out))
 }
 
 /// The reference reading: the compact or pretty JSON of an already selected

@@ -10,6 +10,7 @@
 //! simply not written, so `compact` gives an outline of titles and types.
 
 use super::out::{is_web_url, Flow, Out, Sep};
+use super::pages::BoardMark;
 use super::rich::{self, heading_text, task_marker};
 use super::value::{prefetch, V};
 use std::borrow::Cow;
@@ -42,7 +43,21 @@ fn section<'d, 'a>(
             None => title.push_str(" (not loaded)"),
         }
     }
+    let start = out.len();
     heading_text(out, level, &title);
+    out.boards.push(BoardMark {
+        // The heading's own block: the text before it ends a block.
+        start: out
+            .blocks
+            .last()
+            .copied()
+            .filter(|&b| b >= start)
+            .unwrap_or(start),
+        id: board.str("id").map(str::to_owned),
+        title: board.str("title").unwrap_or("Untitled board").to_owned(),
+        level,
+        elements: count(board),
+    });
     let mut lines = Vec::new();
     children(out, board, level, data, labels, &mut lines);
     if lines.is_empty() {
@@ -250,6 +265,11 @@ fn comments(out: &mut Out, node: &V, level: usize) {
         });
         out.end_block();
     }
+}
+
+/// How many elements lie below `node`, nested boards' own included.
+fn count(node: &V) -> usize {
+    node.list("children").iter().map(|c| 1 + count(c)).sum()
 }
 
 /// The lines below `node` (a line's own children, which nothing else

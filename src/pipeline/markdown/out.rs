@@ -44,6 +44,11 @@ pub struct Out {
     /// in the current container.
     owed: Option<Sep>,
     sep: Sep,
+    /// Where each block of the document's own level (outside any quote or
+    /// list) starts, in bytes: the places a page may end.
+    pub(super) blocks: Vec<usize>,
+    /// Each board section, as it starts.
+    pub(super) boards: Vec<super::pages::BoardMark>,
 }
 
 impl Out {
@@ -56,6 +61,8 @@ impl Out {
             after_marker: false,
             owed: None,
             sep: Sep::Blank,
+            blocks: Vec::new(),
+            boards: Vec::new(),
         }
     }
 
@@ -63,6 +70,12 @@ impl Out {
     pub fn finish(mut self) -> String {
         self.end_line();
         self.buf
+    }
+
+    /// [`Out::finish`], with where its blocks and board sections start.
+    pub fn finish_paged(mut self) -> (String, Vec<usize>, Vec<super::pages::BoardMark>) {
+        self.end_line();
+        (self.buf, self.blocks, self.boards)
     }
 
     /// Starts a block: on a new line, after the separator owed.
@@ -76,6 +89,14 @@ impl Out {
             self.buf.push_str(self.prefix.trim_end());
             self.buf.push('\n');
         }
+        if self.prefix.is_empty() {
+            self.blocks.push(self.buf.len());
+        }
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.buf.len()
     }
 
     /// Ends a block: the next one in this container is separated from it.
