@@ -157,7 +157,9 @@ mod tests {
             "id=\"outline\"",
             "id=\"canvas\"",
             "id=\"markdown\"",
-            "id=\"curl\"",
+            "id=\"snippet-curl\"",
+            "id=\"snippet-fetch\"",
+            "id=\"snippet-python\"",
         ] {
             assert!(page.contains(id), "{id} missing");
         }
