@@ -387,7 +387,7 @@ fn every_json_example_parses_and_answers_match_their_schemas() {
             let values: Vec<serde_json::Value> = if info == "jsonl" {
                 body.lines()
                     .filter(|l| !l.trim().is_empty())
-                    .map(|l| serde_json::from_str(l))
+                    .map(serde_json::from_str)
                     .collect::<Result<_, _>>()
             } else {
                 serde_json::from_str(body).map(|v| vec![v])

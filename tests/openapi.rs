@@ -433,7 +433,9 @@ fn responses_over_sockets_match_the_spec() {
     }
     // The POST form: its answers and refusals.
     let share = format!("https://app.milanote.com/{BOARD}/demo?p={PERMISSION}");
-    let posts: [(&str, String, &[(&str, &str)], u16); 9] = [
+    // Content-Type, body, more headers, the status expected.
+    type Post<'a> = (&'a str, String, &'a [(&'a str, &'a str)], u16);
+    let posts: [Post; 9] = [
         (
             "application/json",
             json!({"url": share}).to_string(),
