@@ -71,7 +71,11 @@ mod wire;
 pub(crate) use captured::index as capture_index;
 pub use captured::Captured;
 
-// For the crate's own tests, not part of the documented surface.
+// For the crate's own tests and fuzz targets, not part of the documented
+// surface (`sample_boards_body`: the capture reader's fuzz target serves
+// what it read with it).
+#[doc(hidden)]
+pub use boards::boards_body as sample_boards_body;
 #[doc(hidden)]
 pub use fixtures::board_ids as fixture_board_ids;
 #[doc(hidden)]
@@ -159,6 +163,11 @@ impl SampleUpstream {
         captured: Captured,
     ) -> std::io::Result<SampleUpstream> {
         let listener = TcpListener::bind(addr).await?;
+        Self::serve(listener, captured)
+    }
+
+    /// Serves on `listener`, on the current tokio runtime.
+    fn serve(listener: TcpListener, captured: Captured) -> std::io::Result<SampleUpstream> {
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             origin: format!("http://{addr}"),
@@ -190,26 +199,12 @@ impl SampleUpstream {
         captured: Captured,
     ) -> std::io::Result<SampleUpstream> {
         listener.set_nonblocking(true)?;
-        let listener = TcpListener::from_std(listener)?;
-        let addr = listener.local_addr()?;
-        let state = Arc::new(State {
-            origin: format!("http://{addr}"),
-            captured,
-            ..State::default()
-        });
-        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
-        log::info!("sample Milanote upstream listening on http://{addr}");
-        Ok(SampleUpstream {
-            addr,
-            state,
-            task,
-            thread_stop: None,
-        })
+        Self::serve(TcpListener::from_std(listener)?, captured)
     }
 
     /// Bind `addr` and serve from a dedicated thread with its own tokio
-    /// runtime, for callers without a runtime of their own (the binary's
-    /// `--demo`, before Pingora's `Server::run_forever` takes the main thread).
+    /// runtime, for callers without a runtime of their own (tests, tools;
+    /// not a process that forks afterwards: the thread would not survive).
     ///
     /// # Errors
     ///
