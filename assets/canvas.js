@@ -452,5 +452,54 @@ const BoardCanvas = (function () {
     };
   }
 
-  return { create, safeUrl, UNIT };
+  // ---- the board as a file ----
+
+  // The board of `link` as a JSON Canvas file (GET <base>/api/canvas),
+  // saved under the name the answer gives it; what happened goes to
+  // `note`, as text. An error is shown, not saved.
+  async function download(base, link, note) {
+    note.textContent = "loading...";
+    const q = new URLSearchParams();
+    q.set("url", link);
+    let res;
+    let blob;
+    try {
+      res = await fetch(base + "/api/canvas?" + q.toString());
+      blob = await res.blob();
+    } catch (e) {
+      note.textContent = "request failed: " + e.message;
+      return;
+    }
+    if (!res.ok) {
+      let message = "HTTP " + res.status;
+      try {
+        const body = JSON.parse(await blob.text());
+        message += " " + body.error.code + ": " + body.error.message;
+      } catch (e) { /* not our error body: the status says it */ }
+      note.textContent = message;
+      return;
+    }
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = fileName(res.headers.get("Content-Disposition"));
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    note.textContent = "saved " + a.download;
+  }
+
+  // The file name of a Content-Disposition (RFC 6266's UTF-8 form first);
+  // board.canvas when another origin does not expose the header.
+  function fileName(header) {
+    const h = header || "";
+    const extended = /filename\*=UTF-8''([^;]+)/i.exec(h);
+    if (extended) {
+      try { return decodeURIComponent(extended[1]); } catch (e) { /* fall back to the plain name */ }
+    }
+    const plain = /filename="([^"]*)"/i.exec(h);
+    return plain && plain[1] ? plain[1] : "board.canvas";
+  }
+
+  return { create, download, safeUrl, UNIT };
 })();

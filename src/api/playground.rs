@@ -18,10 +18,10 @@ use http::{Method, StatusCode};
 use std::sync::LazyLock;
 
 /// `assets/playground.html` and the scripts it inlines (the text helpers,
-/// then the canvas that uses them), compiled in: no file to deploy next to
-/// the binary.
+/// then the canvas that uses them, then the workbench), compiled in: no
+/// file to deploy next to the binary.
 const TEMPLATE: &str = include_str!("../../assets/playground.html");
-const INCLUDES: [(&str, &str); 2] = [
+const INCLUDES: [(&str, &str); 3] = [
     (
         "// @include richtext.js\n",
         include_str!("../../assets/richtext.js"),
@@ -30,11 +30,15 @@ const INCLUDES: [(&str, &str); 2] = [
         "// @include canvas.js\n",
         include_str!("../../assets/canvas.js"),
     ),
+    (
+        "// @include workbench.js\n",
+        include_str!("../../assets/workbench.js"),
+    ),
 ];
 
 /// The page as served: the template with each script inlined where its
-/// mark stands (in the page's first `<script>`). Separate files keep each
-/// one readable; one page keeps it a single request.
+/// mark stands. Separate files keep each one readable; one page keeps it a
+/// single request.
 static PAGE: LazyLock<String> = LazyLock::new(|| {
     INCLUDES
         .iter()
@@ -155,6 +159,7 @@ mod tests {
         for (mark, _) in INCLUDES {
             assert!(TEMPLATE.contains(mark) && !page.contains(mark), "{mark}");
         }
+        assert!(page.contains("const Workbench") && page.contains("Workbench.snippets("));
         assert!(page.contains("const BoardCanvas") && page.contains("BoardCanvas.create("));
         assert!(page.find("const BoardText") < page.find("const BoardCanvas"));
         // No build step and nothing fetched from elsewhere: no external
@@ -175,7 +180,9 @@ mod tests {
             "id=\"outline\"",
             "id=\"canvas\"",
             "id=\"markdown\"",
-            "id=\"curl\"",
+            "id=\"snippet-curl\"",
+            "id=\"snippet-fetch\"",
+            "id=\"snippet-python\"",
         ] {
             assert!(page.contains(id), "{id} missing");
         }

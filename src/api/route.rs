@@ -4,8 +4,10 @@
 use crate::select::View;
 use http::Method;
 
-/// The value of the `Allow` header on 405.
+/// The value of the `Allow` header on 405 from the read endpoints.
 pub const ALLOW: &str = "GET, HEAD, OPTIONS";
+/// The value of the `Allow` header on 405 from `{prefix}/board`.
+pub const BOARD_ALLOW: &str = "POST, OPTIONS";
 
 /// The read-only endpoints that answer a board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,6 +43,9 @@ impl Endpoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     Endpoint(Endpoint),
+    /// `{prefix}/board`: `/detail`'s answer for a JSON body (`POST`), so
+    /// the share link stays out of the URL.
+    Board,
     /// `{prefix}/mcp`: the Model Context Protocol endpoint (when enabled).
     Mcp,
     /// Under the prefix but not an endpoint: `404 NOT_FOUND` standalone or
@@ -61,6 +66,7 @@ pub fn route(path: &str, prefix: &str) -> Route {
         "/search" => Route::Endpoint(Endpoint::Search),
         "/detail" => Route::Endpoint(Endpoint::Detail),
         "/canvas" => Route::Endpoint(Endpoint::Canvas),
+        "/board" => Route::Board,
         "/mcp" => Route::Mcp,
         r if r.starts_with('/') => Route::UnderPrefix,
         // `/api` itself and `/apix/...` are not under `/api/`.
@@ -100,6 +106,10 @@ mod tests {
             ("/api", "/api/canvas", Route::Endpoint(Endpoint::Canvas)),
             ("/api", "/api/canvas/", Route::UnderPrefix),
             ("/b/v1", "/b/v1/canvas", Route::Endpoint(Endpoint::Canvas)),
+            ("/api", "/api/board", Route::Board),
+            ("/api", "/api/board/", Route::UnderPrefix),
+            ("/b/v1", "/b/v1/board", Route::Board),
+            ("/api", "/board", Route::Outside),
             ("/api", "/api/mcp/", Route::UnderPrefix),
             ("/api", "/mcp", Route::Outside),
             ("/b/v1", "/b/v1/mcp", Route::Mcp),

@@ -16,4 +16,4 @@ mod probes;
 mod seam;
 pub mod service;
 
-pub use seam::{Answered, BODY_DEADLINE};
+pub use seam::{Answered, BODY_DEADLINE, CLIENT_GONE};
