@@ -72,6 +72,19 @@ fn fail<T>(key: &str, message: impl Into<String>) -> Result<T, ConfigError> {
     })
 }
 
+/// A YAML error as a [`ConfigError`]: serde_yaml starts its message with the
+/// path of the key at fault (`board_api.cache: unknown field ...`), which
+/// becomes the error's key rather than a repeat of it in the message.
+pub(crate) fn yaml_fail<T>(e: &serde_yaml::Error) -> Result<T, ConfigError> {
+    let text = e.to_string();
+    match text.split_once(": ") {
+        Some((path, rest)) if path == "board_api" || path.starts_with("board_api.") => {
+            fail(path, rest)
+        }
+        _ => fail("board_api", text),
+    }
+}
+
 /// `board_api:` as written in the file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -139,7 +152,7 @@ struct FileConf {
 /// YAML parser knows it, the line and column.
 fn parse(text: &str) -> Result<BoardApiConf, ConfigError> {
     let file: FileConf =
-        serde_yaml::from_str(text).or_else(|e| fail("board_api", e.to_string()))?;
+        serde_yaml::from_str(text).or_else(|e| yaml_fail(&e))?;
     match file.board_api {
         Some(conf) => Ok(conf),
         None => fail("board_api", "missing section"),
