@@ -133,8 +133,8 @@ impl BoardApi {
     /// Builds the API from validated settings. Only the two endpoints are
     /// answered (by default under `/api`); other paths are the host's, and
     /// so are other paths under the prefix unless `claim_prefix` is set
-    /// (default false). Caching (default on, 60 s) and the rate limit
-    /// (default off) are as configured.
+    /// (default false). Caching (default on, 60 s), the rate limit (default
+    /// off) and trusted balancers (`server.trusted_proxies`) are as configured.
     ///
     /// # Errors
     /// A [`ConfigError`] for `board_api.provider` when the provider client
@@ -154,7 +154,7 @@ impl BoardApi {
             parsed: ParseMemo::default(),
             boards,
             limiter: settings.rate_limit.map(RateLimiter::new),
-            proxies: TrustedProxies::none(),
+            proxies: settings.trusted_proxies.clone(),
             prefix: settings.prefix.clone(),
             claim_prefix: settings.claim_prefix,
             answer_all_paths: false,
@@ -180,7 +180,8 @@ impl BoardApi {
     /// Believes the forwarding headers (`Forwarded`, `X-Forwarded-For`) of
     /// requests whose TCP peer is one of `proxies`, so the rate limit (and
     /// the standalone access log) see the client behind a balancer; see
-    /// [`TrustedProxies::client`]. Default: no proxy trusted. Only requests
+    /// [`TrustedProxies::client`]. Replaces `board_api.server.trusted_proxies`
+    /// (default: none trusted). Only requests
     /// through [`BoardApi::handle`] and [`BoardApi::serve`] are resolved: a
     /// host calling [`BoardApi::respond`] passes the client it determined.
     pub fn trust_proxies(mut self, proxies: TrustedProxies) -> Self {

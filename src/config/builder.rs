@@ -80,7 +80,7 @@ impl ApiSettingsBuilder {
         }
         let conf: BoardApiConf = serde_yaml::from_value(Value::Mapping(self.section))
             .or_else(|e| yaml_fail(&e))?;
-        conf.validate_api()
+        conf.validate_host()
     }
 }
 
