@@ -16,7 +16,7 @@ mod common_selections;
 use common_selections::SELECTIONS;
 use libfuzzer_sys::fuzz_target;
 use shared_board_api::internals::document::{Completeness, Coverage};
-use shared_board_api::internals::pipeline::{search, LoadedBoard, Representation};
+use shared_board_api::internals::pipeline::{markdown, nested, search, LoadedBoard, Representation};
 use shared_board_api::internals::store::shared::check;
 use shared_board_api::internals::store::shared::format::{self, Header};
 use shared_board_api::internals::store::shared::seal::{Seal, Secret};
@@ -99,6 +99,25 @@ fn use_value(header: &Header, json: Vec<u8>) {
                     );
                 }
             }
+        }
+        // An agent's pages: the same Markdown, cut where blocks start.
+        match markdown::render_paged(selection, loaded.document_json()) {
+            Ok(paged) => {
+                let whole = markdown::render(selection, loaded.document_json()).ok();
+                assert_eq!(whole.as_deref(), Some(paged.text()), "the paged text is the render");
+                let mut at = 0;
+                while let Some(page) = paged.page(at, 64) {
+                    assert!(page.end > at, "each page goes on");
+                    at = page.end;
+                }
+            }
+            Err(_) => panic!("an accepted document does not render in pages ({})", selection.canonical()),
+        }
+    }
+    // Its root read as a nested board (what `read_board` with `board` does).
+    if header.coverage == Coverage::Full {
+        if let Err(nested::NestedError::Unreadable(e)) = nested::nested_document(loaded.document_json(), &board) {
+            panic!("an accepted document is not readable as a tree: {e}");
         }
     }
     // The search reads any accepted document (a field of another type

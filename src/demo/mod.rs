@@ -156,6 +156,11 @@ impl SampleUpstream {
         captured: Captured,
     ) -> std::io::Result<SampleUpstream> {
         let listener = TcpListener::bind(addr).await?;
+        Self::serve(listener, captured)
+    }
+
+    /// Serves on `listener`, on the current tokio runtime.
+    fn serve(listener: TcpListener, captured: Captured) -> std::io::Result<SampleUpstream> {
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             origin: format!("http://{addr}"),
@@ -187,26 +192,12 @@ impl SampleUpstream {
         captured: Captured,
     ) -> std::io::Result<SampleUpstream> {
         listener.set_nonblocking(true)?;
-        let listener = TcpListener::from_std(listener)?;
-        let addr = listener.local_addr()?;
-        let state = Arc::new(State {
-            origin: format!("http://{addr}"),
-            captured,
-            ..State::default()
-        });
-        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
-        log::info!("sample Milanote upstream listening on http://{addr}");
-        Ok(SampleUpstream {
-            addr,
-            state,
-            task,
-            thread_stop: None,
-        })
+        Self::serve(TcpListener::from_std(listener)?, captured)
     }
 
     /// Bind `addr` and serve from a dedicated thread with its own tokio
-    /// runtime, for callers without a runtime of their own (the binary's
-    /// `--demo`, before Pingora's `Server::run_forever` takes the main thread).
+    /// runtime, for callers without a runtime of their own (tests, tools;
+    /// not a process that forks afterwards: the thread would not survive).
     ///
     /// # Errors
     ///
