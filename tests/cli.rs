@@ -295,7 +295,10 @@ fn help_describes_pingoras_flags_for_this_binary() {
     assert!(line("-u,").contains("SIGQUIT"), "{text}");
     assert!(line("-t,").contains("exit"), "{text}");
     // Pingora's doc of its Opt struct, not of the flag.
-    assert!(!text.contains("base set of command line arguments"), "{text}");
+    assert!(
+        !text.contains("base set of command line arguments"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -53,7 +53,10 @@ impl ProxyHttp for HostProxy {
 }
 
 fn api() -> Arc<BoardApi> {
-    let settings = Settings::from_yaml(&config(0, "", "")).expect("config").api().clone();
+    let settings = Settings::from_yaml(&config(0, "", ""))
+        .expect("config")
+        .api()
+        .clone();
     Arc::new(BoardApi::new(&settings).expect("api"))
 }
 

@@ -9,7 +9,10 @@ use shared_board_api::config::Settings;
 use shared_board_api::{BoardApi, RequestParts};
 
 fn api() -> BoardApi {
-    let settings = Settings::from_yaml(&config(0, "", "")).expect("config").api().clone();
+    let settings = Settings::from_yaml(&config(0, "", ""))
+        .expect("config")
+        .api()
+        .clone();
     BoardApi::new(&settings).expect("api")
 }
 

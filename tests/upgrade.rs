@@ -400,8 +400,16 @@ fn the_upgrade_typed_as_documented_refuses_no_request() {
     let waiting = wait_until(Duration::from_secs(30), || {
         log().contains("SIGQUIT: waiting").then_some(())
     });
-    assert!(waiting.is_some(), "the old process says it waits\n{}", log());
-    assert_eq!(request(addr, "GET", "/nothing", &[]).status, 404, "still served");
+    assert!(
+        waiting.is_some(),
+        "the old process says it waits\n{}",
+        log()
+    );
+    assert_eq!(
+        request(addr, "GET", "/nothing", &[]).status,
+        404,
+        "still served"
+    );
     sh_ok(&format!("{bin} -u -d -c {c}"));
     let second = daemon_pid(&pid_file, Some(first));
     let old_gone = wait_until(Duration::from_secs(30), || gone(first).then_some(()));
@@ -429,7 +437,10 @@ fn the_upgrade_typed_as_documented_refuses_no_request() {
         "two upgrades under load: {answered} answered, {} refused or failed, closed \
          before an answer and sent again (per client): {:?}",
         failures.len(),
-        outcomes.iter().map(|o| o.idle_closes.len()).collect::<Vec<_>>()
+        outcomes
+            .iter()
+            .map(|o| o.idle_closes.len())
+            .collect::<Vec<_>>()
     );
     assert!(failures.is_empty(), "{failures:#?}\n{}", log());
     for o in &outcomes {

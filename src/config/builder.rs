@@ -78,8 +78,8 @@ impl ApiSettingsBuilder {
                 "a part of this path is set to a value, not a section",
             );
         }
-        let conf: BoardApiConf = serde_yaml::from_value(Value::Mapping(self.section))
-            .or_else(|e| yaml_fail(&e))?;
+        let conf: BoardApiConf =
+            serde_yaml::from_value(Value::Mapping(self.section)).or_else(|e| yaml_fail(&e))?;
         conf.validate_host()
     }
 }

@@ -154,8 +154,7 @@ struct FileConf {
 /// Parses the whole file; serde's message names the key path and, where the
 /// YAML parser knows it, the line and column.
 fn parse(text: &str) -> Result<BoardApiConf, ConfigError> {
-    let file: FileConf =
-        serde_yaml::from_str(text).or_else(|e| yaml_fail(&e))?;
+    let file: FileConf = serde_yaml::from_str(text).or_else(|e| yaml_fail(&e))?;
     match file.board_api {
         Some(conf) => Ok(conf),
         None => fail("board_api", "missing section"),

@@ -70,12 +70,18 @@ fn the_binary_needs_a_server_section_and_a_host_does_not() {
     for (server, key) in [
         ("    listen: [\"127.0.0.1:1\"]\n", "board_api.server.listen"),
         ("    playground: true\n", "board_api.server.playground"),
-        ("    metrics:\n      listen: 127.0.0.1:9\n", "board_api.server.metrics"),
+        (
+            "    metrics:\n      listen: 127.0.0.1:9\n",
+            "board_api.server.metrics",
+        ),
         (
             "    trusted_proxies: [\"10.0.0.0/8\"]\n    access_log: true\n",
             "board_api.server.access_log",
         ),
-        ("    trusted_proxies: [\"nope\"]\n", "board_api.server.trusted_proxies"),
+        (
+            "    trusted_proxies: [\"nope\"]\n",
+            "board_api.server.trusted_proxies",
+        ),
     ] {
         let err = with(&format!("  server:\n{server}")).expect_err(server);
         assert_eq!(err.key, key, "{server}: {err}");

@@ -159,7 +159,10 @@ mod tests {
     #[test]
     fn a_listener_is_found_by_its_path_and_flag() {
         assert!(listening_in(TABLE, Path::new("/run/sba/upgrade.sock")));
-        assert!(!listening_in(TABLE, Path::new("/run/sba/other.sock")), "connected, not listening");
+        assert!(
+            !listening_in(TABLE, Path::new("/run/sba/other.sock")),
+            "connected, not listening"
+        );
         assert!(!listening_in(TABLE, Path::new("/run/sba/none.sock")));
         assert!(!listening_in("", Path::new("/run/sba/upgrade.sock")));
     }
