@@ -74,7 +74,13 @@ fn pages(c: &mut Criterion) {
         })
     });
     group.bench_function(format!("whole-render/tiptap-{cards}"), |b| {
-        b.iter(|| black_box(markdown::render(&full, small.document_json()).expect("renders").len()))
+        b.iter(|| {
+            black_box(
+                markdown::render(&full, small.document_json())
+                    .expect("renders")
+                    .len(),
+            )
+        })
     });
     group.sample_size(10);
     group.bench_function("paged-render/tiptap-7000", |b| {
