@@ -70,7 +70,11 @@ mod wire;
 pub(crate) use captured::index as capture_index;
 pub use captured::Captured;
 
-// For the crate's own tests, not part of the documented surface.
+// For the crate's own tests and fuzz targets, not part of the documented
+// surface (`sample_boards_body`: the capture reader's fuzz target serves
+// what it read with it).
+#[doc(hidden)]
+pub use boards::boards_body as sample_boards_body;
 #[doc(hidden)]
 pub use fixtures::board_ids as fixture_board_ids;
 #[doc(hidden)]
