@@ -180,9 +180,8 @@ impl BoardApi {
     /// Believes the forwarding headers (`Forwarded`, `X-Forwarded-For`) of
     /// requests whose TCP peer is one of `proxies`, so the rate limit (and
     /// the standalone access log) see the client behind a balancer; see
-    /// [`TrustedProxies::client`]. Replaces `board_api.server.trusted_proxies`
-    /// (default: none trusted). Only requests
-    /// through [`BoardApi::handle`] and [`BoardApi::serve`] are resolved: a
+    /// [`TrustedProxies::client`]. Replaces `server.trusted_proxies` (default
+    /// none). Only [`BoardApi::handle`] and [`BoardApi::serve`] resolve it: a
     /// host calling [`BoardApi::respond`] passes the client it determined.
     pub fn trust_proxies(mut self, proxies: TrustedProxies) -> Self {
         self.proxies = proxies;
