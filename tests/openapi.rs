@@ -135,6 +135,7 @@ fn the_catalogue_matches_the_service() {
             retry_after: Duration::from_secs(1),
         },
         ApiError::UpstreamError,
+        ApiError::UpstreamChallenged,
         ApiError::UpstreamTimeout,
         ApiError::Internal,
     ];
@@ -150,6 +151,18 @@ fn the_catalogue_matches_the_service() {
                     e.status()
                 );
             }
+        }
+    }
+    // The POST form's own refusals, documented on it.
+    for e in [
+        ApiError::PostOnly,
+        ApiError::BodyTooLarge,
+        ApiError::UnsupportedMediaType,
+    ] {
+        assert!(codes.contains(e.code()), "{} is not in ErrorCode", e.code());
+        if e.code() != "METHOD_NOT_ALLOWED" {
+            let responses = &SPEC["paths"]["/api/board"]["post"]["responses"];
+            assert!(responses.get(e.status().as_str()).is_some(), "{e:?}");
         }
     }
     // The whole error catalogue, 503 OVERLOADED included.
@@ -418,6 +431,61 @@ fn responses_over_sockets_match_the_spec() {
         seen.insert(status);
         assert_eq!(send(gw, "HEAD", &target, &[]).0, expected);
     }
+    // The POST form: its answers and refusals.
+    let share = format!("https://app.milanote.com/{BOARD}/demo?p={PERMISSION}");
+    // Content-Type, body, more headers, the status expected.
+    type Post<'a> = (&'a str, String, &'a [(&'a str, &'a str)], u16);
+    let posts: [Post; 9] = [
+        (
+            "application/json",
+            json!({"url": share}).to_string(),
+            &[],
+            200,
+        ),
+        (
+            "application/json",
+            json!({"url": share, "view": "standard", "exclude": ["board.children.title"]})
+                .to_string(),
+            &[],
+            200,
+        ),
+        (
+            "application/json",
+            json!({"url": share}).to_string(),
+            &markdown,
+            200,
+        ),
+        (
+            "application/json",
+            json!({"url": share, "colour": 1}).to_string(),
+            &[],
+            400,
+        ),
+        ("application/json", "[]".into(), &[], 400),
+        (
+            "application/json",
+            json!({"url": share, "include": "board.password"}).to_string(),
+            &[],
+            400,
+        ),
+        ("text/plain", json!({"url": share}).to_string(), &[], 415),
+        ("application/json", " ".repeat(33 << 10), &[], 413),
+        (
+            "application/json",
+            json!({"url": format!("https://app.milanote.com/{BOARD}/x?p=fault-denied")})
+                .to_string(),
+            &[],
+            403,
+        ),
+    ];
+    for (content_type, body, headers, expected) in posts {
+        let mut all = vec![("Content-Type", content_type)];
+        all.extend_from_slice(headers);
+        let r = request_with_body(gw, "POST", "/api/board", &all, body.as_bytes());
+        assert_eq!(check("POST", "/api/board", &r), expected, "{body:.80}");
+        seen.insert(expected);
+    }
+    assert_eq!(send(gw, "OPTIONS", "/api/board", &[]).0, 204);
     // Unknown routes and methods, documented as components.
     for (method, target) in [
         ("GET", "/api/nope"),
@@ -426,12 +494,13 @@ fn responses_over_sockets_match_the_spec() {
         ("POST", "/api/search"),
         ("DELETE", "/api/detail"),
         ("PUT", "/api/search"),
+        ("GET", "/api/board"),
     ] {
         seen.insert(send(gw, method, target, &[]).0);
     }
     assert_eq!(
         seen,
-        BTreeSet::from([200, 204, 304, 400, 403, 404, 405, 502]),
+        BTreeSet::from([200, 204, 304, 400, 403, 404, 405, 413, 415, 502]),
         "statuses covered"
     );
 }

@@ -18,6 +18,8 @@ fn standalone_with_the_flag_serves_the_page_at_root_only() {
     );
     assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
     assert_eq!(page.header("cache-control"), Some("no-cache"));
+    // The page passes through the API: it has a request id too.
+    assert!(page.header("x-request-id").is_some_and(|id| !id.is_empty()));
     let html = String::from_utf8_lossy(&page.body);
     assert!(html.contains("shared-board-api playground"), "{html:.200}");
     assert!(

@@ -137,20 +137,26 @@ fn shape(query: &str) -> Result<RawParams<'_>, ApiError> {
 /// permission id of the request's own share link (a link pasted as a
 /// parameter name, or `?<permission>`, is never echoed).
 fn unknown_parameter(name: &str, pairs: &[(Cow<'_, str>, Cow<'_, str>)]) -> ApiError {
+    let links = pairs.iter().filter(|(k, _)| k == "url").map(|(_, v)| &**v);
+    ApiError::InvalidRequest {
+        field: echoable(name, links).then(|| name.to_string()),
+        message: "unknown query parameter; allowed: url, view, include, exclude".into(),
+    }
+}
+
+/// Whether an unknown parameter's `name` may be echoed in `error.field`: a
+/// short plain name that is not the permission id of any of the request's
+/// share `links` (a link pasted as a name, or `?<permission>`, never is).
+pub(super) fn echoable<'a>(name: &str, links: impl Iterator<Item = &'a str>) -> bool {
     let plain = (1..=64).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_alphabetic())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    let is_permission = pairs
-        .iter()
-        .filter(|(k, _)| k == "url")
-        .filter_map(|(_, v)| url::Url::parse(v.trim()).ok())
-        .any(|link| link.query_pairs().any(|(k, v)| k == "p" && v == name));
-    ApiError::InvalidRequest {
-        field: (plain && !is_permission).then(|| name.to_string()),
-        message: "unknown query parameter; allowed: url, view, include, exclude".into(),
-    }
+    plain
+        && !links
+            .filter_map(|v| url::Url::parse(v.trim()).ok())
+            .any(|link| link.query_pairs().any(|(k, v)| k == "p" && v == name))
 }
 
 fn combination(message: &str) -> ApiError {

@@ -17,16 +17,23 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 use std::sync::LazyLock;
 
-/// `assets/playground.html` and the canvas script it inlines, compiled in:
-/// no file to deploy next to the binary.
+/// `assets/playground.html` and the scripts it inlines (the canvas, the
+/// workbench), compiled in: no file to deploy next to the binary.
 const TEMPLATE: &str = include_str!("../../assets/playground.html");
 const CANVAS_JS: &str = include_str!("../../assets/canvas.js");
+const WORKBENCH_JS: &str = include_str!("../../assets/workbench.js");
 /// Where the page's first `<script>` takes `assets/canvas.js`.
 const CANVAS_MARK: &str = "// @include canvas.js\n";
+/// Where it takes `assets/workbench.js` (the request code snippets).
+const WORKBENCH_MARK: &str = "// @include workbench.js\n";
 
-/// The page as served: the template with the canvas script inlined. Two
+/// The page as served: the template with both scripts inlined. Separate
 /// files keep each one readable; one page keeps it a single request.
-static PAGE: LazyLock<String> = LazyLock::new(|| TEMPLATE.replacen(CANVAS_MARK, CANVAS_JS, 1));
+static PAGE: LazyLock<String> = LazyLock::new(|| {
+    TEMPLATE
+        .replacen(CANVAS_MARK, CANVAS_JS, 1)
+        .replacen(WORKBENCH_MARK, WORKBENCH_JS, 1)
+});
 
 /// The page's policy. Scripts and styles: the page's own inline blocks, by
 /// hash. Images: any `http:`/`https:` URL (board images live on the
@@ -138,6 +145,8 @@ mod tests {
     fn the_page_is_self_contained() {
         let page = PAGE.as_str();
         assert!(TEMPLATE.contains(CANVAS_MARK) && !page.contains(CANVAS_MARK));
+        assert!(TEMPLATE.contains(WORKBENCH_MARK) && !page.contains(WORKBENCH_MARK));
+        assert!(page.contains("const Workbench") && page.contains("Workbench.snippets("));
         assert!(page.contains("const BoardCanvas") && page.contains("BoardCanvas.create("));
         // No build step and nothing fetched from elsewhere: no external
         // scripts, styles, fonts or images.
@@ -157,7 +166,9 @@ mod tests {
             "id=\"outline\"",
             "id=\"canvas\"",
             "id=\"markdown\"",
-            "id=\"curl\"",
+            "id=\"snippet-curl\"",
+            "id=\"snippet-fetch\"",
+            "id=\"snippet-python\"",
         ] {
             assert!(page.contains(id), "{id} missing");
         }

@@ -4,8 +4,10 @@
 use crate::select::View;
 use http::Method;
 
-/// The value of the `Allow` header on 405.
+/// The value of the `Allow` header on 405 from the read endpoints.
 pub const ALLOW: &str = "GET, HEAD, OPTIONS";
+/// The value of the `Allow` header on 405 from `{prefix}/board`.
+pub const BOARD_ALLOW: &str = "POST, OPTIONS";
 
 /// The two read-only endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,6 +40,9 @@ impl Endpoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     Endpoint(Endpoint),
+    /// `{prefix}/board`: `/detail`'s answer for a JSON body (`POST`), so
+    /// the share link stays out of the URL.
+    Board,
     /// `{prefix}/mcp`: the Model Context Protocol endpoint (when enabled).
     Mcp,
     /// Under the prefix but not an endpoint: `404 NOT_FOUND` standalone or
@@ -57,6 +62,7 @@ pub fn route(path: &str, prefix: &str) -> Route {
     match rest {
         "/search" => Route::Endpoint(Endpoint::Search),
         "/detail" => Route::Endpoint(Endpoint::Detail),
+        "/board" => Route::Board,
         "/mcp" => Route::Mcp,
         r if r.starts_with('/') => Route::UnderPrefix,
         // `/api` itself and `/apix/...` are not under `/api/`.
@@ -93,6 +99,10 @@ mod tests {
             ("/api", "/api/search", Route::Endpoint(Endpoint::Search)),
             ("/api", "/api/detail", Route::Endpoint(Endpoint::Detail)),
             ("/api", "/api/mcp", Route::Mcp),
+            ("/api", "/api/board", Route::Board),
+            ("/api", "/api/board/", Route::UnderPrefix),
+            ("/b/v1", "/b/v1/board", Route::Board),
+            ("/api", "/board", Route::Outside),
             ("/api", "/api/mcp/", Route::UnderPrefix),
             ("/api", "/mcp", Route::Outside),
             ("/b/v1", "/b/v1/mcp", Route::Mcp),

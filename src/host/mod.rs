@@ -19,4 +19,4 @@ mod seam;
 pub mod service;
 pub mod upgrade;
 
-pub use seam::{Answered, BODY_DEADLINE};
+pub use seam::{Answered, BODY_DEADLINE, CLIENT_GONE};
