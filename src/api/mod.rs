@@ -15,7 +15,7 @@ pub mod request_id;
 pub mod respond;
 pub mod route;
 pub mod share_link;
-mod shared;
+mod registry;
 pub mod timing;
 
 use crate::client_addr::TrustedProxies;
