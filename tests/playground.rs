@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use shared_board_api::config::{ApiSettings, Settings};
+use shared_board_api::config::Settings;
 use shared_board_api::{BoardApi, RequestParts};
 
 #[test]
@@ -64,8 +64,10 @@ fn without_the_flag_root_is_not_found() {
 
 #[tokio::test]
 async fn an_embedding_host_never_gets_the_page() {
-    let settings = ApiSettings::from_yaml(&config_with(1, "", "", "    playground: true\n"))
-        .expect("valid config");
+    let settings = Settings::from_yaml(&config_with(1, "", "", "    playground: true\n"))
+        .expect("valid config")
+        .api()
+        .clone();
     let api = BoardApi::new(&settings)
         .expect("api builds")
         .serve_playground(true);

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use http::{HeaderMap, Method};
-use shared_board_api::config::ApiSettings;
+use shared_board_api::config::Settings;
 use shared_board_api::{BoardApi, RequestParts};
 use std::time::{Duration, Instant};
 
@@ -73,7 +73,7 @@ fn fifty_apis_built_used_and_dropped_leave_no_threads_and_bounded_memory() {
         "",
         &format!("  limits:\n    work_threads: {WORK_THREADS}\n"),
     );
-    let settings = ApiSettings::from_yaml(&text).expect("config");
+    let settings = Settings::from_yaml(&text).expect("config").api().clone();
     let query = format!("url={}", link(BOARD, PERMISSION));
     let headers = HeaderMap::new();
     // The first API starts what a process starts once, whoever uses it

@@ -12,11 +12,11 @@ pub mod params;
 pub(crate) mod playground;
 pub mod post;
 mod rate_limit;
+mod registry;
 pub mod request_id;
 pub mod respond;
 pub mod route;
 pub mod share_link;
-mod shared;
 pub mod timing;
 
 use crate::client_addr::TrustedProxies;
@@ -142,8 +142,8 @@ impl BoardApi {
     /// `/board`, and `/mcp` unless `board_api.mcp.enabled` is false); other
     /// paths are the host's, and
     /// so are other paths under the prefix unless `claim_prefix` is set
-    /// (default false). Caching (default on, 60 s) and the rate limit
-    /// (default off) are as configured.
+    /// (default false). Caching (default on, 60 s), the rate limit (default
+    /// off) and trusted balancers (`server.trusted_proxies`) are as configured.
     ///
     /// # Errors
     /// A [`ConfigError`] for `board_api.provider` when the provider client
@@ -163,7 +163,7 @@ impl BoardApi {
             parsed: ParseMemo::default(),
             boards,
             limiter: settings.rate_limit.map(RateLimiter::new),
-            proxies: TrustedProxies::none(),
+            proxies: settings.trusted_proxies.clone(),
             prefix: settings.prefix.clone(),
             claim_prefix: settings.claim_prefix,
             answer_all_paths: false,
@@ -189,8 +189,8 @@ impl BoardApi {
     /// Believes the forwarding headers (`Forwarded`, `X-Forwarded-For`) of
     /// requests whose TCP peer is one of `proxies`, so the rate limit (and
     /// the standalone access log) see the client behind a balancer; see
-    /// [`TrustedProxies::client`]. Default: no proxy trusted. Only requests
-    /// through [`BoardApi::handle`] and [`BoardApi::serve`] are resolved: a
+    /// [`TrustedProxies::client`]. Replaces `server.trusted_proxies` (default
+    /// none). Only [`BoardApi::handle`] and [`BoardApi::serve`] resolve it: a
     /// host calling [`BoardApi::respond`] passes the client it determined.
     pub fn trust_proxies(mut self, proxies: TrustedProxies) -> Self {
         self.proxies = proxies;

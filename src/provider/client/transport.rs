@@ -133,26 +133,26 @@ impl Transport {
         let looked_up =
             tokio::time::timeout(self.connect_timeout, tokio::net::lookup_host(host)).await;
         let first = match looked_up {
-            Ok(Ok(mut addrs)) => addrs.next(),
-            Ok(Err(e)) => {
-                log::warn!("provider: resolving {} failed: {e}", self.origin.host);
-                None
-            }
-            Err(_) => {
-                log::warn!("provider: resolving {} timed out", self.origin.host);
-                None
-            }
+            Ok(Ok(mut addrs)) => addrs.next().ok_or_else(|| "no address".to_string()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("timed out".to_string()),
         };
+        let host = &self.origin.host;
         match (first, cached) {
-            (Some(addr), _) => {
+            (Ok(addr), _) => {
                 *self.resolved.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some((addr, Instant::now()));
                 Ok(addr)
             }
-            (None, Some((stale, _))) => Ok(stale),
-            (None, None) => Err(FetchError::upstream(format!(
-                "cannot resolve provider host {}",
-                self.origin.host
+            // Nothing fails: the one line that says the resolver did.
+            (Err(why), Some((stale, _))) => {
+                log::warn!("provider: resolving {host} failed ({why}); using {stale} as before");
+                Ok(stale)
+            }
+            // The request's failure line says it (once per failure, not a
+            // line here and another there).
+            (Err(why), None) => Err(FetchError::upstream(format!(
+                "cannot resolve provider host {host}: {why}"
             ))),
         }
     }
