@@ -19,7 +19,7 @@ const JSON: &str = "application/json; charset=utf-8";
 pub const BOARD_COMPLETENESS: &str = "board-completeness";
 /// The response headers scripts on other origins may read.
 pub const EXPOSE_HEADERS: &str =
-    "ETag, Server-Timing, Board-Completeness, Board-Version, X-Request-Id";
+    "ETag, Server-Timing, Board-Completeness, Board-Version, X-Request-Id, Content-Disposition";
 /// The board version of an answer's board (see `pipeline::version`).
 pub const BOARD_VERSION: &str = "board-version";
 /// Preflight answers allow this request header when the browser names none.

@@ -273,7 +273,7 @@ impl Response {
         assert_eq!(self.header("access-control-allow-origin"), Some("*"));
         assert_eq!(
             self.header("access-control-expose-headers"),
-            Some("ETag, Server-Timing, Board-Completeness, Board-Version, X-Request-Id")
+            Some("ETag, Server-Timing, Board-Completeness, Board-Version, X-Request-Id, Content-Disposition")
         );
         let id = self.header("x-request-id").unwrap_or_default();
         assert!(
