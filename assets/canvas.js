@@ -1,13 +1,15 @@
 // The playground's canvas view: a BoardDocument drawn the way Milanote lays a
-// board out: positions and sizes are grid units, drawn at UNIT px each. Inlined into playground.html by the server (one <script> block,
-// allowed by its hash). Board content is written by strangers: every string
-// reaches the DOM through textContent or one attribute at a time, only
-// http(s) URLs become link targets or image sources, and a drawing's SVG is
-// only ever an <img> with a data: URL built here.
+// board out: positions and sizes are grid units, drawn at UNIT px each.
+// Inlined into playground.html by the server after richtext.js (one
+// <script> block, allowed by its hash), whose helpers draw the text. Board
+// content is written by strangers: every string reaches the DOM through
+// textContent or one attribute at a time, only http(s) URLs become link
+// targets or image sources, and a drawing's SVG is only ever an <img> with
+// a data: URL built here.
 "use strict";
 const BoardCanvas = (function () {
   const SVG_NS = "http://www.w3.org/2000/svg";
-  const MAX_DEPTH = 48; // rich text and nesting deeper than this is not drawn
+  const MAX_DEPTH = 48; // nesting deeper than this is not drawn
   const PAD = 24; // px around the placed elements
   // Milanote stores positions and sizes in grid units. One unit is this many
   // px at 100 %: the web app draws a default card or column (34 units) 304 px
@@ -27,190 +29,9 @@ const BoardCanvas = (function () {
   // Types the server may still send as UNKNOWN with their raw content.
   const ADAPTABLE = new Set(["DOCUMENT", "COLOR_SWATCH", "SKETCH", "ANNOTATION", "LINE"]);
 
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
-  const obj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
-  // A lookup in one of this script's tables by a key that comes from a
-  // board: own properties only, so "constructor" or "__proto__" never
-  // reaches Object.prototype.
-  const own = (table, key) => (typeof key === "string" && Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined);
+  const { el, obj, own, str, num, safeUrl, hostOf, link, checkbox, richText } = BoardText;
   const removed = (node) => obj(node.location) && typeof node.location.section === "string" &&
     REMOVED.has(node.location.section.toUpperCase());
-  const str = (v) => (typeof v === "string" ? v : "");
-  function num(v) {
-    if (typeof v === "number") return Number.isFinite(v) ? v : null;
-    if (typeof v === "string" && v.trim() !== "" && Number.isFinite(Number(v))) return Number(v);
-    return null;
-  }
-
-  // Only absolute http: and https: URLs; anything else (javascript:, data:
-  // from the board, relative paths) is null and gets shown as text.
-  function safeUrl(value) {
-    if (typeof value !== "string") return null;
-    let u;
-    try { u = new URL(value.trim()); } catch (e) { return null; }
-    return u.protocol === "http:" || u.protocol === "https:" ? u.href : null;
-  }
-  function hostOf(url) {
-    try { return new URL(url).host; } catch (e) { return ""; }
-  }
-
-  function link(href, cls) {
-    const url = safeUrl(href);
-    if (!url) {
-      const span = el("span", "unsafe-link" + (cls ? " " + cls : ""));
-      if (typeof href === "string") span.title = "not a web link, not followed: " + href;
-      return span;
-    }
-    const a = el("a", cls);
-    a.href = url;
-    a.target = "_blank";
-    a.rel = "noopener noreferrer nofollow";
-    return a;
-  }
-
-  function checkbox(checked) {
-    const box = el("input");
-    box.type = "checkbox";
-    box.checked = Boolean(checked);
-    box.disabled = true;
-    return box;
-  }
-
-  // ---- rich text: TipTap/ProseMirror nodes, Draft.js blocks, plain text ----
-
-  function richText(rt, cls) {
-    const box = el("div", "rt" + (cls ? " " + cls : ""));
-    const blocks = obj(rt) && Array.isArray(rt.blocks) ? rt.blocks : [];
-    if (blocks.some(isDraftBlock)) draftBlocks(blocks, box);
-    else for (const node of blocks) box.appendChild(tiptap(node, 0));
-    if (!box.textContent.trim() && obj(rt) && typeof rt.plainText === "string") {
-      box.replaceChildren();
-      for (const line of rt.plainText.split("\n")) box.appendChild(el("p", "", line));
-    }
-    return box;
-  }
-
-  function isDraftBlock(b) {
-    return obj(b) && typeof b.text === "string" && !Array.isArray(b.content) &&
-      (Array.isArray(b.inlineStyleRanges) || typeof b.key === "string");
-  }
-
-  function tiptap(node, depth) {
-    if (!obj(node) || depth > MAX_DEPTH) return document.createTextNode("");
-    const attrs = obj(node.attrs) ? node.attrs : {};
-    const kids = (parent) => {
-      if (Array.isArray(node.content)) for (const c of node.content) parent.appendChild(tiptap(c, depth + 1));
-      return parent;
-    };
-    switch (node.type) {
-      case "text": return marked(str(node.text), node.marks);
-      case "hardBreak": return el("br");
-      case "paragraph": return kids(el("p"));
-      case "heading": {
-        const level = Math.min(3, Math.max(1, Math.floor(num(attrs.level) || 1)));
-        return kids(el("h" + (level + 3)));
-      }
-      case "bulletList": return kids(el("ul"));
-      case "orderedList": {
-        const ol = el("ol");
-        const start = num(attrs.start);
-        if (start !== null && start >= 0 && start < 1e9) ol.start = Math.floor(start);
-        return kids(ol);
-      }
-      case "listItem": return kids(el("li"));
-      case "taskList": return kids(el("ul", "rt-tasks"));
-      case "taskItem": {
-        const li = el("li");
-        li.appendChild(checkbox(attrs.checked));
-        return kids(li);
-      }
-      case "blockquote": return kids(el("blockquote"));
-      case "codeBlock": return kids(el("pre"));
-      case "horizontalRule": return el("hr");
-      default:
-        if (typeof node.text === "string") return marked(node.text, node.marks);
-        return kids(el("div"));
-    }
-  }
-
-  function marked(text, marks) {
-    let node = document.createTextNode(text);
-    for (const m of Array.isArray(marks) ? marks : []) {
-      const type = obj(m) ? m.type : "";
-      let wrap = null;
-      if (type === "bold" || type === "strong") wrap = el("strong");
-      else if (type === "italic" || type === "em") wrap = el("em");
-      else if (type === "strike") wrap = el("s");
-      else if (type === "underline") wrap = el("u");
-      else if (type === "code") wrap = el("code");
-      else if (type === "link") wrap = link(obj(m.attrs) ? m.attrs.href : null);
-      if (wrap) { wrap.appendChild(node); node = wrap; }
-    }
-    return node;
-  }
-
-  const DRAFT_TAGS = {
-    "header-one": "h4", "header-two": "h5", "header-three": "h6", "header-four": "h6",
-    blockquote: "blockquote", "code-block": "pre",
-  };
-  const DRAFT_LISTS = { "unordered-list-item": "ul", "ordered-list-item": "ol", "checkable-list-item": "ul" };
-  const DRAFT_STYLES = { BOLD: "bold", ITALIC: "italic", STRIKETHROUGH: "strike", UNDERLINE: "underline", CODE: "code" };
-
-  function draftBlocks(blocks, box) {
-    let list = null;
-    let listType = "";
-    for (const b of blocks) {
-      if (!obj(b)) continue;
-      const type = str(b.type);
-      const line = draftLine(b);
-      const listTag = own(DRAFT_LISTS, type);
-      if (listTag) {
-        if (!list || listType !== type) {
-          list = el(listTag, type === "checkable-list-item" ? "rt-tasks" : "");
-          listType = type;
-          box.appendChild(list);
-        }
-        const li = el("li");
-        if (type === "checkable-list-item") li.appendChild(checkbox(obj(b.data) && b.data.checked));
-        li.appendChild(line);
-        list.appendChild(li);
-        continue;
-      }
-      list = null;
-      const block = el(own(DRAFT_TAGS, type) || "p");
-      block.appendChild(line);
-      box.appendChild(block);
-    }
-  }
-
-  // One Draft.js block's text with its inline styles (offsets are UTF-16 units).
-  function draftLine(b) {
-    const text = str(b.text);
-    const out = document.createDocumentFragment();
-    const ranges = Array.isArray(b.inlineStyleRanges) ? b.inlineStyleRanges.filter(obj) : [];
-    if (!ranges.length || text.length > 20000) {
-      out.appendChild(document.createTextNode(text));
-      return out;
-    }
-    const styleAt = (i) => ranges
-      .filter((r) => num(r.offset) !== null && num(r.length) !== null && i >= r.offset && i < r.offset + r.length)
-      .map((r) => str(r.style)).sort().join(",");
-    let start = 0;
-    while (start < text.length) {
-      const key = styleAt(start);
-      let end = start + 1;
-      while (end < text.length && styleAt(end) === key) end++;
-      const marks = key ? key.split(",").map((s) => ({ type: own(DRAFT_STYLES, s) || "" })) : [];
-      out.appendChild(marked(text.slice(start, end), marks));
-      start = end;
-    }
-    return out;
-  }
 
   // ---- element boxes ----
 
@@ -631,5 +452,54 @@ const BoardCanvas = (function () {
     };
   }
 
-  return { create, safeUrl, UNIT };
+  // ---- the board as a file ----
+
+  // The board of `link` as a JSON Canvas file (GET <base>/api/canvas),
+  // saved under the name the answer gives it; what happened goes to
+  // `note`, as text. An error is shown, not saved.
+  async function download(base, link, note) {
+    note.textContent = "loading...";
+    const q = new URLSearchParams();
+    q.set("url", link);
+    let res;
+    let blob;
+    try {
+      res = await fetch(base + "/api/canvas?" + q.toString());
+      blob = await res.blob();
+    } catch (e) {
+      note.textContent = "request failed: " + e.message;
+      return;
+    }
+    if (!res.ok) {
+      let message = "HTTP " + res.status;
+      try {
+        const body = JSON.parse(await blob.text());
+        message += " " + body.error.code + ": " + body.error.message;
+      } catch (e) { /* not our error body: the status says it */ }
+      note.textContent = message;
+      return;
+    }
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = fileName(res.headers.get("Content-Disposition"));
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    note.textContent = "saved " + a.download;
+  }
+
+  // The file name of a Content-Disposition (RFC 6266's UTF-8 form first);
+  // board.canvas when another origin does not expose the header.
+  function fileName(header) {
+    const h = header || "";
+    const extended = /filename\*=UTF-8''([^;]+)/i.exec(h);
+    if (extended) {
+      try { return decodeURIComponent(extended[1]); } catch (e) { /* fall back to the plain name */ }
+    }
+    const plain = /filename="([^"]*)"/i.exec(h);
+    return plain && plain[1] ? plain[1] : "board.canvas";
+  }
+
+  return { create, download, safeUrl, UNIT };
 })();

@@ -16,6 +16,8 @@
 //! timings, one cold `full` load per board is run under a counting
 //! allocator and its peak heap above the raw body is printed.
 //!
+//! `render/tiptap-7000/canvas/full`: the JSON Canvas file of the same board.
+//!
 //! `render/tiptap-7000/<json|markdown>/<view>`: the render alone, on the
 //! loaded 7,000-card board, as JSON and as Markdown, per view; the body
 //! sizes (identity and gzip) are printed first. `markdown-two-pass` is the
@@ -266,6 +268,21 @@ fn render(c: &mut Criterion) {
             },
         );
     }
+    // The whole board as a JSON Canvas file (`/api/canvas`): a card's
+    // Markdown each, the layout and its overlap pass.
+    let full = Selection::view(View::Full);
+    let canvas = board
+        .render_as(Representation::Canvas, "canvas", &full)
+        .map(|r| r.body)
+        .unwrap_or_default();
+    eprintln!(
+        "size tiptap-7000 canvas: {} B (gzip {})",
+        canvas.len(),
+        compress(Encoding::Gzip, &canvas).map_or(0, |b| b.len())
+    );
+    group.bench_function("canvas/full", |b| {
+        b.iter(|| board.render_as(Representation::Canvas, "canvas", black_box(&full)))
+    });
     group.finish();
 }
 

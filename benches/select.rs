@@ -68,7 +68,7 @@ fn leaf_kind(i: usize) -> NodeKind {
         }),
         3 => NodeKind::Task(TaskFields {
             rich_text: Some(rich(&format!("task {i}"))),
-            completed: Some(i % 2 == 0),
+            completed: Some(i.is_multiple_of(2)),
             ..TaskFields::default()
         }),
         4 => NodeKind::Link(LinkFields {

@@ -55,7 +55,7 @@ impl ProxyHttp for Bare {
         h.append_header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")?;
         h.append_header(
             header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            "ETag, Server-Timing, Board-Completeness",
+            "ETag, Server-Timing, Board-Completeness, Board-Version, X-Request-Id, Content-Disposition",
         )?;
         h.append_header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")?;
         h.append_header(header::ETAG, self.etag.as_str())?;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of three fuzz targets (run from anywhere; needs
+"""Writes the seed corpora of four fuzz targets (run from anywhere; needs
 python3 and the `zstd` command):
 
 - fuzz/corpus/tier_value/: board documents as this service writes them
@@ -12,6 +12,10 @@ python3 and the `zstd` command):
 - fuzz/corpus/select_depth/: operation strings for the target's document
   builder (open each container kind, scalars, siblings, closes, and a few
   thousand levels of nesting).
+- fuzz/corpus/capture_read/: capture directories as the target reads its
+  input (index.json, then each file as its name, a newline and its bytes,
+  joined by NUL bytes): the checked-in captured-board fixture, and a root
+  with a batch of nested boards (trash, a thread, an orphan, a cycle).
 - fuzz/corpus/mcp_jsonrpc/: a header-choice byte followed by a JSON-RPC POST
   body: initialize, notifications/initialized, tools/list, tools/call
   read_board and search_board, ping of the handshake era (2025-06-18,
@@ -241,9 +245,54 @@ def mcp_jsonrpc():
         write("mcp_jsonrpc", name, bytes([choice]) + body)
 
 
+def capture_dir(index, files):
+    """A capture directory as fuzz_targets/capture_read.rs reads its input:
+    the index, then each file as its name, a newline and its bytes, parts
+    joined by NUL bytes."""
+    parts = [compact(index)] + [name.encode() + b"\n" + data for name, data in files]
+    return b"\0".join(parts)
+
+
+def capture_read():
+    fixture = ROOT / "tests" / "fixtures" / "captured-board"
+    index = json.loads((fixture / "index.json").read_text())
+    write("capture_read", "captured-board",
+          capture_dir(index, [("02-boards.json", (fixture / "02-boards.json").read_bytes())]))
+
+    def boards(ids, name):
+        return {"request": "boards", "ids": ids, "status": 200, "file": name}
+
+    # A root and a batch of nested boards: trash, a thread with comments, a
+    # canvasOrder list, an orphan, a cycle and a chain that reaches no board.
+    elements = {
+        "r": {"_id": "r", "elementType": "BOARD", "location": {"parentId": "home"}},
+        "a": {"_id": "a", "elementType": "BOARD", "location": {"parentId": "r"}},
+        "b": {"_id": "b", "elementType": "BOARD", "location": {"parentId": "r"}},
+    }
+    nested = {
+        "a1": {"_id": "a1", "location": {"parentId": "a", "section": "CANVAS"}},
+        "bt": {"_id": "bt", "location": {"parentId": "b-trash", "section": "TRASH"}},
+        "th": {"_id": "th", "location": {"parentId": "b"}, "content": {"threadId": "T"}},
+        "lost": {"_id": "lost", "location": {"parentId": "nowhere"}},
+        "x": {"location": {"parentId": "y"}}, "y": {"location": {"parentId": "x"}},
+        "c0": {"_id": "c0", "location": {"parentId": "c1"}},
+        "c1": {"_id": "c1", "location": {"parentId": "c2"}},
+    }
+    nested_answer = {"elements": nested, "comments": {"c": {"threadId": "T", "text": "hi"}},
+                     "canvasOrder": {"a": ["a1"]}, "errors": {}, "childrenReturned": {"a": True, "b": True},
+                     "fetchedTime": 5}
+    index = {"format": "shared-board-api capture 1", "board": "r",
+             "answers": [{"request": "token", "ids": ["r"], "status": 200, "file": None},
+                         boards(["r"], "02-boards.json"), boards(["a", "b"], "03-boards.json")]}
+    write("capture_read", "nested",
+          capture_dir(index, [("02-boards.json", compact({"elements": elements})),
+                              ("03-boards.json", compact(nested_answer))]))
+
+
 if __name__ == "__main__":
     tier_value()
     select_depth()
     mcp_jsonrpc()
-    for target in ("tier_value", "select_depth", "mcp_jsonrpc"):
+    capture_read()
+    for target in ("tier_value", "select_depth", "mcp_jsonrpc", "capture_read"):
         print(target, len(list((CORPUS / target).iterdir())), "files")

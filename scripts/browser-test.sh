@@ -32,4 +32,4 @@ SHOT=${SHOT:-${CARGO_TARGET_DIR:-target}/browser-test/playground.png}
 mkdir -p "$(dirname "$SHOT")"
 CHROMIUM="$CHROMIUM" node scripts/browser/playground-test.mjs \
   "$DEMO_BASE" "http://localhost:$DEMO_PORT" "$SHOT"
-echo "screenshots: ${SHOT%.png}{,-error,-canvas,-nested,-markdown,-constructed,-captured,-not-sent}.png" >&2
+echo "screenshots: ${SHOT%.png}{,-workbench,-error,-canvas,-nested,-markdown,-constructed,-captured,-not-sent,-mentions}.png" >&2

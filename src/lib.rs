@@ -2,9 +2,13 @@
 //! on Cloudflare's Pingora.
 //!
 //! [`BoardApi`] answers `GET {prefix}/search` and `GET {prefix}/detail?url=<share
-//! link>`: it fetches the board from the provider (cached and coalesced),
-//! normalizes and sanitizes it, keeps the fields the caller selected and
-//! answers JSON with a weak ETag, `304`s, cache headers and CORS.
+//! link>` (and `POST {prefix}/board` with the link in a JSON body): it
+//! fetches the board from the provider (cached and coalesced), normalizes
+//! and sanitizes it, keeps the fields the caller selected and answers JSON
+//! with a weak ETag, `304`s, cache headers and CORS. `GET {prefix}/canvas`
+//! answers the same board as a JSON Canvas file. It also takes
+//! `{prefix}/mcp`, the board for agents, unless `board_api.mcp.enabled` is
+//! false; every other path is the host's.
 //!
 //! # Embedding in a Pingora gateway
 //!

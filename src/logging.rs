@@ -284,7 +284,7 @@ fn scrub_markers(text: &str) -> String {
 /// A [`log::Log`] that passes every record's message through [`scrub`]
 /// before handing it to the logger it wraps. Level filtering, target, module
 /// path, file and line are the inner logger's and the record's, unchanged,
-/// with one exception (`demoted`: one Pingora record passed on at `DEBUG`).
+/// with one exception (`demoted`: two Pingora records passed on at `DEBUG`).
 ///
 /// Wrap the process logger with it (env_logger, a tracing bridge, a file
 /// logger: any `log::Log`) so that no record, ours or a dependency's, carries
@@ -357,10 +357,22 @@ impl<L: Log> Log for Redacting<L> {
 /// back to back, so the line would show up in an operator's error logs
 /// under ordinary load; it is passed on at `DEBUG`, as a missed keepalive
 /// reuse is elsewhere (nginx logs it at debug level).
+///
+/// Its listeners log `ERROR Downstream handshake error from <peer>: ...`
+/// (and `... timeout`) when a client's TLS handshake fails: plain HTTP sent
+/// to a TLS port, a scanner, a client that gives up. The client caused it
+/// and nothing of ours failed, so it goes to `DEBUG` with what other
+/// clients' mistakes log (a bad certificate of ours is refused at start-up).
 fn demoted(record: &Record) -> bool {
-    record.level() == Level::Error
-        && record.target() == "pingora_core::connectors"
-        && record.args().to_string() == "failed to acquire reusable stream"
+    if record.level() != Level::Error {
+        return false;
+    }
+    let text = record.args().to_string();
+    match record.target() {
+        "pingora_core::connectors" => text == "failed to acquire reusable stream",
+        "pingora_core::services::listening" => text.starts_with("Downstream handshake "),
+        _ => false,
+    }
 }
 
 /// Installs `env_logger` (default level `info`, `RUST_LOG` to change it)
@@ -416,6 +428,18 @@ mod tests {
         );
         record("pingora_core::connectors", "connect failed");
         record("host", "failed to acquire reusable stream");
+        record(
+            "pingora_core::services::listening",
+            "Downstream handshake error from 127.0.0.1:5: TLSHandshakeFailure",
+        );
+        record(
+            "pingora_core::services::listening",
+            "Downstream handshake timeout",
+        );
+        record(
+            "pingora_core::services::listening",
+            "Accept() failed EMFILE",
+        );
         let seen = logger.inner.0.lock().unwrap().clone();
         // The race went to DEBUG, below the Info filter; the rest are errors.
         assert_eq!(
@@ -423,6 +447,7 @@ mod tests {
             [
                 (Level::Error, "connect failed".to_owned()),
                 (Level::Error, "failed to acquire reusable stream".to_owned()),
+                (Level::Error, "Accept() failed EMFILE".to_owned()),
             ]
         );
     }

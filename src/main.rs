@@ -9,13 +9,14 @@
 //! --capture '<share link>' --out DIR`; replay it offline: `--demo DIR`.
 
 use async_trait::async_trait;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use pingora_core::server::configuration::{Opt, ServerConf};
-use pingora_core::server::{Server, ShutdownWatch};
+use pingora_core::server::{RunArgs, Server, ShutdownWatch};
 use pingora_core::services::background::{background_service, BackgroundService};
 use shared_board_api::config::{ConfigError, Settings};
 use shared_board_api::demo::{Captured, SampleUpstream};
 use shared_board_api::host::preflight::{self, Mode};
+use shared_board_api::host::upgrade::HandOver;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,7 +26,7 @@ use std::sync::Mutex;
 #[command(
     name = "shared-board-api",
     version,
-    about = "Serve shared Milanote boards as JSON, on Pingora"
+    about = "Serve shared Milanote boards as JSON and Markdown, and to agents over MCP, on Pingora"
 )]
 struct Cli {
     #[command(flatten)]
@@ -60,7 +61,7 @@ const DEMO_PERMISSION: &str = "demo";
 fn main() -> ExitCode {
     // Every record, ours and Pingora's, passes the share-link scrubber.
     let _ = shared_board_api::logging::init();
-    let cli = Cli::parse();
+    let cli = parse_cli();
     if let (Some(link), Some(out)) = (&cli.capture, &cli.out) {
         return capture(cli.pingora.conf.as_deref(), link, out);
     }
@@ -132,22 +133,70 @@ fn main() -> ExitCode {
         eprintln!("shared-board-api: invalid configuration: {e}");
         return ExitCode::from(2);
     }
-    if mode.test {
-        println!("shared-board-api: configuration is valid");
-    }
-    // With -t, Pingora exits here after checking its own keys.
-    server.bootstrap();
-
-    if let Err(e) = shared_board_api::host::service::add_services(&mut server, &settings) {
+    if let Err(e) = preflight::listeners_free(&settings, mode) {
         eprintln!("shared-board-api: cannot start: {e}");
         return ExitCode::from(2);
+    }
+    if mode.test {
+        println!("shared-board-api: configuration is valid");
+        // Pingora exits here after checking its own keys.
+        server.bootstrap();
+    }
+    // The bootstrap (with -u: receiving the listening sockets) runs as a
+    // service, after the fork of -d: `-u -d` returns to the shell at once
+    // and the daemon waits on upgrade_sock, rather than waiting there in the
+    // foreground for a SIGQUIT the operator has not sent yet. Pingora's
+    // daemon_wait_for_ready stays off: in 0.9.1 its parent registers for
+    // the daemon's SIGUSR1 only after the fork, and a daemon that is quick
+    // kills it (exit 138, measured).
+    let bootstrap = server.bootstrap_as_a_service();
+    let upgrade_sock = server.configuration.upgrade_sock.clone();
+
+    match shared_board_api::host::service::add_services(&mut server, &settings) {
+        // The listeners take their sockets from the bootstrap.
+        Ok(listeners) => listeners.iter().for_each(|l| l.add_dependency(&bootstrap)),
+        Err(e) => {
+            eprintln!("shared-board-api: cannot start: {e}");
+            return ExitCode::from(2);
+        }
     }
     if let Some(sample) = sample {
         // Served from Pingora's own runtime, after any fork (`-d`).
         server.add_service(background_service("sample upstream", sample));
         print_demo_help(&settings, captured_help);
     }
-    server.run_forever()
+    // SIGQUIT hands over only to a process that waits on upgrade_sock, and
+    // keeps serving when none comes (src/host/upgrade.rs).
+    server.run(RunArgs {
+        shutdown_signal: Box::new(HandOver::new(upgrade_sock)),
+    });
+    std::process::exit(0)
+}
+
+/// The command line, with Pingora's flags described for this binary (its
+/// `Opt` documents them for any Pingora server, `-u` with the struct's own
+/// doc).
+fn parse_cli() -> Cli {
+    let command = Cli::command()
+        .mut_arg("upgrade", |a| {
+            a.help(
+                "Take the listening sockets over from the running process, which hands them \
+                 over on upgrade_sock once it gets SIGQUIT (docs/operations.md)",
+            )
+        })
+        .mut_arg("daemon", |a| {
+            a.help("Run in the background, writing its process id to pid_file")
+        })
+        .mut_arg("test", |a| {
+            a.help(
+                "Check the configuration, and what -d and -u would use, then exit: \
+                 0 valid, 2 refused",
+            )
+        })
+        .mut_arg("conf", |a| {
+            a.help("The YAML configuration: Pingora's keys and the board_api section")
+        });
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
 }
 
 /// Binds the bundled sample upstream's loopback port and points the demo
@@ -259,6 +308,7 @@ fn print_demo_help(settings: &Settings, captured: Option<(String, usize)>) {
     println!("  curl -s '{base}{prefix}/search?url={url}&include=board.**.title'");
     println!("  curl -s '{base}{prefix}/detail?url={url}&exclude=**.timestamps'");
     println!("  curl -s -H 'Accept: text/markdown' '{base}{prefix}/detail?url={url}'");
+    println!("  curl -sOJ '{base}{prefix}/canvas?url={url}'   # saves the board as <title>.canvas");
     println!("  curl -si '{base}{prefix}/search?url={url}&include=board.password'");
     println!("  curl -si '{base}{prefix}/search?url=https%3A%2F%2Fexample.com%2Fx%3Fp%3Dy'\n");
     let origin = settings.api().provider_origin().trim_end_matches('/');

@@ -89,6 +89,22 @@ static EVICTIONS: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
     .ok()
 });
 
+/// `board_api_upstream_challenges_total`: answers of the provider's bot
+/// wall (a challenge or a CAPTCHA) instead of the provider's.
+static CHALLENGES: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
+    register_int_counter!(
+        "board_api_upstream_challenges_total",
+        "Provider requests answered by its bot wall (x-amzn-waf-action challenge or captcha)"
+    )
+    .ok()
+});
+
+pub fn upstream_challenge() {
+    if let Some(m) = CHALLENGES.as_ref() {
+        m.inc();
+    }
+}
+
 fn gauge(vec: &LazyLock<Option<IntGaugeVec>>, label: &str, value: usize) {
     if let Some(m) = vec.as_ref() {
         m.with_label_values(&[label])
@@ -320,7 +336,7 @@ pub fn access_log_dropped() {
 /// sees 0 from the start rather than "no data" until the first event.
 /// Called when the API is built; calling it again changes nothing.
 pub fn register() {
-    for endpoint in ["search", "detail"] {
+    for endpoint in ["search", "detail", "board"] {
         for status in [200, 304, 400, 403, 404, 429, 500, 502, 503, 504] {
             if let Some(m) = REQUESTS.as_ref() {
                 m.with_label_values(&[endpoint, itoa(status)]);
@@ -338,6 +354,7 @@ pub fn register() {
         }
     }
     LazyLock::force(&OVERLOADED);
+    LazyLock::force(&CHALLENGES);
     LazyLock::force(&CACHE_BYTES);
     LazyLock::force(&CACHE_ENTRIES);
     LazyLock::force(&EVICTIONS);

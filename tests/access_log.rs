@@ -3,6 +3,8 @@
 //! requests are answered all the same, the lines beyond the buffer are
 //! dropped and counted in `board_api_access_log_dropped_total`, and the
 //! buffered ones are written, as bare JSON lines, once the pipe drains.
+//! Every line carries the answer's `X-Request-Id`, and a request whose
+//! client left before its answer is logged as 499.
 
 mod common;
 
@@ -128,6 +130,67 @@ fn a_stuck_destination_drops_and_counts_lines_and_never_holds_a_request() {
         assert_eq!(v["path"], "/api/search", "{line}");
         assert_eq!(v["status"], 200, "{line}");
     }
+    drop(gw);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn each_line_names_the_request_id_the_client_was_given() {
+    let dir = std::env::temp_dir().join(format!("sba-access-id-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("access.log");
+    let gw = start_gateway_with(
+        "    read_timeout_ms: 120000\n    fetch_deadline_ms: 120000\n",
+        "",
+        &format!("    access_log: {}\n", path.display()),
+    );
+    let search = format!("/api/search?url={}", link(BOARD, PERMISSION));
+    let echoed = request(gw.addr, "GET", &search, &[("X-Request-Id", "log-1")]);
+    assert_eq!(echoed.header("x-request-id"), Some("log-1"));
+    let minted = request(
+        gw.addr,
+        "GET",
+        "/api/detail?view=huge",
+        &[("X-Request-Id", "no way")],
+    );
+    let minted_id = minted.header("x-request-id").expect("minted").to_string();
+    assert_eq!(minted.json()["error"]["requestId"], minted_id.as_str());
+    // A client that leaves while its board loads: logged, nothing sent.
+    let board = "LogGoneBoard1";
+    let mut client = std::net::TcpStream::connect(gw.addr).expect("connect");
+    let target = format!("/api/detail?url={}", link(board, "fault-slow"));
+    let head = format!("GET {target} HTTP/1.1\r\nHost: x\r\nX-Request-Id: gone-1\r\n\r\n");
+    std::io::Write::write_all(&mut client, head.as_bytes()).expect("send");
+    let asked = || {
+        sample()
+            .requests()
+            .iter()
+            .any(|t| t.contains(&format!("elementId={board}")))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !asked() {
+        assert!(std::time::Instant::now() < deadline, "the load never asked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(client);
+    let lines = wait_for_lines(&path, 3);
+    let parsed: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let by_id = |id: &str| {
+        parsed
+            .iter()
+            .find(|v| v["requestId"] == id)
+            .unwrap_or_else(|| panic!("no line for {id}: {lines:#?}"))
+    };
+    assert_eq!(by_id("log-1")["status"], 200);
+    assert_eq!(by_id(&minted_id)["status"], 400);
+    let gone = by_id("gone-1");
+    assert_eq!((&gone["status"], &gone["bytes"]), (&499.into(), &0.into()));
+    assert_eq!(gone["path"], "/api/detail");
+    assert!(!lines.iter().any(|l| l.contains("no way")));
     drop(gw);
     let _ = std::fs::remove_dir_all(&dir);
 }

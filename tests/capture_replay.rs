@@ -2,9 +2,15 @@
 //! nested boards from the sample upstream (`--capture`), the capture holds
 //! no token, no permission id and no person id, and the capture served
 //! offline (what `--demo DIR` serves) gives the same document through the
-//! same gateway, for another permission id.
+//! same gateway, for another permission id. The modules beside it: an
+//! answer with every key a capture must scrub, and `--demo DIR` on
+//! directories that are not what a capture writes.
 
 mod common;
+#[path = "capture_replay/hostile_answer.rs"]
+mod hostile_answer;
+#[path = "capture_replay/untrusted_dir.rs"]
+mod untrusted_dir;
 
 use common::*;
 use serde_json::Value;

@@ -268,9 +268,51 @@ fn a_port_in_use_fails_start_up_at_once_naming_it() {
         text.contains("board_api.server.listen") && text.contains(&addr.to_string()),
         "{text}"
     );
+    // Not the file's fault: said as what it is.
+    assert!(
+        text.contains("cannot start:") && text.contains("in use (another process listens there)"),
+        "{text}"
+    );
+    assert!(!text.contains("invalid configuration"), "{text}");
     // Pingora alone would retry for 30 s and then keep running without it.
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     drop(taken);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn help_describes_pingoras_flags_for_this_binary() {
+    let (code, text) = run(&["--help"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("JSON and Markdown"), "{text}");
+    assert!(text.contains("MCP"), "{text}");
+    let line = |flag: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(flag))
+            .unwrap_or_else(|| panic!("{flag} in {text}"))
+            .to_owned()
+    };
+    assert!(line("-u,").contains("SIGQUIT"), "{text}");
+    assert!(line("-t,").contains("exit"), "{text}");
+    // Pingora's doc of its Opt struct, not of the flag.
+    assert!(
+        !text.contains("base set of command line arguments"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_key_is_named_once() {
+    let dir = scratch("key-once");
+    let path = dir.join("conf.yaml");
+    std::fs::write(&path, "version: 1\nboard_api:\n  cache:\n    nope: 1\n").expect("write");
+    let (code, text) = run(&["-t", "-c", path.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("invalid configuration: board_api.cache: unknown field `nope`"),
+        "{text}"
+    );
+    assert_eq!(text.matches("board_api").count(), 1, "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

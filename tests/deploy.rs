@@ -28,6 +28,21 @@ fn unit(text: &str) -> HashMap<String, Vec<String>> {
     keys
 }
 
+/// The instruction that starts with `first`, joined with its `\\`
+/// continuation lines.
+fn continued(text: &str, first: &str) -> String {
+    let mut lines = text.lines().skip_while(|l| !l.contains(first));
+    let mut out = String::new();
+    for line in lines.by_ref() {
+        out.push_str(line.trim_end_matches('\\'));
+        out.push(' ');
+        if !line.ends_with('\\') {
+            break;
+        }
+    }
+    out
+}
+
 fn yaml(path: &str) -> serde_yaml::Value {
     serde_yaml::from_str(&read(path)).expect("YAML")
 }
@@ -104,9 +119,23 @@ fn the_container_file_builds_checks_and_exposes_what_its_configuration_uses() {
         .find_map(|l| l.strip_prefix("rust-version = "))
         .expect("rust-version")
         .trim_matches('"');
-    let version =
-        |v: &str| -> Vec<u32> { v.split('.').map(|n| n.parse().expect("number")).collect() };
-    assert!(version(rust) >= version(wanted), "{rust} < {wanted}");
+    // Exactly it: rust-version is the floor the lock needs, and the image
+    // is the build that proves it.
+    assert_eq!(rust, wanted, "the build stage's toolchain is rust-version");
+    let build = instructions
+        .iter()
+        .filter(|(i, _)| *i == "RUN")
+        .map(|(_, a)| continued(&text, a))
+        .find(|run| run.contains("cargo build"))
+        .expect("a cargo build");
+    for part in [
+        "--release",
+        "--locked",
+        "CARGO_PROFILE_RELEASE_DEBUG=false",
+        "CARGO_PROFILE_RELEASE_STRIP=symbols",
+    ] {
+        assert!(build.contains(part), "{part} missing from {build}");
+    }
     // Files copied from the repository exist; the configuration is checked.
     let mut config = None;
     for (_, args) in instructions.iter().filter(|(i, _)| *i == "COPY") {
@@ -159,5 +188,45 @@ fn the_container_file_builds_checks_and_exposes_what_its_configuration_uses() {
     // Pid file and socket where the unprivileged user may write.
     for key in ["pid_file", "upgrade_sock"] {
         assert!(conf[key].as_str().expect(key).starts_with("/tmp/"), "{key}");
+    }
+}
+
+/// `COPY . .` sends the build context: the checkout less what
+/// `.dockerignore` leaves out. Build output (gigabytes after the tests) and
+/// the fuzz corpus stay out; everything the build reads stays in.
+#[test]
+fn the_build_context_leaves_out_build_output() {
+    let ignore = read(".dockerignore");
+    let patterns: Vec<&str> = ignore
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    for out in ["target/", "fuzz/target/", "fuzz/corpus/"] {
+        assert!(patterns.contains(&out), "{out} is sent to the build");
+    }
+    // What `cargo build` reads is never ignored.
+    for needed in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "build.rs",
+        "src",
+        "assets",
+        "conf",
+        "schema",
+        "deploy",
+        "pingap-plugin",
+    ] {
+        assert!(
+            std::path::Path::new(ROOT).join(needed).exists(),
+            "{needed} is gone"
+        );
+        for p in &patterns {
+            let p = p.trim_end_matches('/').trim_start_matches('/');
+            assert!(
+                p != needed && !needed.starts_with(&format!("{p}/")),
+                "{p} leaves out {needed}"
+            );
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! The documentation against the code: every configuration key the docs show
 //! passes `-t` (and every YAML example that holds a `board_api` section does,
-//! as written when it is a whole file, else laid over a minimal one), and every relative link in the Markdown files
-//! resolves, anchors included.
+//! as written when it is a whole file, else laid over a minimal one), every relative link in the Markdown files
+//! resolves, anchors included, and every JSON example parses, the answers
+//! and request bodies among them validating against their schemas.
 
 use serde_yaml::{Mapping, Value};
 use std::collections::BTreeSet;
@@ -347,4 +348,97 @@ fn every_documented_key_is_known_and_its_default_passes_dash_t() {
 fn an_unknown_key_is_caught() {
     let (_, text) = dash_t(&with_key("board_api.server.no_such_key", "[[]]"), "unknown");
     assert!(text.contains("unknown field"), "{text}");
+}
+
+/// A validator for the schema at `pointer` in `openapi.yaml`, whose
+/// `$ref`s to `schema/board-document.schema.json` resolve to the file; nothing
+/// is fetched.
+fn openapi_validator(pointer: &str) -> jsonschema::Validator {
+    const BASE: &str = "https://shared-board-api.test/openapi.yaml";
+    const BOARD: &str = "https://shared-board-api.test/schema/board-document.schema.json";
+    let spec: Value = serde_yaml::from_str(&read(&Path::new(ROOT).join("openapi.yaml")))
+        .expect("openapi.yaml is YAML");
+    let spec = serde_json::to_value(spec).expect("openapi.yaml as JSON");
+    let board: serde_json::Value = serde_json::from_str(&read(
+        &Path::new(ROOT).join("schema/board-document.schema.json"),
+    ))
+    .expect("the BoardDocument schema is JSON");
+    let registry = jsonschema::Registry::new()
+        .add(BASE, spec)
+        .and_then(|r| r.add(BOARD, board))
+        .and_then(|r| r.prepare())
+        .expect("registry");
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .with_registry(&registry)
+        .build(&serde_json::json!({ "$ref": format!("{BASE}#{pointer}") }))
+        .unwrap_or_else(|e| panic!("{pointer} does not compile: {e}"))
+}
+
+#[test]
+fn every_json_example_parses_and_answers_match_their_schemas() {
+    let success = openapi_validator("/components/schemas/Success");
+    let changes = openapi_validator("/components/schemas/ChangesSuccess");
+    let error = openapi_validator("/components/schemas/Error");
+    let request = openapi_validator("/components/schemas/BoardRequest");
+    let mut docs: Vec<PathBuf> = markdown_files()
+        .into_iter()
+        .filter(|p| p.ends_with("README.md") || p.parent().is_some_and(|d| d.ends_with("docs")))
+        .filter(|p| !p.ends_with("benches/README.md"))
+        .collect();
+    docs.sort();
+    let (mut parsed, mut validated) = (0, 0);
+    for path in docs {
+        let (_, blocks) = split_fences(&read(&path));
+        for (info, body) in blocks.iter().filter(|(info, _)| info.starts_with("json")) {
+            let values: Vec<serde_json::Value> = if info == "jsonl" {
+                body.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(serde_json::from_str)
+                    .collect::<Result<_, _>>()
+            } else {
+                serde_json::from_str(body).map(|v| vec![v])
+            }
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{}: a {info} example does not parse ({e}):\n{body}",
+                    path.display()
+                )
+            });
+            parsed += 1;
+            for value in values {
+                // An answer of the API, or a POST /api/board body.
+                let schema = match (value.get("ok"), value.get("url")) {
+                    // What changed: `/api/changes`' own shape.
+                    (Some(serde_json::Value::Bool(true)), _)
+                        if value["data"].get("since").is_none()
+                            && value["data"].get("from").is_some() =>
+                    {
+                        Some(("ChangesSuccess", &changes))
+                    }
+                    (Some(serde_json::Value::Bool(true)), _) => Some(("Success", &success)),
+                    (Some(serde_json::Value::Bool(false)), _) => Some(("Error", &error)),
+                    (None, Some(_)) if value.get("mcpServers").is_none() => {
+                        Some(("BoardRequest", &request))
+                    }
+                    _ => None,
+                };
+                if let Some((name, v)) = schema {
+                    let errors: Vec<String> =
+                        v.iter_errors(&value).map(|e| e.to_string()).collect();
+                    assert!(
+                        errors.is_empty(),
+                        "{}: an example is not a valid {name}: {errors:#?}\n{body}",
+                        path.display()
+                    );
+                    validated += 1;
+                }
+            }
+        }
+    }
+    // The README's and docs/api.md's examples at least: the check runs.
+    assert!(
+        parsed >= 5 && validated >= 4,
+        "{parsed} parsed, {validated} validated"
+    );
 }

@@ -1,6 +1,7 @@
 //! Embedding: a small host proxy serves our API beside its own routes
 //! through one call from its own `request_filter`. The host's upstream here is the sample upstream itself
-//! (any loopback HTTP server would do).
+//! (any loopback HTTP server would do). A host's YAML file names the
+//! balancers it trusts, and the binary's other keys there are refused.
 
 mod common;
 
@@ -10,7 +11,7 @@ use pingora_core::upstreams::peer::HttpPeer;
 use pingora_core::Result;
 use pingora_http::ResponseHeader;
 use pingora_proxy::{ProxyHttp, Session};
-use shared_board_api::config::ApiSettings;
+use shared_board_api::config::Settings;
 use shared_board_api::BoardApi;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -52,7 +53,10 @@ impl ProxyHttp for HostProxy {
 }
 
 fn api() -> Arc<BoardApi> {
-    let settings = ApiSettings::from_yaml(&config(0, "", "")).expect("config");
+    let settings = Settings::from_yaml(&config(0, "", ""))
+        .expect("config")
+        .api()
+        .clone();
     Arc::new(BoardApi::new(&settings).expect("api"))
 }
 
@@ -100,4 +104,68 @@ fn one_call_from_the_hosts_request_filter() {
         server.add_service(service);
     });
     check(&gw, &seen);
+}
+
+/// A host's file: the API part, a rate limit of one request per second per
+/// client, and the binary's section with `server_lines`.
+fn host_file(tag: &str, server_lines: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("sba-host-{tag}-{}.yaml", std::process::id()));
+    let text = format!(
+        "version: 1\nboard_api:\n  provider:\n    origin: {}\n  rate_limit:\n    \
+         requests_per_second: 1\n  server:\n{server_lines}",
+        upstream_origin()
+    );
+    std::fs::write(&path, text).expect("write the host's file");
+    path
+}
+
+/// Searches as the client a balancer names, until the limit answers 429.
+fn limited_after(gw: &Gateway, client: &str) -> Option<usize> {
+    let target = format!("/api/search?url={}", link(BOARD, PERMISSION));
+    (1..=5).find(|_| request(gw.addr, "GET", &target, &[("x-forwarded-for", client)]).status == 429)
+}
+
+/// A host that trusts its balancer from its YAML file alone, through both
+/// ways of reading it (the shared one is what a reloading host holds, an
+/// `Arc` that `trust_proxies` cannot change): the rate limit counts the
+/// clients the balancer names, not the balancer. The test's connections
+/// come from 127.0.0.1, the balancer here.
+#[test]
+fn a_host_trusts_its_balancer_from_its_file() {
+    let path = host_file("trust", "    trusted_proxies: [\"127.0.0.0/8\"]\n");
+    let from_file = Arc::new(BoardApi::from_file(&path).expect("valid"));
+    let shared = BoardApi::shared_from_file(&path).expect("valid");
+    for (how, api) in [("from_file", from_file), ("shared_from_file", shared)] {
+        let host = HostProxy {
+            upstream: upstream_addr(),
+            seen: Arc::new(AtomicUsize::new(0)),
+            api,
+        };
+        let (gw, _) = start_server(1, |server, addrs| {
+            let mut service = pingora_proxy::http_proxy_service(&server.configuration, host);
+            service.add_tcp(&addrs[0].to_string());
+            server.add_service(service);
+        });
+        let first = limited_after(&gw, "203.0.113.1");
+        assert!(first.is_some(), "{how}: one client is limited");
+        // Another client behind the same balancer has a budget of its own
+        // (a second's window may pass between two requests: then both do).
+        let second = limited_after(&gw, "203.0.113.2");
+        assert!(second.is_some_and(|n| n > 1), "{how}: {second:?}");
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// The binary's own keys on a host's path would be ignored: refused, by name.
+#[test]
+fn a_hosts_file_with_the_binarys_listeners_is_refused_by_name() {
+    let path = host_file("listen", "    listen: [\"127.0.0.1:1\"]\n");
+    for err in [
+        BoardApi::from_file(&path).err(),
+        BoardApi::shared_from_file(&path).err(),
+    ] {
+        let err = err.expect("refused");
+        assert_eq!(err.key, "board_api.server.listen", "{err}");
+    }
+    let _ = std::fs::remove_file(&path);
 }

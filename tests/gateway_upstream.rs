@@ -69,6 +69,58 @@ fn provider_faults_are_502() {
     }
 }
 
+/// `board_api_upstream_challenges_total`, from the process's registry.
+fn challenges() -> f64 {
+    prometheus::gather()
+        .iter()
+        .find(|f| f.name() == "board_api_upstream_challenges_total")
+        .and_then(|f| f.get_metric().first().map(|m| m.get_counter().value()))
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn the_bot_walls_challenge_and_captcha_are_a_named_502_kept_for_error_ttl() {
+    let broken = detail_of(gateway(), BOARD, "fault-500").json();
+    let broken = broken["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let before = challenges();
+    // At the token (the permission id picks it) and at the board (its id).
+    let cases = [
+        ("WafTokenBoard1", "fault-waf-challenge"),
+        ("WafTokenBoard2", "fault-waf-captcha"),
+        ("fault-waf-challenge", "waf-board-1"),
+        ("fault-waf-captcha", "waf-board-2"),
+    ];
+    for (board, p) in cases {
+        let r = detail_of(gateway(), board, p);
+        r.assert_error(502, "UPSTREAM_ERROR", None);
+        let message = r.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            message.contains("Milanote") && message.contains("bot challenge"),
+            "{board}/{p}: {message}"
+        );
+        assert_ne!(message, broken);
+        // Remembered like any provider failure: the provider is not asked
+        // again within error_ttl.
+        let asked = |r: &Vec<String>| r.iter().filter(|t| t.contains(board)).count();
+        let seen = asked(&sample().requests());
+        let again = detail_of(gateway(), board, p);
+        again.assert_error(502, "UPSTREAM_ERROR", None);
+        assert_eq!(again.json()["error"]["message"], message.as_str());
+        assert_eq!(asked(&sample().requests()), seen, "{board}/{p} asked again");
+    }
+    assert!(
+        challenges() - before >= cases.len() as f64,
+        "{before} {}",
+        challenges()
+    );
+}
+
 #[test]
 fn gzip_from_the_provider_is_decoded() {
     let r = detail_of(gateway(), BOARD, "fault-gzip");

@@ -1,12 +1,13 @@
 //! Resource governance over real sockets: cold-load admission answers
 //! `503 OVERLOADED` past its queue and `200` again once it drains, cached
-//! boards keep flowing meanwhile, and cached renders are served compressed
-//! (gzip, br, zstd) with the same ETag and the same JSON.
+//! boards keep flowing meanwhile, cached renders are served compressed
+//! (gzip, br, zstd) with the same ETag and the same JSON, and a cold load
+//! whose client went away stops.
 
 mod common;
 
 use common::*;
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
 fn detail(board: &str, p: &str) -> String {
@@ -35,6 +36,20 @@ fn overloaded_total() -> f64 {
         .find(|f| f.name() == "board_api_overloaded_total")
         .and_then(|f| f.get_metric().first().map(|m| m.get_counter().value()))
         .unwrap_or(0.0)
+}
+
+/// Work-pool jobs waiting for a thread, from the process's registry.
+fn pool_queued() -> i64 {
+    prometheus::gather()
+        .iter()
+        .find(|f| f.name() == "board_api_pool_jobs")
+        .and_then(|f| {
+            f.get_metric()
+                .iter()
+                .find(|m| m.get_label().iter().any(|l| l.value() == "queued"))
+                .map(|m| m.get_gauge().value() as i64)
+        })
+        .unwrap_or(0)
 }
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
@@ -175,4 +190,45 @@ fn a_cached_render_is_served_gzip_br_and_zstd_as_the_same_json() {
         assert_eq!(not_modified.header("etag"), Some(etag.as_str()));
         not_modified.assert_cors();
     }
+}
+
+#[test]
+fn a_cold_load_whose_client_disconnects_stops_asking_the_provider() {
+    // The provider's timeouts are far past the sample's 30 s slow answer:
+    // only the client going away can end the request before it.
+    let gw = start_gateway(
+        "    read_timeout_ms: 120000\n    fetch_deadline_ms: 120000\n",
+        "",
+    );
+    // `fault-slow` as the permission holds back the token answer; the
+    // board id, in the token request's target, tells this test's apart.
+    let board = "GoneBoard1";
+    let target = detail(board, "fault-slow");
+    let mine = move |targets: Vec<String>| {
+        targets
+            .iter()
+            .filter(|t| t.contains(&format!("elementId={board}")))
+            .count()
+    };
+    for round in 1..=2 {
+        let mut client = std::net::TcpStream::connect(gw.addr).expect("connect");
+        let head = format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n");
+        client.write_all(head.as_bytes()).expect("send");
+        wait_for("the load to ask the provider", || {
+            mine(sample().requests()) == round
+        });
+        // The client leaves while its cold load waits on the provider...
+        drop(client);
+        // ...and the provider sees the request end, long before its answer.
+        wait_for("the provider to see the request end", || {
+            mine(sample().abandoned()) == round
+        });
+        // The next client starts a load of its own (round 2): the one
+        // nobody waited for is gone, not joined.
+    }
+    wait_for("an empty pool queue", || pool_queued() == 0);
+    // The gateway goes on serving.
+    let r = request(gw.addr, "GET", &detail(BOARD, "after-gone"), &[]);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(mine(sample().requests()), 2);
 }

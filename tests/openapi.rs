@@ -3,7 +3,7 @@
 //! real service: responses received over loopback sockets must have a
 //! documented status, every required header with a valid value, and a body
 //! that validates against the operation's response schema (which `$ref`s
-//! `schema/board-document.schema.json`).
+//! `schema/board-document.schema.json` and `schema/json-canvas-1.0.schema.json`).
 
 mod common;
 
@@ -17,6 +17,7 @@ use std::time::Duration;
 
 const BASE: &str = "https://shared-board-api.test/openapi.yaml";
 const BOARD_SCHEMA_URI: &str = "https://shared-board-api.test/schema/board-document.schema.json";
+const CANVAS_SCHEMA_URI: &str = "https://shared-board-api.test/schema/json-canvas-1.0.schema.json";
 
 fn read_json(path: &str) -> Value {
     let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
@@ -32,12 +33,18 @@ static SPEC: LazyLock<Value> = LazyLock::new(|| read_json("openapi.yaml"));
 static BOARD_SCHEMA: LazyLock<Value> =
     LazyLock::new(|| read_json("schema/board-document.schema.json"));
 
-/// The spec and the BoardDocument schema, at the URIs the spec's relative
+/// The spec, the BoardDocument schema and the JSON Canvas schema, at the URIs the spec's relative
 /// `$ref`s resolve to; nothing is ever fetched.
 static REGISTRY: LazyLock<Registry<'static>> = LazyLock::new(|| {
     Registry::new()
         .add(BASE, SPEC.clone())
         .and_then(|r| r.add(BOARD_SCHEMA_URI, BOARD_SCHEMA.clone()))
+        .and_then(|r| {
+            r.add(
+                CANVAS_SCHEMA_URI,
+                read_json("schema/json-canvas-1.0.schema.json"),
+            )
+        })
         .and_then(|r| r.prepare())
         .expect("registry")
 });
@@ -135,13 +142,14 @@ fn the_catalogue_matches_the_service() {
             retry_after: Duration::from_secs(1),
         },
         ApiError::UpstreamError,
+        ApiError::UpstreamChallenged,
         ApiError::UpstreamTimeout,
         ApiError::Internal,
     ];
     for e in &served {
         assert!(codes.contains(e.code()), "{} is not in ErrorCode", e.code());
         // The status this error is served with is documented on every GET.
-        for path in ["/api/search", "/api/detail"] {
+        for path in ["/api/search", "/api/detail", "/api/canvas"] {
             let responses = &SPEC["paths"][path]["get"]["responses"];
             if e.code() != "NOT_FOUND" && e.code() != "METHOD_NOT_ALLOWED" {
                 assert!(
@@ -152,6 +160,18 @@ fn the_catalogue_matches_the_service() {
             }
         }
     }
+    // The POST form's own refusals, documented on it.
+    for e in [
+        ApiError::PostOnly,
+        ApiError::BodyTooLarge,
+        ApiError::UnsupportedMediaType,
+    ] {
+        assert!(codes.contains(e.code()), "{} is not in ErrorCode", e.code());
+        if e.code() != "METHOD_NOT_ALLOWED" {
+            let responses = &SPEC["paths"]["/api/board"]["post"]["responses"];
+            assert!(responses.get(e.status().as_str()).is_some(), "{e:?}");
+        }
+    }
     // The whole error catalogue, 503 OVERLOADED included.
     assert!(codes.contains("OVERLOADED"));
     // `/api/changes` answers what `/api/detail` does, and 410 for `since`.
@@ -160,7 +180,14 @@ fn the_catalogue_matches_the_service() {
     for method in ["get", "head"] {
         let changes = &SPEC["paths"]["/api/changes"][method]["responses"];
         for e in served.iter().chain([&not_kept]) {
-            if e.code() != "NOT_FOUND" && e.code() != "METHOD_NOT_ALLOWED" {
+            if ![
+                "NOT_FOUND",
+                "METHOD_NOT_ALLOWED",
+                "PAYLOAD_TOO_LARGE",
+                "UNSUPPORTED_MEDIA_TYPE",
+            ]
+            .contains(&e.code())
+            {
                 assert!(
                     changes.get(e.status().as_str()).is_some(),
                     "{method} changes: {}",
@@ -169,7 +196,7 @@ fn the_catalogue_matches_the_service() {
             }
         }
     }
-    for path in ["/api/search", "/api/detail"] {
+    for path in ["/api/search", "/api/detail", "/api/canvas"] {
         for method in ["get", "head"] {
             let responses = SPEC["paths"][path][method]["responses"]
                 .as_object()
@@ -357,6 +384,28 @@ fn responses_over_sockets_match_the_spec() {
         let inm = [("Accept", "text/markdown"), ("If-None-Match", tag.as_str())];
         assert_eq!(send(gw, "GET", &target, &inm).0, 304);
     }
+    // The JSON Canvas file, GET, HEAD and its 304, on the boards of every
+    // element type; its refusals.
+    for board in [BOARD, "5Sw7Ln4Dc2Sk8e", "7Ed9GeCa5eS0zZ"] {
+        let target = format!("/api/canvas?url={}", link(board, PERMISSION));
+        let (status, r) = send(gw, "GET", &target, &[]);
+        assert_eq!(status, 200, "{target}");
+        send(gw, "HEAD", &target, &[]);
+        let tag = r.header("etag").expect("etag").to_string();
+        assert_eq!(send(gw, "GET", &target, &[("If-None-Match", &tag)]).0, 304);
+    }
+    for query in [
+        String::new(),
+        format!("{l}&view=full"),
+        format!("{l}&include=board.title"),
+    ] {
+        assert_eq!(
+            send(gw, "GET", &format!("/api/canvas?{query}"), &[]).0,
+            400,
+            "{query}"
+        );
+    }
+    assert_eq!(send(gw, "OPTIONS", "/api/canvas", &[]).0, 204);
     // The full document is the BoardDocument itself, not only a partial one.
     let (_, full) = send(gw, "GET", &format!("/api/detail?{l}"), &[]);
     let board_document =
@@ -453,6 +502,61 @@ fn responses_over_sockets_match_the_spec() {
         seen.insert(status);
         assert_eq!(send(gw, "HEAD", &target, &[]).0, expected);
     }
+    // The POST form: its answers and refusals.
+    let share = format!("https://app.milanote.com/{BOARD}/demo?p={PERMISSION}");
+    // Content-Type, body, more headers, the status expected.
+    type Post<'a> = (&'a str, String, &'a [(&'a str, &'a str)], u16);
+    let posts: [Post; 9] = [
+        (
+            "application/json",
+            json!({"url": share}).to_string(),
+            &[],
+            200,
+        ),
+        (
+            "application/json",
+            json!({"url": share, "view": "standard", "exclude": ["board.children.title"]})
+                .to_string(),
+            &[],
+            200,
+        ),
+        (
+            "application/json",
+            json!({"url": share}).to_string(),
+            &markdown,
+            200,
+        ),
+        (
+            "application/json",
+            json!({"url": share, "colour": 1}).to_string(),
+            &[],
+            400,
+        ),
+        ("application/json", "[]".into(), &[], 400),
+        (
+            "application/json",
+            json!({"url": share, "include": "board.password"}).to_string(),
+            &[],
+            400,
+        ),
+        ("text/plain", json!({"url": share}).to_string(), &[], 415),
+        ("application/json", " ".repeat(33 << 10), &[], 413),
+        (
+            "application/json",
+            json!({"url": format!("https://app.milanote.com/{BOARD}/x?p=fault-denied")})
+                .to_string(),
+            &[],
+            403,
+        ),
+    ];
+    for (content_type, body, headers, expected) in posts {
+        let mut all = vec![("Content-Type", content_type)];
+        all.extend_from_slice(headers);
+        let r = request_with_body(gw, "POST", "/api/board", &all, body.as_bytes());
+        assert_eq!(check("POST", "/api/board", &r), expected, "{body:.80}");
+        seen.insert(expected);
+    }
+    assert_eq!(send(gw, "OPTIONS", "/api/board", &[]).0, 204);
     // Unknown routes and methods, documented as components.
     for (method, target) in [
         ("GET", "/api/nope"),
@@ -461,12 +565,13 @@ fn responses_over_sockets_match_the_spec() {
         ("POST", "/api/search"),
         ("DELETE", "/api/detail"),
         ("PUT", "/api/search"),
+        ("GET", "/api/board"),
     ] {
         seen.insert(send(gw, method, target, &[]).0);
     }
     assert_eq!(
         seen,
-        BTreeSet::from([200, 204, 304, 400, 403, 404, 405, 410, 502]),
+        BTreeSet::from([200, 204, 304, 400, 403, 404, 405, 410, 413, 415, 502]),
         "statuses covered"
     );
 }

@@ -462,7 +462,7 @@ fn pingap_t_refuses_a_board_api_file_the_binary_refuses() {
     let (ok, text) = check(&good);
     assert!(ok, "pingap -t refused the file the binary takes:\n{text}");
     for yaml in &bad {
-        let expected = shared_board_api::config::ApiSettings::from_yaml(yaml)
+        let expected = shared_board_api::config::Settings::from_yaml(yaml)
             .expect_err("the library refuses it");
         let (ok, text) = check(yaml);
         assert!(

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use shared_board_api::config::{ApiSettings, Settings};
+use shared_board_api::config::Settings;
 use shared_board_api::{BoardApi, RequestParts};
 
 #[test]
@@ -18,6 +18,8 @@ fn standalone_with_the_flag_serves_the_page_at_root_only() {
     );
     assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
     assert_eq!(page.header("cache-control"), Some("no-cache"));
+    // The page passes through the API: it has a request id too.
+    assert!(page.header("x-request-id").is_some_and(|id| !id.is_empty()));
     let html = String::from_utf8_lossy(&page.body);
     assert!(html.contains("shared-board-api playground"), "{html:.200}");
     assert!(
@@ -62,8 +64,10 @@ fn without_the_flag_root_is_not_found() {
 
 #[tokio::test]
 async fn an_embedding_host_never_gets_the_page() {
-    let settings = ApiSettings::from_yaml(&config_with(1, "", "", "    playground: true\n"))
-        .expect("valid config");
+    let settings = Settings::from_yaml(&config_with(1, "", "", "    playground: true\n"))
+        .expect("valid config")
+        .api()
+        .clone();
     let api = BoardApi::new(&settings)
         .expect("api builds")
         .serve_playground(true);

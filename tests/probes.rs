@@ -1,7 +1,9 @@
 //! The operator listener of the real binary: `/healthz` and `/readyz` answer
 //! `200` while it runs, `/metrics` is Pingora's exporter as before, any other
-//! path is `404`; once a shutdown (`SIGTERM`) or a `-u` handover (`SIGQUIT`)
-//! has begun, `/readyz` is `503` while the listener still answers.
+//! path is `404`; through a `-u` hand-over (`SIGQUIT`) the old process stays
+//! ready (both serve the same sockets), and once a shutdown has begun
+//! (`SIGTERM`, or the old process's after the hand-over) `/readyz` is `503`
+//! while the listener still answers.
 //!
 //! The moment is found by an event: Pingora's own log line that follows the
 //! phase change (the grace period starting, the listeners sent to the new
@@ -325,7 +327,7 @@ fn probes_answer_and_readiness_fails_once_a_shutdown_begins() {
 }
 
 #[test]
-fn readiness_fails_on_the_old_process_during_an_upgrade() {
+fn readiness_holds_through_an_upgrades_hand_over_then_fails_on_the_old_process() {
     let s = setup("upgrade", 1);
     let mut old = Binary::start(&s.conf);
     hand_over(&s.listeners, &s.sock);
@@ -339,8 +341,12 @@ fn readiness_fails_on_the_old_process_during_an_upgrade() {
     wait_for_file(&s.sock);
     old.signal("-QUIT");
     // Logged after the upgrade phase began and the listeners went to the
-    // new process; the old one keeps accepting for a few seconds more.
+    // new process; the old one keeps accepting for a few seconds more, on
+    // the same sockets as the new one: the address is still ready.
     old.wait_for("listener sockets sent");
+    assert_eq!(readyz.get("/readyz"), (200, "ready\n".to_string()));
+    // Its shutdown has begun (logged as the grace period starts): not ready.
+    old.wait_for("grace period");
     assert_eq!(readyz.get("/readyz"), (503, "not ready\n".to_string()));
     old.wait_exit();
     // Only the new process answers now, and it is ready.

@@ -31,6 +31,8 @@ enum Want {
     Denied,
     NotFound,
     Upstream,
+    /// The bot wall (AWS WAF) answered instead of the provider.
+    Challenged,
 }
 
 fn kind(e: &FetchError) -> Want {
@@ -38,6 +40,7 @@ fn kind(e: &FetchError) -> Want {
         FetchError::AccessDenied => Want::Denied,
         FetchError::NotFound => Want::NotFound,
         FetchError::Upstream(_) => Want::Upstream,
+        FetchError::Challenged => Want::Challenged,
         FetchError::Timeout => panic!("unexpected timeout"),
         FetchError::OverBudget => panic!("unexpected pacing: no fleet budget is set"),
     }
@@ -91,7 +94,9 @@ async fn token_endpoint_faults() {
         ("fault-403", Denied),
         ("fault-404", NotFound),
         ("fault-500", Upstream),
-        ("fault-challenge", Upstream),
+        ("fault-challenge", Challenged),
+        ("fault-waf-challenge", Challenged),
+        ("fault-waf-captcha", Challenged),
         ("fault-garbage", Upstream),
         ("fault-huge", Upstream),
         ("fault-huge-chunked", Upstream),
@@ -129,7 +134,9 @@ async fn root_board_faults() {
         ("fault-not-board", Upstream),
         ("fault-no-elements", Upstream),
         ("fault-500", Upstream),
-        ("fault-challenge", Upstream),
+        ("fault-challenge", Challenged),
+        ("fault-waf-challenge", Challenged),
+        ("fault-waf-captcha", Challenged),
         ("fault-garbage", Upstream),
         ("fault-huge", Upstream),
         ("fault-huge-chunked", Upstream),
@@ -145,7 +152,6 @@ async fn root_board_faults() {
 async fn upstream_errors_say_which_check_refused_the_answer() {
     let (_sample, client) = setup(|_| {}).await;
     let cases = [
-        ("fault-challenge", "bot challenge"),
         ("fault-garbage", "not JSON"),
         ("fault-huge", "announces"),
         ("fault-huge-chunked", "over the 1048576-byte limit"),

@@ -5,11 +5,14 @@ mod common;
 
 use common::*;
 use http::{header, HeaderMap, HeaderValue, Method};
-use shared_board_api::config::ApiSettings;
+use shared_board_api::config::Settings;
 use shared_board_api::{BoardApi, RequestParts};
 
 fn api() -> BoardApi {
-    let settings = ApiSettings::from_yaml(&config(0, "", "")).expect("config");
+    let settings = Settings::from_yaml(&config(0, "", ""))
+        .expect("config")
+        .api()
+        .clone();
     BoardApi::new(&settings).expect("api")
 }
 

@@ -35,7 +35,7 @@ fn miss_then_hit_then_304() {
     );
     assert_eq!(
         cold.header("access-control-expose-headers"),
-        Some("ETag, Server-Timing, Board-Completeness, Board-Version")
+        Some("ETag, Server-Timing, Board-Completeness, Board-Version, X-Request-Id, Content-Disposition")
     );
     let hot = request(gw.addr, "GET", &target, &[]);
     assert_eq!(level(&hot), "hit");

@@ -44,8 +44,13 @@ export function constructedDocument() {
             inlineStyleRanges: [{ offset: 0, length: 5, style: "ITALIC" }], entityRanges: [], data: {} }], "Right card (Draft.js)"),
         }),
         node("c-hostile", "CARD", 4, 36, {
-          richText: rich([para(text(HOSTILE)), para(text("click me", [{ type: "link", attrs: { href: "javascript:window.__pwned=true" } }]))],
-            HOSTILE + "\nclick me"),
+          richText: rich([para(text(HOSTILE)), para(text("click me", [{ type: "link", attrs: { href: "javascript:window.__pwned=true" } }])),
+            // Inline nodes: a board link to a script, one whose URL holds a
+            // permission id, and a node type no one knows (its label shown).
+            para(text("see "), { type: "inlineBoardLink", attrs: { url: "javascript:window.__pwned=true", title: "<b>Evil board</b>" } },
+              text(" and "), { type: "inlineBoardLink", attrs: { url: "https://app.milanote.com/1Ab/x?p=SECRETPERM", title: "Shared board" } },
+              text(" with "), { type: "futureChip", attrs: { label: "a chip" } }, text("."))],
+            HOSTILE + "\nclick me\nsee <b>Evil board</b> and Shared board with a chip."),
         }),
         node("l-js", "LINK", 40, 37, { url: "javascript:window.__pwned=true", title: "Evil link" }),
         node("swatch", "COLOR_SWATCH", 98, 4, { color: "#e63946", caption: rich([para(text("Tram red"))], "Tram red") }),

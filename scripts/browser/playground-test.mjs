@@ -5,8 +5,10 @@
 //
 //   node playground-test.mjs <page origin> <api origin> <screenshot.png>
 //
-// Screenshots: <shot>.png (search), <shot>-error.png, <shot>-canvas.png (the
+// Screenshots: <shot>.png (the POST form), <shot>-workbench.png (the request
+// code run as written), <shot>-error.png, <shot>-canvas.png (the
 // demo board drawn), <shot>-nested.png (a nested board opened from its tile),
+// <shot>-mentions.png (the demo's card of every TipTap node),
 // <shot>-markdown.png, <shot>-constructed.png (a document with every new
 // element type and hostile text, drawn from the "saved answer" box),
 // <shot>-captured.png (a board in the web app's captured shape, grid units,
@@ -14,7 +16,9 @@
 // link whose API base is another origin, waiting for a click).
 import { chromium } from "playwright-core";
 import { constructedDocument } from "./constructed-board.mjs";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -65,7 +69,10 @@ try {
   await context.route("**/*", (route) => {
     const url = route.request().url();
     if (!isLoopback(url)) return route.abort();
-    if (url.startsWith(apiOrigin)) apiRequests.push({ url, accept: route.request().headers().accept });
+    if (url.startsWith(apiOrigin)) {
+      const r = route.request();
+      apiRequests.push({ url, accept: r.headers().accept, method: r.method(), body: r.postData() });
+    }
     return route.continue();
   });
   const page = context.pages()[0] || (await context.newPage());
@@ -82,30 +89,35 @@ try {
   check((await page.inputValue("#base")) === pageOrigin, "API base defaults to the page's origin");
   check((await page.inputValue("#link")) === DEMO_LINK, "the demo link is prefilled");
 
-  // 1. search on the other origin: status, ETag read through CORS, outline.
+  // 1. the POST form on the other origin (the default): status, ETag and
+  // request id read through CORS, outline; the share link never in a URL.
   await page.fill("#base", apiOrigin);
   await page.click("#send");
   await page.waitForFunction(() => /^\d{3}/.test(document.querySelector("#status").textContent));
   const status = await page.textContent("#status");
   const etag = await page.textContent("#etag");
   const outline = await page.textContent("#outline");
-  check(status.startsWith("200"), `search answered 200 (${status})`);
+  check(status.startsWith("200"), `the POST form answered 200 (${status})`);
   check(/^W\/"[0-9a-f]{32}"$/.test(etag), `the script read the ETag header through CORS (${etag})`);
-  check((await page.textContent("#cache-control")).startsWith("public, max-age="), "Cache-Control shown");
+  check((await page.textContent("#cache-control")) === "no-store", "Cache-Control shown: the POST form's answer is no-store");
+  check(/^[0-9a-f]{12}-[0-9a-f]+$/.test(await page.textContent("#request-id")), "the X-Request-Id is read through CORS");
   check(/ms/.test(await page.textContent("#elapsed")), "the time taken is shown");
   check(outline.includes(expectedTitle), `the outline shows the board title "${expectedTitle}"`);
   check((await page.locator("#outline li").count()) > 1, "the outline lists the board's nodes");
-  check(apiRequests.some((r) => r.url.startsWith(`${apiOrigin}/api/search?`)), "the request went to the API origin");
-  const curl = await page.textContent("#curl");
-  check(curl.startsWith(`curl -si '${apiOrigin}/api/search?url=`), `the curl line targets the API (${curl.slice(0, 60)}...)`);
+  const posted = apiRequests.filter((r) => r.url === `${apiOrigin}/api/board` && r.method === "POST");
+  check(posted.length === 1 && JSON.parse(posted[0].body).url === DEMO_LINK,
+    "the request went to the API origin as POST /api/board, the link in the body");
+  check(!apiRequests.some((r) => r.url.includes("milanote")), "no URL the page requested holds the share link");
   await page.screenshot({ path: screenshot, fullPage: true });
 
-  // 2. detail with If-None-Match (a preflighted request): 304.
+  await checkWorkbench(page, shot);
+
+  // 2. detail with If-None-Match (a preflighted GET): 304.
   await page.check("input[value=detail]");
   await page.click("#send");
   await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("200"));
   await page.check("#conditional");
-  check((await page.textContent("#curl")).includes("-H 'If-None-Match: W/"), "the curl line carries If-None-Match");
+  check(!(await page.textContent("#snippet-curl")).includes("If-None-Match"), "the request code stays in the POST form (never 304)");
   await page.click("#send");
   await page.waitForFunction(() => /^\d{3}/.test(document.querySelector("#status").textContent));
   check((await page.textContent("#status")).startsWith("304"), "If-None-Match across origins gives 304 (preflight passed)");
@@ -230,6 +242,32 @@ async function checkCanvas(page, shot) {
   check(removedText.length === 0, `the demo board: no trashed or deleted element is drawn (${removedText.join(", ") || "none"})`);
   await page.screenshot({ path: shot("canvas"), fullPage: true });
 
+  // TipTap's inline nodes read as the web app shows them: mentions as
+  // @label and board links as their title, in the line where they stand.
+  const mentions = await page.evaluate(() => {
+    const card = document.querySelector('#canvas-view [data-id="Crd9EveryNode1"]');
+    const line = card && Array.from(card.querySelectorAll("p")).find((p) => p.textContent.startsWith("Plan with"));
+    const links = line ? Array.from(line.querySelectorAll(".board-link"), (b) => [b.tagName, b.textContent, b.href || ""]) : [];
+    return { text: line ? line.textContent : null, blocks: line ? line.querySelectorAll("div, p").length : -1, links };
+  });
+  check(mentions.text === "Plan with @Ben and @Ana, day by day in Day-by-day itinerary, the Porto part in Porto day trip." &&
+    mentions.blocks === 0, `mentions and board links stay in their line (${JSON.stringify(mentions.text)})`);
+  check(mentions.links.length === 2 && mentions.links[0][0] === "A" && /^https:/.test(mentions.links[0][2]) &&
+    mentions.links[1][0] === "SPAN", `a board link with a web URL is a link, a relative one its title (${JSON.stringify(mentions.links)})`);
+  const everyNode = await page.locator('#canvas-view [data-id="Crd9EveryNode1"]');
+  await everyNode.scrollIntoViewIfNeeded();
+  await everyNode.screenshot({ path: shot("mentions") });
+
+  // The board as a JSON Canvas file, downloaded from the canvas tab.
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#canvas-download")]);
+  const file = await download.path();
+  const saved = JSON.parse(await readFile(file, "utf8"));
+  check(download.suggestedFilename().endsWith(".canvas") && Array.isArray(saved.nodes) && saved.nodes.length > 6 &&
+    Array.isArray(saved.edges) && saved.edges.length === 1,
+    `the canvas downloads as ${download.suggestedFilename()} (${saved.nodes.length} nodes, ${saved.edges.length} edge)`);
+  check((await page.textContent("#canvas-download-note")).startsWith("saved "), "the page says the file was saved");
+  if (process.env.CANVAS_OUT) await download.saveAs(process.env.CANVAS_OUT);
+
   // A nested board's tile opens its canvas; back returns.
   const nested = children.find((c) => c.type === "BOARD");
   await page.click(`#canvas-view .el-BOARD[data-id="${nested.id}"]`);
@@ -254,6 +292,45 @@ async function checkCanvas(page, shot) {
   const compact = await page.evaluate(() => document.querySelectorAll("#canvas-view .el").length);
   check(compact > 3, `the compact view is drawn with what it has (${compact} boxes)`);
   await page.selectOption("#view", "full");
+}
+
+// The workbench's request code, run as written against the demo: the curl
+// line from a shell, the fetch in the page (through CORS), the Python in
+// python3 when it has `requests`; each gives the board GET /api/detail gives
+// for the same parameters. Nothing typed is stored by the page.
+async function checkWorkbench(page, shot) {
+  await page.selectOption("#view", "standard");
+  await page.selectOption("#mode", "exclude");
+  await page.fill("#selectors", "board.children.title, **.location");
+  const curl = await page.textContent("#snippet-curl");
+  const fetchJs = await page.textContent("#snippet-fetch");
+  const python = await page.textContent("#snippet-python");
+  check(curl.startsWith(`curl -s '${apiOrigin}/api/board'`) && curl.includes("Content-Type: application/json") &&
+    !curl.includes("?url="), `the curl line is the POST form (${curl.split("\n")[0]})`);
+  const query = new URLSearchParams({ url: DEMO_LINK, view: "standard", exclude: "board.children.title, **.location" });
+  const expected = await (await fetch(`${apiOrigin}/api/detail?${query}`)).json();
+  check(expected.ok === true, "GET /api/detail answers the same parameters");
+  const same = (answer) => JSON.stringify(answer) === JSON.stringify(expected);
+  const fromShell = JSON.parse(execFileSync("sh", ["-c", curl], { encoding: "utf8" }));
+  check(same(fromShell), "the curl line, run from a shell, gives the board GET /api/detail gives");
+  const inPage = await page.evaluate(`(async () => {\n${fetchJs}\nreturn answer;\n})()`);
+  check(same(inPage), "the fetch, run in the page, gives the same board");
+  let hasRequests = true;
+  try { execFileSync("python3", ["-c", "import requests"], { stdio: "ignore" }); } catch { hasRequests = false; }
+  if (hasRequests) {
+    const out = execFileSync("python3", ["-c", `${python}\nimport json, sys\njson.dump(answer, sys.stdout)`], { encoding: "utf8" });
+    check(same(JSON.parse(out)), "the Python requests call, run by python3, gives the same board");
+  } else {
+    console.log("skip python3 has no requests module: the Python snippet was not run");
+  }
+  const stored = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie }));
+  check(stored.local === 0 && stored.session === 0 && stored.cookie === "", `nothing typed is stored (${JSON.stringify(stored)})`);
+  await page.click("#tab-snippet-fetch");
+  await page.screenshot({ path: shot("workbench"), fullPage: true });
+  await page.click("#tab-snippet-curl");
+  await page.selectOption("#view", "");
+  await page.selectOption("#mode", "");
+  await page.fill("#selectors", "");
 }
 
 // The top-level boxes of the canvas drawn now, and which pairs overlap.
@@ -413,6 +490,8 @@ async function checkConstructed(page, shot) {
       hostileImgs: hostile.querySelectorAll("img").length,
       pwned: window.__pwned === true,
       jsAnchors: document.querySelectorAll('a[href^="javascript:" i]').length,
+      permissionAnchors: Array.from(document.querySelectorAll("#canvas-view a")).filter((a) => /[?&]p=/.test(a.href)).length,
+      inlineLine: (Array.from(hostile.querySelectorAll("p")).find((q) => q.textContent.startsWith("see ")) || {}).textContent,
       anchorsToNonHttp: Array.from(document.querySelectorAll("#canvas-view a")).filter((a) => !/^https?:/.test(a.href)).length,
       badLinkTag: ($('#canvas-view [data-id="l-js"] .link-title') || {}).tagName,
       badMarkTag: ($('#canvas-view [data-id="c-hostile"] .unsafe-link') || {}).tagName,
@@ -433,6 +512,8 @@ async function checkConstructed(page, shot) {
     "a card whose text holds <img src=x onerror=...> shows it as text");
   check(r.jsAnchors === 0 && r.anchorsToNonHttp === 0 && r.badLinkTag === "SPAN" && r.badMarkTag === "SPAN",
     "javascript: links are text, not anchors");
+  check(r.inlineLine === "see <b>Evil board</b> and Shared board with a chip." && r.permissionAnchors === 0,
+    `board links to a script or with a permission id are their titles as text; an unknown inline node is its label (${JSON.stringify(r.inlineLine)})`);
   const before = page.url();
   await page.click('#canvas-view [data-id="l-js"] .link-title');
   await page.click('#canvas-view [data-id="c-hostile"] .unsafe-link');

@@ -22,6 +22,7 @@ use crate::pipeline::version::is_version;
 use crate::pipeline::{changes, Representation};
 use crate::store::{Doc, Source};
 use bytes::Bytes;
+use http::HeaderValue;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -118,22 +119,19 @@ pub(crate) struct Answered {
 impl BoardApi {
     /// `{prefix}/changes`: preflight, `405`, or the changes (errors with
     /// what was known of the load).
-    pub(super) async fn answer_changes(&self, req: &RequestParts<'_>) -> ApiResponse {
+    pub(super) async fn answer_changes(
+        &self,
+        req: &RequestParts<'_>,
+        request_id: &HeaderValue,
+    ) -> ApiResponse {
         match route::method_action(req.method) {
             MethodAction::Preflight => respond::preflight(req.headers),
-            MethodAction::NotAllowed => respond::error(&ApiError::MethodNotAllowed),
+            MethodAction::NotAllowed => respond::error(&ApiError::MethodNotAllowed, request_id),
             MethodAction::Read => {
                 let mut served = Served::default();
                 match self.changes(req, &mut served).await {
                     Ok(response) => response,
-                    Err(e) => {
-                        if matches!(e, ApiError::Overloaded { .. }) {
-                            metrics::overloaded();
-                        }
-                        let mut response = respond::error(&e);
-                        response.served = served;
-                        response
-                    }
+                    Err(e) => self.refused(&e, request_id, served),
                 }
             }
         }
@@ -151,7 +149,11 @@ impl BoardApi {
             limiter.check(ip)?;
         }
         let request = parse(req.query, &self.share_host)?;
-        let representation = accept::negotiate(req.headers);
+        // Changes have two representations: Markdown when asked for, else JSON.
+        let representation = match accept::negotiate(req.headers) {
+            Representation::Markdown => Representation::Markdown,
+            _ => Representation::Json,
+        };
         let (answered, source) = self.changes_of(&request, representation, served).await?;
         let mut response = respond::success(
             &answered.rendered,
@@ -194,6 +196,7 @@ impl BoardApi {
         let kind = match representation {
             Representation::Json => "changes",
             Representation::Markdown => "changes.md",
+            Representation::Canvas => "changes.canvas",
         };
         let key: Arc<str> = Arc::from(since);
         let bytes = match self.boards.cached_derived(&doc, kind, &key) {
@@ -290,6 +293,7 @@ fn unpack(bytes: Bytes) -> Option<Rendered> {
     Some(Rendered {
         body: bytes.slice(at + 1..),
         etag,
+        disposition: None,
     })
 }
 
@@ -349,6 +353,7 @@ mod tests {
         let rendered = Rendered {
             body: Bytes::from_static(b"{\"ok\":true}\nx"),
             etag: http::HeaderValue::from_static("W/\"ab\""),
+            disposition: None,
         };
         assert_eq!(unpack(pack(rendered.clone())), Some(rendered));
         assert_eq!(unpack(Bytes::new()), None);

@@ -31,14 +31,25 @@ pub enum ApiError {
     BoardNotFound,
     /// Unknown route.
     NotFound,
+    /// A method other than `GET`, `HEAD` or `OPTIONS` on a read endpoint.
     MethodNotAllowed,
     /// `/changes`: `since` is a well-formed version that is not kept for
     /// this board (expired, evicted, never seen).
     VersionNotKept,
+    /// A method other than `POST` or `OPTIONS` on `{prefix}/board`.
+    PostOnly,
+    /// A `POST {prefix}/board` body over its 32 KiB limit.
+    BodyTooLarge,
+    /// A `POST {prefix}/board` body that is not `application/json`.
+    UnsupportedMediaType,
     RateLimited {
         retry_after: Duration,
     },
     UpstreamError,
+    /// The provider's bot wall (AWS WAF) asked for a challenge or a
+    /// CAPTCHA instead of answering: a `502` whose message says so, so an
+    /// operator can tell it from a broken answer.
+    UpstreamChallenged,
     UpstreamTimeout,
     /// Too many cold loads at once: the queue for them is full.
     Overloaded {
@@ -62,10 +73,12 @@ impl ApiError {
             | ApiError::InvalidShareUrl { .. } => StatusCode::BAD_REQUEST,
             ApiError::BoardAccessDenied => StatusCode::FORBIDDEN,
             ApiError::BoardNotFound | ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::VersionNotKept => StatusCode::GONE,
+            ApiError::MethodNotAllowed | ApiError::PostOnly => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::UpstreamError => StatusCode::BAD_GATEWAY,
+            ApiError::UpstreamError | ApiError::UpstreamChallenged => StatusCode::BAD_GATEWAY,
             ApiError::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -80,10 +93,12 @@ impl ApiError {
             ApiError::BoardAccessDenied => "BOARD_ACCESS_DENIED",
             ApiError::BoardNotFound => "BOARD_NOT_FOUND",
             ApiError::NotFound => "NOT_FOUND",
-            ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ApiError::VersionNotKept => "VERSION_NOT_KEPT",
+            ApiError::MethodNotAllowed | ApiError::PostOnly => "METHOD_NOT_ALLOWED",
+            ApiError::BodyTooLarge => "PAYLOAD_TOO_LARGE",
+            ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::RateLimited { .. } => "RATE_LIMITED",
-            ApiError::UpstreamError => "UPSTREAM_ERROR",
+            ApiError::UpstreamError | ApiError::UpstreamChallenged => "UPSTREAM_ERROR",
             ApiError::UpstreamTimeout => "UPSTREAM_TIMEOUT",
             ApiError::Overloaded { .. } => "OVERLOADED",
             ApiError::Internal => "INTERNAL_ERROR",
@@ -92,6 +107,7 @@ impl ApiError {
 
     pub fn message(&self) -> &str {
         match self {
+            ApiError::BodyTooLarge => "The request body is over its limit of 32768 bytes",
             ApiError::InvalidRequest { message, .. }
             | ApiError::InvalidFieldSelector { message, .. } => message,
             ApiError::InvalidShareUrl { message } => message,
@@ -104,8 +120,13 @@ impl ApiError {
             ApiError::VersionNotKept => {
                 "That version of the board is not kept (expired, evicted or never seen); read the board whole and start again from its Board-Version"
             }
+            ApiError::PostOnly => "Method not allowed; POST a JSON body to this endpoint",
+            ApiError::UnsupportedMediaType => "The request body must be application/json",
             ApiError::RateLimited { .. } => "Too many requests; retry later",
             ApiError::UpstreamError => "The board provider failed or sent an unusable response",
+            ApiError::UpstreamChallenged => {
+                "Milanote asked for a bot challenge (its firewall) instead of sending the board; retry later"
+            }
             ApiError::UpstreamTimeout => "The board provider did not answer in time",
             ApiError::Overloaded { .. } => "Too many boards are loading right now; retry shortly",
             ApiError::Internal => "Internal error",
@@ -149,6 +170,7 @@ impl From<&FetchError> for ApiError {
             FetchError::AccessDenied => ApiError::BoardAccessDenied,
             FetchError::NotFound => ApiError::BoardNotFound,
             FetchError::Upstream(_) => ApiError::UpstreamError,
+            FetchError::Challenged => ApiError::UpstreamChallenged,
             FetchError::Timeout => ApiError::UpstreamTimeout,
             // Our own pacing toward the provider: as busy as a full queue.
             FetchError::OverBudget => ApiError::Overloaded {
@@ -164,7 +186,7 @@ mod tests {
 
     #[test]
     fn catalogue() {
-        let cases: [(ApiError, u16, &str, Option<&str>); 13] = [
+        let cases: [(ApiError, u16, &str, Option<&str>); 17] = [
             (
                 ApiError::VersionNotKept,
                 410,
@@ -211,6 +233,15 @@ mod tests {
                 None,
             ),
             (ApiError::UpstreamError, 502, "UPSTREAM_ERROR", None),
+            (ApiError::UpstreamChallenged, 502, "UPSTREAM_ERROR", None),
+            (ApiError::PostOnly, 405, "METHOD_NOT_ALLOWED", None),
+            (ApiError::BodyTooLarge, 413, "PAYLOAD_TOO_LARGE", None),
+            (
+                ApiError::UnsupportedMediaType,
+                415,
+                "UNSUPPORTED_MEDIA_TYPE",
+                None,
+            ),
             (ApiError::UpstreamTimeout, 504, "UPSTREAM_TIMEOUT", None),
             (
                 ApiError::Overloaded {
@@ -237,6 +268,7 @@ mod tests {
             (FetchError::NotFound, 404, "BOARD_NOT_FOUND"),
             (FetchError::Upstream(String::new()), 502, "UPSTREAM_ERROR"),
             (FetchError::Timeout, 504, "UPSTREAM_TIMEOUT"),
+            (FetchError::Challenged, 502, "UPSTREAM_ERROR"),
         ];
         for (fetch, status, code) in cases {
             let e = ApiError::from(&fetch);
@@ -251,5 +283,12 @@ mod tests {
         let e = ApiError::from(&FetchError::Upstream("token=abc p=secret".into()));
         assert_eq!(e, ApiError::UpstreamError);
         assert!(!e.message().contains("secret"));
+    }
+
+    #[test]
+    fn a_bot_challenge_says_so_and_differs_from_a_broken_answer() {
+        let challenged = ApiError::from(&FetchError::Challenged);
+        assert!(challenged.message().contains("bot challenge"));
+        assert_ne!(challenged.message(), ApiError::UpstreamError.message());
     }
 }

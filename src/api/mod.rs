@@ -1,19 +1,23 @@
-//! The request contract: [`BoardApi`] answers `/api/search` and
-//! `/api/detail` from plain request parts (route, method, query, share link,
-//! then the pipeline and the response policies). No Pingora types here: the
-//! `host` module is the adapter.
+//! The request contract: [`BoardApi`] answers `/api/search`, `/api/detail`,
+//! `/api/canvas`, `POST /api/board` ([`post`]) and `/api/mcp` ([`mcp`]) from
+//! plain request parts (route, method, query or body, share link, then the
+//! pipeline and the response policies), each answer with its `X-Request-Id`
+//! ([`request_id`]). No Pingora types here: the `host` module is the adapter.
 
 pub mod accept;
 pub mod changes;
 pub mod error;
-mod failure;
 pub mod mcp;
+mod memo;
 pub mod params;
 pub(crate) mod playground;
+pub mod post;
+mod rate_limit;
+mod registry;
+pub mod request_id;
 pub mod respond;
 pub mod route;
 pub mod share_link;
-mod shared;
 pub mod timing;
 
 use crate::client_addr::TrustedProxies;
@@ -21,18 +25,19 @@ use crate::config::{ApiSettings, ConfigError, McpSettings};
 use crate::document::Coverage;
 use crate::encoding;
 use crate::metrics;
-use crate::store::{Boards, Source, Versions};
+use crate::pipeline::Representation;
+use crate::provider::error::FetchError;
+use crate::store::{Boards, LoadError, Source, Versions};
 use error::ApiError;
-use failure::{api_error, log_failure};
-use http::{HeaderMap, Method};
+use http::{HeaderMap, HeaderValue, Method};
+use memo::{ParseMemo, Slot};
 use params::BoardRequest;
-use pingora_limits::rate::Rate;
+use rate_limit::RateLimiter;
 use respond::{ApiResponse, Served};
 use route::{Endpoint, MethodAction, Route};
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::IpAddr;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A request as [`BoardApi::respond`] reads it, from any HTTP stack: the
@@ -54,8 +59,9 @@ pub struct RequestParts<'a> {
     /// The client's address, for the optional rate limit. `None` unless set.
     pub client_ip: Option<IpAddr>,
     /// The request body, empty unless set: only a `POST` to the MCP
-    /// endpoint has one this API reads (see [`BoardApi::body_limit`]); the
-    /// host passes at most one byte over the limit.
+    /// endpoint or to `{prefix}/board` has one this API reads (see
+    /// [`BoardApi::body_limit`]); the host passes at most one byte over the
+    /// limit.
     pub body: &'a [u8],
 }
 
@@ -117,8 +123,8 @@ pub struct BoardApi {
     limiter: Option<RateLimiter>,
     /// Whose forwarding headers name the client (default: nobody's).
     proxies: TrustedProxies,
-    /// `/api` unless configured: the endpoints are `{prefix}/search` and
-    /// `{prefix}/detail`.
+    /// `/api` unless configured: the endpoints are `{prefix}/search`,
+    /// `{prefix}/detail`, `{prefix}/board` and `{prefix}/mcp`.
     prefix: String,
     /// Other paths under the prefix are our `404 NOT_FOUND`.
     claim_prefix: bool,
@@ -133,11 +139,13 @@ pub struct BoardApi {
 }
 
 impl BoardApi {
-    /// Builds the API from validated settings. Only the two endpoints are
-    /// answered (by default under `/api`); other paths are the host's, and
+    /// Builds the API from validated settings. Only its endpoints are
+    /// answered (by default under `/api`: `/search`, `/detail`, `/canvas`,
+    /// `/board`, and `/mcp` unless `board_api.mcp.enabled` is false); other
+    /// paths are the host's, and
     /// so are other paths under the prefix unless `claim_prefix` is set
-    /// (default false). Caching (default on, 60 s) and the rate limit
-    /// (default off) are as configured.
+    /// (default false). Caching (default on, 60 s), the rate limit (default
+    /// off) and trusted balancers (`server.trusted_proxies`) are as configured.
     ///
     /// # Errors
     /// A [`ConfigError`] for `board_api.provider` when the provider client
@@ -160,7 +168,7 @@ impl BoardApi {
             parsed: ParseMemo::default(),
             boards,
             limiter: settings.rate_limit.map(RateLimiter::new),
-            proxies: TrustedProxies::none(),
+            proxies: settings.trusted_proxies.clone(),
             prefix: settings.prefix.clone(),
             claim_prefix: settings.claim_prefix,
             answer_all_paths: false,
@@ -186,8 +194,8 @@ impl BoardApi {
     /// Believes the forwarding headers (`Forwarded`, `X-Forwarded-For`) of
     /// requests whose TCP peer is one of `proxies`, so the rate limit (and
     /// the standalone access log) see the client behind a balancer; see
-    /// [`TrustedProxies::client`]. Default: no proxy trusted. Only requests
-    /// through [`BoardApi::handle`] and [`BoardApi::serve`] are resolved: a
+    /// [`TrustedProxies::client`]. Replaces `server.trusted_proxies` (default
+    /// none). Only [`BoardApi::handle`] and [`BoardApi::serve`] resolve it: a
     /// host calling [`BoardApi::respond`] passes the client it determined.
     pub fn trust_proxies(mut self, proxies: TrustedProxies) -> Self {
         self.proxies = proxies;
@@ -221,11 +229,13 @@ impl BoardApi {
         self
     }
 
-    /// Whether `path` is one this API answers: its two endpoints; with
-    /// `claim_prefix`, every path under the prefix; standalone, every path.
+    /// Whether `path` is one this API answers: `{prefix}/search`,
+    /// `{prefix}/detail`, `{prefix}/canvas`, `{prefix}/board`, and
+    /// `{prefix}/mcp` unless `board_api.mcp` is off; with `claim_prefix`,
+    /// every path under the prefix; standalone, every path.
     pub(crate) fn owns(&self, path: &str) -> bool {
         match route::route(path, &self.prefix) {
-            Route::Endpoint(_) | Route::Changes => true,
+            Route::Endpoint(_) | Route::Board | Route::Changes => true,
             Route::Mcp if self.mcp.enabled => true,
             Route::Mcp | Route::UnderPrefix => self.claim_prefix || self.answer_all_paths,
             Route::Outside => self.answer_all_paths,
@@ -234,14 +244,19 @@ impl BoardApi {
 
     /// Whether the request to `path` with `method` has a body this API
     /// reads, and how many bytes of it at most: `Some(limit)` for a `POST`
-    /// to the MCP endpoint (`board_api.mcp.max_body_bytes`), `None` for
+    /// to the MCP endpoint (`board_api.mcp.max_body_bytes`) or to
+    /// `{prefix}/board` (32 KiB, [`post::BODY_LIMIT`]), `None` for
     /// everything else. A host reads at most `limit + 1` bytes of such a
     /// body into [`RequestParts::body`]; more than `limit` is answered `413`.
     pub fn body_limit(&self, method: &Method, path: &str) -> Option<usize> {
-        (self.mcp.enabled
-            && *method == Method::POST
-            && route::route(path, &self.prefix) == Route::Mcp)
-            .then_some(self.mcp.max_body_bytes)
+        if *method != Method::POST {
+            return None;
+        }
+        match route::route(path, &self.prefix) {
+            Route::Board => Some(post::BODY_LIMIT),
+            Route::Mcp if self.mcp.enabled => Some(self.mcp.max_body_bytes),
+            _ => None,
+        }
     }
 
     /// Answers a request, or `None` when its path is the host's: the
@@ -270,72 +285,113 @@ impl BoardApi {
     /// # }
     /// ```
     pub async fn respond(&self, req: RequestParts<'_>) -> Option<ApiResponse> {
+        if !self.owns(req.path) {
+            return None;
+        }
+        let request_id = request_id::for_request(req.headers);
+        let mut response = self.answer(&req, &request_id).await;
+        respond::stamp(&mut response, request_id);
+        Some(response)
+    }
+
+    /// The answer to a request for a path of ours.
+    async fn answer(&self, req: &RequestParts<'_>, request_id: &HeaderValue) -> ApiResponse {
         let endpoint = match route::route(req.path, &self.prefix) {
             Route::Endpoint(endpoint) => endpoint,
+            Route::Board => {
+                let response = self.board(req, request_id).await;
+                metrics::request("board", response.status.as_u16());
+                return response;
+            }
             Route::Changes => {
                 // Boxed: its future nests deep (a host's async block must
                 // stay within the compiler's layout depth).
-                let response = Box::pin(self.answer_changes(&req)).await;
+                let response = Box::pin(self.answer_changes(req, request_id)).await;
                 metrics::request("changes", response.status.as_u16());
-                return Some(response);
+                return response;
             }
             Route::Mcp if self.mcp.enabled => {
-                let response = self.mcp(&req).await;
+                let response = self.mcp(req).await;
                 metrics::request("mcp", response.status.as_u16());
-                return Some(response);
+                return response;
             }
-            _ if !self.owns(req.path) => return None,
             Route::Outside if self.playground && req.path == "/" => {
                 if let Some(page) = playground::page(req.method) {
                     metrics::request("playground", page.status.as_u16());
-                    return Some(page);
+                    return page;
                 }
                 metrics::request("unknown", 404);
-                return Some(respond::error(&ApiError::NotFound));
+                return respond::error(&ApiError::NotFound, request_id);
             }
             Route::Mcp | Route::UnderPrefix | Route::Outside => {
                 metrics::request("unknown", 404);
-                return Some(respond::error(&ApiError::NotFound));
+                return respond::error(&ApiError::NotFound, request_id);
             }
         };
         let response = match route::method_action(req.method) {
             MethodAction::Preflight => respond::preflight(req.headers),
-            MethodAction::NotAllowed => respond::error(&ApiError::MethodNotAllowed),
+            MethodAction::NotAllowed => respond::error(&ApiError::MethodNotAllowed, request_id),
             MethodAction::Read => {
                 let mut served = Served::default();
-                match self.read(endpoint, &req, &mut served).await {
+                match self.read(endpoint, req, &mut served).await {
                     Ok(response) => response,
-                    Err(e) => {
-                        if matches!(e, ApiError::Overloaded { .. }) {
-                            // Every such answer: a full queue, a wait in
-                            // it past the deadline, the fleet's budget.
-                            metrics::overloaded();
-                        }
-                        // A failed load still says which board and level.
-                        let mut response = respond::error(&e);
-                        response.served = served;
-                        response
-                    }
+                    Err(e) => self.refused(&e, request_id, served),
                 }
             }
         };
         metrics::request(endpoint.name(), response.status.as_u16());
-        Some(response)
+        response
     }
 
-    /// Reads the board and renders the answer; `served` is filled in as
-    /// soon as each fact is known, so an error answer carries them too.
+    /// The error answer to a request for a board; it still says which
+    /// board and level, when the load got that far.
+    fn refused(&self, e: &ApiError, request_id: &HeaderValue, served: Served) -> ApiResponse {
+        if matches!(e, ApiError::Overloaded { .. }) {
+            // Every such answer: a full queue, a wait in it past the
+            // deadline, the fleet's budget.
+            metrics::overloaded();
+        }
+        let mut response = respond::error(e, request_id);
+        response.served = served;
+        response
+    }
+
+    /// The optional per-client rate limit (`board_api.rate_limit`).
+    fn limit_rate(&self, req: &RequestParts<'_>) -> Result<(), ApiError> {
+        match (&self.limiter, req.client_ip) {
+            (Some(limiter), Some(ip)) => limiter.check(ip),
+            _ => Ok(()),
+        }
+    }
+
+    /// A `GET` or `HEAD` of a read endpoint: its query, then the board.
     async fn read(
         &self,
         endpoint: Endpoint,
         req: &RequestParts<'_>,
         served: &mut Served,
     ) -> Result<ApiResponse, ApiError> {
-        let started = Instant::now();
-        if let (Some(limiter), Some(ip)) = (&self.limiter, req.client_ip) {
-            limiter.check(ip)?;
-        }
+        self.limit_rate(req)?;
         let request = self.parsed(endpoint, req.query)?;
+        self.answer_board(endpoint, &request, req.headers, req.headers, served)
+            .await
+    }
+
+    /// Reads the board of a checked request and renders the answer of
+    /// `endpoint` in the representation and coding `headers` ask for;
+    /// `conditional` holds the `If-None-Match` honoured (the request's own
+    /// headers, or none for a request never answered `304`). `served` is
+    /// filled in as soon as each fact is known, so an error answer carries
+    /// them too.
+    async fn answer_board(
+        &self,
+        endpoint: Endpoint,
+        request: &BoardRequest,
+        headers: &HeaderMap,
+        conditional: &HeaderMap,
+        served: &mut Served,
+    ) -> Result<ApiResponse, ApiError> {
+        let started = Instant::now();
         served.board = Some(Arc::from(request.link.board_id.as_str()));
         let (outcome, source) = self
             .boards
@@ -367,14 +423,17 @@ impl BoardApi {
         );
         let encoding = if self.compress {
             encoding::negotiate(
-                req.headers
+                headers
                     .get(http::header::ACCEPT_ENCODING)
                     .map(http::HeaderValue::as_bytes),
             )
         } else {
             encoding::Encoding::Identity
         };
-        let representation = accept::negotiate(req.headers);
+        let representation = match endpoint {
+            Endpoint::Canvas => Representation::Canvas,
+            Endpoint::Search | Endpoint::Detail => accept::negotiate(headers),
+        };
         let variant = self
             .boards
             .variant(
@@ -394,9 +453,21 @@ impl BoardApi {
             representation,
             variant.encoding,
             document.board.completeness(),
-            req.headers,
+            conditional,
         );
-        changes::set_version(&mut response, &document);
+        if let (Some(disposition), true) = (&variant.rendered.disposition, response.has_body()) {
+            response
+                .headers
+                .insert(http::header::CONTENT_DISPOSITION, disposition.clone());
+        }
+        if let Some(version) = document.board.version() {
+            // 32 hex digits: always a valid value.
+            if let Ok(value) = http::HeaderValue::from_str(version) {
+                response
+                    .headers
+                    .insert(http::HeaderName::from_static(respond::BOARD_VERSION), value);
+            }
+        }
         let load = (source == Source::Miss).then_some(document.timing);
         response.headers.insert(
             timing::SERVER_TIMING,
@@ -404,6 +475,35 @@ impl BoardApi {
         );
         response.served = std::mem::take(served);
         Ok(response)
+    }
+}
+
+/// A failed load in the log, in words, at the level of whose it is: the
+/// client's (a denied or missing board: DEBUG), the provider's (5xx,
+/// timeouts, malformed answers: WARN), ours (a bug: ERROR). Overload is ours
+/// by design, not a fault: WARN, since an operator sizes the limits.
+///
+/// Only the request that met the failure logs it at that level: one WARN
+/// per failed load. Requests that joined that load, or got the failure
+/// from the error cache during `error_ttl_seconds`, log it at DEBUG, so an
+/// outage is one line per failure, not one per request.
+fn log_failure(board_id: &str, after: Duration, e: &LoadError, source: Source) {
+    let ms = after.as_secs_f64() * 1000.0;
+    if source != Source::Miss {
+        log::debug!(
+            "board {board_id}: {e} (again, {} in {ms:.1} ms)",
+            source.name()
+        );
+        return;
+    }
+    match e {
+        LoadError::Fetch(FetchError::AccessDenied | FetchError::NotFound) => {
+            log::debug!("board {board_id} refused after {ms:.0} ms: {e}")
+        }
+        LoadError::Fetch(_) | LoadError::Overloaded => {
+            log::warn!("board {board_id} failed after {ms:.0} ms: {e}")
+        }
+        LoadError::Internal(_) => log::error!("board {board_id} failed after {ms:.0} ms: {e}"),
     }
 }
 
@@ -460,113 +560,22 @@ impl BoardApi {
     }
 }
 
-/// Which memo a parse is kept in: one per endpoint's queries, one for the
-/// MCP tools' arguments (never mixed: a query and an argument key may be
-/// equal texts).
-#[derive(Debug, Clone, Copy)]
-enum Slot {
-    Query(Endpoint),
-    Tool,
-}
+/// How long a client refused with `503 OVERLOADED` should wait.
+const OVERLOADED_RETRY_AFTER: Duration = Duration::from_secs(1);
 
-/// Parsed requests by raw query, per endpoint: a plain map behind a
-/// read-write lock, so a hit is a shared lock and one hash, with no
-/// allocation. It holds at most [`ParseMemo::ENTRIES`] queries of at most
-/// [`ParseMemo::MAX_QUERY`] bytes each (about 8 MiB at worst); when full it
-/// starts over, since parsing is a pure function of the query and a working
-/// set of repeated queries refills it at once.
-#[derive(Default)]
-struct ParseMemo {
-    by_slot: [RwLock<HashMap<Box<str>, Arc<BoardRequest>>>; 3],
-}
-
-impl ParseMemo {
-    const ENTRIES: usize = 1024;
-    const MAX_QUERY: usize = 8 << 10;
-
-    fn map(&self, slot: Slot) -> &RwLock<HashMap<Box<str>, Arc<BoardRequest>>> {
-        &self.by_slot[match slot {
-            Slot::Query(Endpoint::Search) => 0,
-            Slot::Query(Endpoint::Detail) => 1,
-            Slot::Tool => 2,
-        }]
-    }
-
-    fn get(&self, slot: Slot, query: &str) -> Option<Arc<BoardRequest>> {
-        let map = self.map(slot).read().unwrap_or_else(|e| e.into_inner());
-        map.get(query).cloned()
-    }
-
-    fn put(&self, slot: Slot, query: &str, request: Arc<BoardRequest>) {
-        if query.len() > Self::MAX_QUERY {
-            return;
-        }
-        let mut map = self.map(slot).write().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= Self::ENTRIES {
-            map.clear();
-        }
-        map.insert(query.into(), request);
-    }
-}
-
-/// A per-client-address request budget per second (`board_api.rate_limit`).
-struct RateLimiter {
-    rate: Rate,
-    per_second: u32,
-}
-
-impl RateLimiter {
-    fn new(per_second: u32) -> Self {
-        RateLimiter {
-            rate: Rate::new(Duration::from_secs(1)),
-            per_second,
-        }
-    }
-
-    fn check(&self, ip: IpAddr) -> Result<(), ApiError> {
-        // `observe` returns the count of the current window; `rate()` would
-        // report the previous one.
-        let seen = self.rate.observe(&ip, 1);
-        if seen > self.per_second as isize {
-            return Err(ApiError::RateLimited {
-                retry_after: Duration::from_secs(1),
-            });
-        }
-        Ok(())
+fn api_error(e: LoadError) -> ApiError {
+    match e {
+        LoadError::Fetch(e) => ApiError::from(&e),
+        LoadError::Overloaded => ApiError::Overloaded {
+            retry_after: OVERLOADED_RETRY_AFTER,
+        },
+        LoadError::Internal(_) => ApiError::Internal,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_parse_memo_is_bounded_and_per_endpoint() {
-        let memo = ParseMemo::default();
-        let request = |board: &str| {
-            let query = format!("url=https%3A%2F%2Fapp.milanote.com%2F{board}%2Fb%3Fp%3Dx");
-            let parsed = params::parse(Endpoint::Search, Some(&query), "app.milanote.com");
-            (query, Arc::new(parsed.expect("a valid query")))
-        };
-        let (query, parsed) = request("b0");
-        memo.put(Slot::Query(Endpoint::Search), &query, Arc::clone(&parsed));
-        assert!(memo.get(Slot::Query(Endpoint::Search), &query).is_some());
-        assert!(memo.get(Slot::Query(Endpoint::Detail), &query).is_none());
-        assert!(memo.get(Slot::Tool, &query).is_none());
-        for i in 1..=ParseMemo::ENTRIES {
-            let (query, parsed) = request(&format!("b{i}"));
-            memo.put(Slot::Query(Endpoint::Search), &query, parsed);
-        }
-        let held = memo
-            .map(Slot::Query(Endpoint::Search))
-            .read()
-            .map(|m| m.len())
-            .unwrap_or(0);
-        assert!(held <= ParseMemo::ENTRIES, "{held}");
-        let long = "x".repeat(ParseMemo::MAX_QUERY + 1);
-        memo.put(Slot::Query(Endpoint::Search), &long, parsed);
-        assert!(memo.get(Slot::Query(Endpoint::Search), &long).is_none());
-    }
 
     #[test]
     fn the_api_can_be_shared_across_pingora_threads() {

@@ -81,6 +81,20 @@ fn validate(
             format!("url must be at most {MAX_URL_CHARS} characters"),
         ));
     }
+    // The canvas is the whole board: no view or selector applies to it.
+    if endpoint == Endpoint::Canvas {
+        let named = [
+            ("view", &raw.view),
+            ("include", &raw.include),
+            ("exclude", &raw.exclude),
+        ];
+        if let Some((name, _)) = named.iter().find(|(_, v)| v.is_some()) {
+            return Err(ApiError::invalid_request(
+                name,
+                "the canvas is the whole board: it takes url only",
+            ));
+        }
+    }
     // Step 4: combinations that are refused (include with exclude or view); no priority between them.
     if raw.include.is_some() && raw.exclude.is_some() {
         return Err(combination("include and exclude cannot be combined"));
@@ -137,20 +151,26 @@ fn shape(query: &str) -> Result<RawParams<'_>, ApiError> {
 /// permission id of the request's own share link (a link pasted as a
 /// parameter name, or `?<permission>`, is never echoed).
 pub(super) fn unknown_parameter(name: &str, pairs: &[(Cow<'_, str>, Cow<'_, str>)]) -> ApiError {
+    let links = pairs.iter().filter(|(k, _)| k == "url").map(|(_, v)| &**v);
+    ApiError::InvalidRequest {
+        field: echoable(name, links).then(|| name.to_string()),
+        message: "unknown query parameter; allowed: url, view, include, exclude".into(),
+    }
+}
+
+/// Whether an unknown parameter's `name` may be echoed in `error.field`: a
+/// short plain name that is not the permission id of any of the request's
+/// share `links` (a link pasted as a name, or `?<permission>`, never is).
+pub(super) fn echoable<'a>(name: &str, links: impl Iterator<Item = &'a str>) -> bool {
     let plain = (1..=64).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_alphabetic())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    let is_permission = pairs
-        .iter()
-        .filter(|(k, _)| k == "url")
-        .filter_map(|(_, v)| url::Url::parse(v.trim()).ok())
-        .any(|link| link.query_pairs().any(|(k, v)| k == "p" && v == name));
-    ApiError::InvalidRequest {
-        field: (plain && !is_permission).then(|| name.to_string()),
-        message: "unknown query parameter; allowed: url, view, include, exclude".into(),
-    }
+    plain
+        && !links
+            .filter_map(|v| url::Url::parse(v.trim()).ok())
+            .any(|link| link.query_pairs().any(|(k, v)| k == "p" && v == name))
 }
 
 fn combination(message: &str) -> ApiError {

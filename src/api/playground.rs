@@ -17,16 +17,35 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 use std::sync::LazyLock;
 
-/// `assets/playground.html` and the canvas script it inlines, compiled in:
-/// no file to deploy next to the binary.
+/// `assets/playground.html` and the scripts it inlines (the text helpers,
+/// then the canvas that uses them, then the workbench), compiled in: no
+/// file to deploy next to the binary.
 const TEMPLATE: &str = include_str!("../../assets/playground.html");
-const CANVAS_JS: &str = include_str!("../../assets/canvas.js");
-/// Where the page's first `<script>` takes `assets/canvas.js`.
-const CANVAS_MARK: &str = "// @include canvas.js\n";
+const INCLUDES: [(&str, &str); 3] = [
+    (
+        "// @include richtext.js\n",
+        include_str!("../../assets/richtext.js"),
+    ),
+    (
+        "// @include canvas.js\n",
+        include_str!("../../assets/canvas.js"),
+    ),
+    (
+        "// @include workbench.js\n",
+        include_str!("../../assets/workbench.js"),
+    ),
+];
 
-/// The page as served: the template with the canvas script inlined. Two
-/// files keep each one readable; one page keeps it a single request.
-static PAGE: LazyLock<String> = LazyLock::new(|| TEMPLATE.replacen(CANVAS_MARK, CANVAS_JS, 1));
+/// The page as served: the template with each script inlined where its
+/// mark stands. Separate files keep each one readable; one page keeps it a
+/// single request.
+static PAGE: LazyLock<String> = LazyLock::new(|| {
+    INCLUDES
+        .iter()
+        .fold(TEMPLATE.to_owned(), |page, (mark, script)| {
+            page.replacen(mark, script, 1)
+        })
+});
 
 /// The page's policy. Scripts and styles: the page's own inline blocks, by
 /// hash. Images: any `http:`/`https:` URL (board images live on the
@@ -137,8 +156,12 @@ mod tests {
     #[test]
     fn the_page_is_self_contained() {
         let page = PAGE.as_str();
-        assert!(TEMPLATE.contains(CANVAS_MARK) && !page.contains(CANVAS_MARK));
+        for (mark, _) in INCLUDES {
+            assert!(TEMPLATE.contains(mark) && !page.contains(mark), "{mark}");
+        }
+        assert!(page.contains("const Workbench") && page.contains("Workbench.snippets("));
         assert!(page.contains("const BoardCanvas") && page.contains("BoardCanvas.create("));
+        assert!(page.find("const BoardText") < page.find("const BoardCanvas"));
         // No build step and nothing fetched from elsewhere: no external
         // scripts, styles, fonts or images.
         for needle in [
@@ -157,7 +180,9 @@ mod tests {
             "id=\"outline\"",
             "id=\"canvas\"",
             "id=\"markdown\"",
-            "id=\"curl\"",
+            "id=\"snippet-curl\"",
+            "id=\"snippet-fetch\"",
+            "id=\"snippet-python\"",
         ] {
             assert!(page.contains(id), "{id} missing");
         }

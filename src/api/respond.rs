@@ -3,7 +3,7 @@
 //! Pure: produces an [`ApiResponse`], no Pingora types.
 
 use super::error::ApiError;
-use super::route::ALLOW;
+use super::route::{ALLOW, BOARD_ALLOW};
 use crate::document::Completeness;
 use crate::encoding::Encoding;
 use crate::pipeline::{Rendered, Representation};
@@ -18,7 +18,8 @@ const JSON: &str = "application/json; charset=utf-8";
 /// was loaded: `complete`, or `partial; unloaded=<n>`.
 pub const BOARD_COMPLETENESS: &str = "board-completeness";
 /// The response headers scripts on other origins may read.
-pub const EXPOSE_HEADERS: &str = "ETag, Server-Timing, Board-Completeness, Board-Version";
+pub const EXPOSE_HEADERS: &str =
+    "ETag, Server-Timing, Board-Completeness, Board-Version, X-Request-Id, Content-Disposition";
 /// The board version of an answer's board (see `pipeline::version`).
 pub const BOARD_VERSION: &str = "board-version";
 /// Preflight answers allow this request header when the browser names none.
@@ -55,6 +56,9 @@ pub struct Served {
     /// `other`), and the tool of a `tools/call`. Never its arguments.
     pub rpc: Option<&'static str>,
     pub tool: Option<&'static str>,
+    /// The answer's `X-Request-Id` (the client's, or one minted); set on
+    /// every answer of [`BoardApi::respond`](crate::BoardApi::respond).
+    pub request_id: Option<HeaderValue>,
 }
 
 impl ApiResponse {
@@ -102,14 +106,16 @@ fn cors(headers: &mut HeaderMap) {
     );
 }
 
-/// `{"ok":false,"error":{"code","message","field"?,"hint"?}}` with
-/// `no-store`.
-pub fn error(err: &ApiError) -> ApiResponse {
+/// `{"ok":false,"error":{"code","message","field"?,"hint"?,"requestId"}}`
+/// with `no-store`; `request_id` is the answer's `X-Request-Id`, which the
+/// caller sets (see [`stamp`]).
+pub fn error(err: &ApiError, request_id: &HeaderValue) -> ApiResponse {
     let mut response = ApiResponse::new(err.status());
     response.set(header::CONTENT_TYPE, JSON);
     response.set(header::CACHE_CONTROL, ERROR_CACHE_CONTROL);
     match err {
         ApiError::MethodNotAllowed => response.set(header::ALLOW, ALLOW),
+        ApiError::PostOnly => response.set(header::ALLOW, BOARD_ALLOW),
         ApiError::RateLimited { retry_after } | ApiError::Overloaded { retry_after } => {
             let secs = retry_after.as_secs().max(1);
             response
@@ -127,9 +133,21 @@ pub fn error(err: &ApiError) -> ApiResponse {
     if let Some(hint) = err.hint() {
         error.insert("hint".into(), hint.into());
     }
+    // Checked to be ASCII (see `request_id`), so never lossy.
+    let id = String::from_utf8_lossy(request_id.as_bytes());
+    error.insert("requestId".into(), id.into());
     let body = serde_json::json!({ "ok": false, "error": error });
     response.body = Bytes::from(body.to_string());
     response
+}
+
+/// Stamps `request_id` on an answer: the `X-Request-Id` header, and the
+/// served facts an access log reads.
+pub fn stamp(response: &mut ApiResponse, request_id: HeaderValue) {
+    response
+        .headers
+        .insert(super::request_id::X_REQUEST_ID, request_id.clone());
+    response.served.request_id = Some(request_id);
 }
 
 /// `204` CORS preflight: allows the headers the browser asked for, else
@@ -139,14 +157,25 @@ pub fn error(err: &ApiError) -> ApiResponse {
 /// `Cache-Control` is the same through any host (pingap gives an answer
 /// without one `private, no-cache`).
 pub fn preflight(request_headers: &HeaderMap) -> ApiResponse {
+    preflight_for(request_headers, ALLOW, DEFAULT_ALLOW_HEADERS)
+}
+
+/// [`preflight`] for a route with its own methods (`POST {prefix}/board`:
+/// `POST, OPTIONS`) and the request headers allowed when the browser names
+/// none.
+pub fn preflight_for(
+    request_headers: &HeaderMap,
+    methods: &'static str,
+    default_headers: &'static str,
+) -> ApiResponse {
     let mut response = ApiResponse::new(StatusCode::NO_CONTENT);
     response.set(header::CACHE_CONTROL, ERROR_CACHE_CONTROL);
-    response.set(header::ACCESS_CONTROL_ALLOW_METHODS, ALLOW);
+    response.set(header::ACCESS_CONTROL_ALLOW_METHODS, methods);
     let allow_headers = request_headers
         .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
         .filter(|v| !v.as_bytes().trim_ascii().is_empty())
         .cloned()
-        .unwrap_or(HeaderValue::from_static(DEFAULT_ALLOW_HEADERS));
+        .unwrap_or(HeaderValue::from_static(default_headers));
     response
         .headers
         .insert(header::ACCESS_CONTROL_ALLOW_HEADERS, allow_headers);
@@ -223,13 +252,17 @@ mod tests {
     use crate::pipeline::render;
     use serde_json::{json, Value};
 
+    fn err(e: &ApiError) -> ApiResponse {
+        error(e, &HeaderValue::from_static("t-1"))
+    }
+
     fn header<'a>(r: &'a ApiResponse, name: &str) -> Option<&'a str> {
         r.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
     #[test]
     fn error_envelope_and_headers() {
-        let r = error(&ApiError::invalid_request("view", "bad view"));
+        let r = err(&ApiError::invalid_request("view", "bad view"));
         assert_eq!(r.status, 400);
         assert_eq!(header(&r, "cache-control"), Some("no-store"));
         assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
@@ -242,9 +275,9 @@ mod tests {
         let body: Value = serde_json::from_slice(&r.body).expect("json");
         assert_eq!(
             body,
-            json!({"ok": false, "error": {"code": "INVALID_REQUEST", "message": "bad view", "field": "view"}})
+            json!({"ok": false, "error": {"code": "INVALID_REQUEST", "message": "bad view", "field": "view", "requestId": "t-1"}})
         );
-        let r = error(&ApiError::BoardNotFound);
+        let r = err(&ApiError::BoardNotFound);
         let body: Value = serde_json::from_slice(&r.body).expect("json");
         assert_eq!(body["error"].get("field"), None);
         assert_eq!(body["error"]["code"], "BOARD_NOT_FOUND");
@@ -252,16 +285,16 @@ mod tests {
 
     #[test]
     fn method_not_allowed_names_allow_and_rate_limit_retry_after() {
-        let r = error(&ApiError::MethodNotAllowed);
+        let r = err(&ApiError::MethodNotAllowed);
         assert_eq!((r.status.as_u16(), header(&r, "allow")), (405, Some(ALLOW)));
-        let r = error(&ApiError::RateLimited {
+        let r = err(&ApiError::RateLimited {
             retry_after: std::time::Duration::from_millis(10),
         });
         assert_eq!(
             (r.status.as_u16(), header(&r, "retry-after")),
             (429, Some("1"))
         );
-        let r = error(&ApiError::Overloaded {
+        let r = err(&ApiError::Overloaded {
             retry_after: std::time::Duration::from_secs(2),
         });
         assert_eq!(
@@ -471,9 +504,9 @@ mod tests {
                 &inm,
             ),
             preflight(&HeaderMap::new()),
-            error(&ApiError::NotFound),
-            error(&ApiError::MethodNotAllowed),
-            error(&ApiError::UpstreamTimeout),
+            err(&ApiError::NotFound),
+            err(&ApiError::MethodNotAllowed),
+            err(&ApiError::UpstreamTimeout),
         ];
         for r in answers {
             assert_eq!(

@@ -4,16 +4,20 @@
 use crate::select::View;
 use http::Method;
 
-/// The value of the `Allow` header on 405.
+/// The value of the `Allow` header on 405 from the read endpoints.
 pub const ALLOW: &str = "GET, HEAD, OPTIONS";
+/// The value of the `Allow` header on 405 from `{prefix}/board`.
+pub const BOARD_ALLOW: &str = "POST, OPTIONS";
 
-/// The two read-only endpoints.
+/// The read-only endpoints that answer a board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     /// `/api/search`: compact by default.
     Search,
     /// `/api/detail`: full by default.
     Detail,
+    /// `/api/canvas`: the whole board as a JSON Canvas file.
+    Canvas,
 }
 
 impl Endpoint {
@@ -21,7 +25,7 @@ impl Endpoint {
     pub fn default_view(self) -> View {
         match self {
             Endpoint::Search => View::Compact,
-            Endpoint::Detail => View::Full,
+            Endpoint::Detail | Endpoint::Canvas => View::Full,
         }
     }
 
@@ -30,6 +34,7 @@ impl Endpoint {
         match self {
             Endpoint::Search => "search",
             Endpoint::Detail => "detail",
+            Endpoint::Canvas => "canvas",
         }
     }
 }
@@ -38,6 +43,9 @@ impl Endpoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     Endpoint(Endpoint),
+    /// `{prefix}/board`: `/detail`'s answer for a JSON body (`POST`), so
+    /// the share link stays out of the URL.
+    Board,
     /// `{prefix}/mcp`: the Model Context Protocol endpoint (when enabled).
     Mcp,
     /// `{prefix}/changes`: what changed on a board since a version.
@@ -59,6 +67,8 @@ pub fn route(path: &str, prefix: &str) -> Route {
     match rest {
         "/search" => Route::Endpoint(Endpoint::Search),
         "/detail" => Route::Endpoint(Endpoint::Detail),
+        "/canvas" => Route::Endpoint(Endpoint::Canvas),
+        "/board" => Route::Board,
         "/mcp" => Route::Mcp,
         "/changes" => Route::Changes,
         r if r.starts_with('/') => Route::UnderPrefix,
@@ -96,6 +106,13 @@ mod tests {
             ("/api", "/api/search", Route::Endpoint(Endpoint::Search)),
             ("/api", "/api/detail", Route::Endpoint(Endpoint::Detail)),
             ("/api", "/api/mcp", Route::Mcp),
+            ("/api", "/api/canvas", Route::Endpoint(Endpoint::Canvas)),
+            ("/api", "/api/canvas/", Route::UnderPrefix),
+            ("/b/v1", "/b/v1/canvas", Route::Endpoint(Endpoint::Canvas)),
+            ("/api", "/api/board", Route::Board),
+            ("/api", "/api/board/", Route::UnderPrefix),
+            ("/b/v1", "/b/v1/board", Route::Board),
+            ("/api", "/board", Route::Outside),
             ("/api", "/api/mcp/", Route::UnderPrefix),
             ("/api", "/mcp", Route::Outside),
             ("/b/v1", "/b/v1/mcp", Route::Mcp),
@@ -144,5 +161,6 @@ mod tests {
     fn default_views() {
         assert_eq!(Endpoint::Search.default_view(), View::Compact);
         assert_eq!(Endpoint::Detail.default_view(), View::Full);
+        assert_eq!(Endpoint::Canvas.default_view(), View::Full);
     }
 }

@@ -7,8 +7,9 @@
 //! and the same steps a request's load takes (token, root board, nested
 //! boards within the configured limits); the client shows each answer to a
 //! [`Tap`] as it came. Only when the fetch has ended are the answers
-//! scrubbed ([`scrub`]: the token, the permission id and every person's id
-//! become placeholders) and only then is anything written: one file per
+//! scrubbed ([`scrub`]: the token, the permission id, every person's id and
+//! e-mail address, and whatever sits under a sensitive key become
+//! placeholders) and only then is anything written: one file per
 //! answer plus `index.json` (the format: `crate::demo`'s `capture_index`,
 //! which reads it back). The answers are held in memory
 //! until then, bounded by the same limits that bound a load.
@@ -187,9 +188,10 @@ pub fn capture(settings: &Settings, link: &str, out: &Path) -> Result<Report, Ca
         placeholders: json!({
             "permission-1": "the share link's permission id",
             "token-1": "the token the provider gave for it",
-            "user-N": "a person's id (the same N is the same person)",
+            "user-N": "a person's id or e-mail address (the same N is the same person)",
             "permission-N, token-N (N > 1)": "other permission ids and tokens found in the answers",
             "redacted": "other text under a person's, a permission's or a token's key",
+            "0": "a number under such a key",
         }),
         answers: entries,
     };

@@ -1,19 +1,35 @@
-//! Secrets and person ids out of captured answers, before anything is written.
+//! Secrets and person ids out of captured answers, before anything is
+//! written; called by [`super::capture`] once the fetch has ended.
 //!
 //! The answers are read generically, as JSON of any shape, since the web
-//! app's fields change: whatever sits under a key that names a person, a
-//! permission or a token (`creator`, `modifiedBy`, `acl`, `userId`,
-//! `permissionId`, `token`, `mentionKey`, `email`, ... at any depth; see
-//! [`is_sensitive_key`]) is replaced, every string in it and every key in
-//! it that looks like an id, and so is a TipTap `mention` node's
-//! `attrs.id`. What was found that way (and the share link's permission
-//! id, and the token) is then replaced wherever else it occurs, as a whole
-//! string, an object key, or inside a longer string. Board content is kept.
+//! app's fields change:
+//!
+//! - whatever sits under a key that names a person, a permission or a token
+//!   ([`is_sensitive_key`]: every name the sanitizer removes, in any case
+//!   and as a part of a key, person words such as `creator`, `viewers` or
+//!   `participants`, a last word `by`, a word `uid`) is replaced at any
+//!   depth: every string and number in it, and every key in it that is an
+//!   id (an `acl` or a `viewers` map is keyed by person ids);
+//! - a mention (a node whose `type` ends in `mention`, in any case) loses
+//!   its `id` and its `attrs.id`, whatever their shape;
+//! - an e-mail address is replaced wherever it stands, under any key or
+//!   none, in a key, inside a longer string (the `email` module);
+//! - a string that is JSON itself (Draft.js text is stored so) is read and
+//!   scrubbed by the same rules, and written back only when that changed it.
+//!
+//! What was found that way (and the share link's permission id, and the
+//! token) is then replaced wherever else it occurs, as a whole string, an
+//! object key, or inside a longer string. Board content is kept.
 //!
 //! Placeholders are stable within one capture: the same id gives the same
 //! `user-N` (or `permission-N`, `token-N`) in every file, so a reader of
 //! the capture still sees who wrote what as "the same person".
 
+mod email;
+mod keys;
+
+pub use keys::is_sensitive_key;
+use keys::{looks_like_id, Kind};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -21,67 +37,10 @@ use std::collections::{HashMap, HashSet};
 /// string, a key, or inside a longer string) only from this length on: a
 /// role such as `OWNER` or a short key must not eat the board's words.
 /// Milanote's ids are 14 characters, its tokens far longer. The share
-/// link's permission id and the token are replaced elsewhere whatever
-/// their length (inside longer strings only from this length on).
+/// link's permission id, the token and e-mail addresses are replaced
+/// elsewhere whatever their length (inside longer strings only from this
+/// length on, or, for an address, wherever it has the shape of one).
 const MIN_EMBEDDED: usize = 8;
-
-/// Words that mark a key as naming a person, a permission or a token
-/// (compared with the key lower-cased).
-const SENSITIVE_WORDS: &[&str] = &[
-    "user",
-    "creator",
-    "modifiedby",
-    "createdby",
-    "owner",
-    "author",
-    "editor",
-    "member",
-    "collaborator",
-    "assign",
-    "acl",
-    "permission",
-    "token",
-    "password",
-    "secret",
-    "email",
-    "mention",
-    "reaction",
-];
-
-/// Whether the value under `key` is a person's, a permission's or a token's.
-pub fn is_sensitive_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    SENSITIVE_WORDS.iter().any(|w| key.contains(w))
-}
-
-/// What a found string is replaced by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    User,
-    Permission,
-    Token,
-}
-
-impl Kind {
-    fn of_key(key: &str) -> Kind {
-        let key = key.to_ascii_lowercase();
-        if key.contains("token") {
-            Kind::Token
-        } else if key.contains("permission") {
-            Kind::Permission
-        } else {
-            Kind::User
-        }
-    }
-
-    fn prefix(self) -> &'static str {
-        match self {
-            Kind::User => "user",
-            Kind::Permission => "permission",
-            Kind::Token => "token",
-        }
-    }
-}
 
 /// Learns what to replace from every answer of a capture ([`Scrubber::learn`]),
 /// then replaces it in each ([`Scrubber::scrub`]).
@@ -97,6 +56,9 @@ pub struct Scrubber {
     protected: HashSet<String>,
     /// Found strings replaced inside longer strings, longest first.
     embedded: Vec<(String, String)>,
+    /// E-mail addresses found anywhere: replaced everywhere, whatever
+    /// their length.
+    emails: HashSet<String>,
     /// How many person ids are replaced everywhere.
     users: usize,
 }
@@ -157,11 +119,18 @@ impl Scrubber {
             return;
         }
         match value {
+            Value::String(s) => {
+                self.learn_emails(s);
+                if let Some(inner) = embedded_json(s) {
+                    self.learn_value(&inner, depth + 1);
+                }
+            }
             Value::Object(map) => {
-                if let Some(id) = mention_id(map) {
-                    self.add(id, Kind::User);
+                for id in mention_ids(map) {
+                    self.learn_all(id, Kind::User, depth + 1);
                 }
                 for (key, v) in map {
+                    self.learn_emails(key);
                     if is_sensitive_key(key) {
                         self.learn_all(v, Kind::of_key(key), depth + 1);
                     } else {
@@ -185,12 +154,16 @@ impl Scrubber {
             return;
         }
         match value {
-            Value::String(s) => self.add(s, kind),
+            Value::String(s) => {
+                self.add(s, kind);
+                self.learn_emails(s);
+            }
             Value::Object(map) => {
                 for (key, v) in map {
                     if looks_like_id(key) {
                         self.add(key, kind);
                     }
+                    self.learn_emails(key);
                     let kind = if is_sensitive_key(key) {
                         Kind::of_key(key)
                     } else {
@@ -208,11 +181,23 @@ impl Scrubber {
         }
     }
 
+    /// The e-mail addresses in `s`, each a person.
+    fn learn_emails(&mut self, s: &str) {
+        if !s.contains('@') {
+            return;
+        }
+        for (start, end) in email::spans(s) {
+            let address = &s[start..end];
+            self.add(address, Kind::User);
+            self.emails.insert(address.to_owned());
+        }
+    }
+
     /// Ends the learning: which found strings are replaced outside
     /// sensitive keys too, and inside longer strings.
     pub fn finish(&mut self) {
         for (s, placeholder) in &self.found {
-            if s.len() >= MIN_EMBEDDED
+            if (s.len() >= MIN_EMBEDDED || self.emails.contains(s))
                 && !self.protected.contains(s)
                 && self.global.insert(s.clone())
                 && placeholder.starts_with("user-")
@@ -242,12 +227,12 @@ impl Scrubber {
             return;
         }
         match value {
-            Value::String(s) => *s = self.text(s),
+            Value::String(s) => *s = self.scrub_text(s, depth),
             Value::Object(map) => {
-                let mention = mention_id(map).is_some();
+                let mention = is_mention(map);
                 let old = std::mem::take(map);
                 for (key, mut v) in old {
-                    if is_sensitive_key(&key) {
+                    if is_sensitive_key(&key) || (mention && key == "id") {
                         self.scrub_all(&mut v, depth + 1);
                     } else if mention && key == "attrs" {
                         if let Some(id) = v.get_mut("id") {
@@ -269,8 +254,8 @@ impl Scrubber {
         }
     }
 
-    /// Below a sensitive key every string goes, and every key that looks
-    /// like an id.
+    /// Below a sensitive key every string and number goes, and every key
+    /// that is an id.
     fn scrub_all(&self, value: &mut Value, depth: usize) {
         if depth > MAX_DEPTH {
             *value = Value::Null;
@@ -284,17 +269,17 @@ impl Scrubber {
                     None => "redacted".to_owned(),
                 }
             }
+            // A person's id may be a number; a count under such a key is
+            // not worth telling apart from one.
+            Value::Number(_) => *value = Value::from(0),
             Value::Object(map) => {
                 let old = std::mem::take(map);
                 for (key, mut v) in old {
                     self.scrub_all(&mut v, depth + 1);
-                    let key = if looks_like_id(&key) {
-                        self.found
-                            .get(&key)
-                            .cloned()
-                            .unwrap_or_else(|| "redacted".to_owned())
-                    } else {
-                        key
+                    let key = match self.found.get(&key) {
+                        Some(p) => p.clone(),
+                        None if looks_like_id(&key) => "redacted".to_owned(),
+                        None => key,
                     };
                     map.insert(key, v);
                 }
@@ -308,8 +293,22 @@ impl Scrubber {
         }
     }
 
+    /// A string outside sensitive keys: JSON text scrubbed as JSON when
+    /// that changes it (re-encoded compactly, which its readers parse the
+    /// same), else as text.
+    fn scrub_text(&self, s: &str, depth: usize) -> String {
+        if let Some(mut inner) = embedded_json(s) {
+            let before = inner.clone();
+            self.scrub_value(&mut inner, depth + 1);
+            if inner != before {
+                return serde_json::to_string(&inner).unwrap_or_else(|_| "redacted".to_owned());
+            }
+        }
+        self.text(s)
+    }
+
     /// A string outside sensitive keys: a found string as a whole, or
-    /// inside it.
+    /// inside it, and every e-mail address in it.
     fn text(&self, s: &str) -> String {
         if self.global.contains(s) {
             if let Some(p) = self.found.get(s) {
@@ -323,7 +322,29 @@ impl Scrubber {
                 out = Some(current.replace(needle.as_str(), placeholder));
             }
         }
+        let current = out.as_deref().unwrap_or(s);
+        if email::contains(current) {
+            out = Some(self.without_emails(current));
+        }
         out.unwrap_or_else(|| s.to_owned())
+    }
+
+    /// `s` with each e-mail address replaced by its placeholder (one made
+    /// of an id and a domain after the id was replaced is `redacted`).
+    fn without_emails(&self, s: &str) -> String {
+        let mut out = String::with_capacity(s.len());
+        let mut last = 0;
+        for (start, end) in email::spans(s) {
+            out.push_str(&s[last..start]);
+            out.push_str(
+                self.found
+                    .get(&s[start..end])
+                    .map_or("redacted", String::as_str),
+            );
+            last = end;
+        }
+        out.push_str(&s[last..]);
+        out
     }
 }
 
@@ -332,18 +353,34 @@ impl Scrubber {
 /// limit), so only a value built otherwise can be.
 const MAX_DEPTH: usize = 160;
 
-/// A TipTap `mention` node's `attrs.id` (a person's id).
-fn mention_id(map: &Map<String, Value>) -> Option<&str> {
-    if map.get("type").and_then(Value::as_str) != Some("mention") {
-        return None;
-    }
-    map.get("attrs")?.get("id")?.as_str()
+/// Whether `map` is a mention: a node whose `type` ends in `mention` in
+/// any case (TipTap's `mention`, a `Mention`, a `userMention`).
+fn is_mention(map: &Map<String, Value>) -> bool {
+    map.get("type").and_then(Value::as_str).is_some_and(|t| {
+        let t = t.as_bytes();
+        t.len() >= 7 && t[t.len() - 7..].eq_ignore_ascii_case(b"mention")
+    })
 }
 
-/// A key that is data, not a field name: it has a digit, an `@` or a
-/// character outside `[A-Za-z_]` (Milanote's ids always have digits).
-fn looks_like_id(key: &str) -> bool {
-    !key.is_empty() && key.bytes().any(|b| !(b.is_ascii_alphabetic() || b == b'_'))
+/// A mention's person: its `id` and its `attrs.id`, of any shape.
+fn mention_ids(map: &Map<String, Value>) -> Vec<&Value> {
+    if !is_mention(map) {
+        return Vec::new();
+    }
+    let attrs = map.get("attrs").and_then(|a| a.get("id"));
+    map.get("id").into_iter().chain(attrs).collect()
+}
+
+/// `s` read as JSON when it is a JSON object or array (Draft.js text and
+/// some raw contents are stored as strings).
+fn embedded_json(s: &str) -> Option<Value> {
+    let t = s.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str::<Value>(s)
+        .ok()
+        .filter(|v| v.is_object() || v.is_array())
 }
 
 #[cfg(test)]

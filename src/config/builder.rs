@@ -3,7 +3,7 @@
 //! exactly as [`ApiSettings::from_yaml`] does. One name for one setting,
 //! whichever way it arrives, and no check a file gets that code skips.
 
-use super::{fail, ApiSettings, BoardApiConf, ConfigError};
+use super::{fail, yaml_fail, ApiSettings, BoardApiConf, ConfigError};
 use serde_yaml::{Mapping, Value};
 
 /// Builds [`ApiSettings`] from code, key by key, with the names of the
@@ -78,9 +78,9 @@ impl ApiSettingsBuilder {
                 "a part of this path is set to a value, not a section",
             );
         }
-        let conf: BoardApiConf = serde_yaml::from_value(Value::Mapping(self.section))
-            .or_else(|e| fail("board_api", e.to_string()))?;
-        conf.validate_api()
+        let conf: BoardApiConf =
+            serde_yaml::from_value(Value::Mapping(self.section)).or_else(|e| yaml_fail(&e))?;
+        conf.validate_host()
     }
 }
 

@@ -20,6 +20,7 @@ mod rate_limit;
 mod server;
 mod shared;
 
+use crate::client_addr::TrustedProxies;
 use crate::governance::Limits;
 use crate::provider::client::ProviderSettings;
 use crate::store::{CacheSettings, SharedSettings, VersionSettings};
@@ -72,6 +73,19 @@ fn fail<T>(key: &str, message: impl Into<String>) -> Result<T, ConfigError> {
         key: key.to_string(),
         message: message.into(),
     })
+}
+
+/// A YAML error as a [`ConfigError`]: serde_yaml starts its message with the
+/// path of the key at fault (`board_api.cache: unknown field ...`), which
+/// becomes the error's key rather than a repeat of it in the message.
+pub(crate) fn yaml_fail<T>(e: &serde_yaml::Error) -> Result<T, ConfigError> {
+    let text = e.to_string();
+    match text.split_once(": ") {
+        Some((path, rest)) if path == "board_api" || path.starts_with("board_api.") => {
+            fail(path, rest)
+        }
+        _ => fail("board_api", text),
+    }
 }
 
 /// `board_api:` as written in the file.
@@ -127,6 +141,8 @@ pub struct ApiSettings {
     pub(crate) mcp: McpSettings,
     /// Where versions are kept (`board_api.changes`).
     pub(crate) changes: VersionSettings,
+    /// `board_api.server.trusted_proxies`, which a host reads too.
+    pub(crate) trusted_proxies: TrustedProxies,
 }
 
 /// Both parts, for the standalone binary.
@@ -145,8 +161,7 @@ struct FileConf {
 /// Parses the whole file; serde's message names the key path and, where the
 /// YAML parser knows it, the line and column.
 fn parse(text: &str) -> Result<BoardApiConf, ConfigError> {
-    let file: FileConf =
-        serde_yaml::from_str(text).or_else(|e| fail("board_api", e.to_string()))?;
+    let file: FileConf = serde_yaml::from_str(text).or_else(|e| yaml_fail(&e))?;
     match file.board_api {
         Some(conf) => Ok(conf),
         None => fail("board_api", "missing section"),
@@ -159,13 +174,40 @@ fn read(path: &std::path::Path) -> Result<String, ConfigError> {
 }
 
 impl ApiSettings {
-    /// Reads the `board_api` section of a whole Pingora YAML file; a
-    /// `board_api.server` section is parsed but not required or validated.
+    /// Reads the `board_api` section of a whole Pingora YAML file, as an
+    /// embedding host uses it: of `board_api.server` (the standalone
+    /// binary's section) only `trusted_proxies` is read (default none).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key, including any other
+    /// `board_api.server` key that is set: a host serves the API on its own
+    /// listeners, so it would be ignored.
+    pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
+        parse(text)?.validate_host()
+    }
+
+    /// As [`ApiSettings::from_yaml`], for a file the standalone binary may
+    /// read too (pingap's plugin, documented to take the binary's file): the
+    /// rest of `board_api.server` is the binary's and passes unread.
     ///
     /// # Errors
     /// A [`ConfigError`] naming the first bad key.
-    pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
-        parse(text)?.validate_api()
+    pub(crate) fn from_binary_yaml(text: &str) -> Result<Self, ConfigError> {
+        let mut conf = parse(text)?;
+        let proxies = match &conf.server {
+            Some(server) => server::trusted(server.trusted_proxies.as_deref())?,
+            None => TrustedProxies::none(),
+        };
+        conf.server = None;
+        let mut api = conf.validate_api()?;
+        api.trusted_proxies = proxies;
+        Ok(api)
+    }
+
+    /// The balancers whose forwarding headers name the client
+    /// (`board_api.server.trusted_proxies`; default none).
+    pub fn trusted_proxies(&self) -> &TrustedProxies {
+        &self.trusted_proxies
     }
 
     /// Reads and validates a YAML file, as [`ApiSettings::from_yaml`].
@@ -245,17 +287,16 @@ impl Settings {
     pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
         let conf = parse(text)?;
         let server = conf.server.clone();
-        let api = conf.validate_api()?;
+        let mut api = conf.validate_api()?;
         let Some(server) = server else {
             return fail(
                 "board_api.server",
                 "missing section (the standalone binary needs server.listen)",
             );
         };
-        Ok(Settings {
-            api,
-            server: server.validate()?,
-        })
+        let server = server.validate()?;
+        api.trusted_proxies = server.trusted_proxies.clone();
+        Ok(Settings { api, server })
     }
 
     /// Reads and validates a YAML file, as [`Settings::from_yaml`].
@@ -272,6 +313,21 @@ impl BoardApiConf {
     ///
     /// # Errors
     /// A [`ConfigError`] naming the first bad key.
+    /// As [`BoardApiConf::validate_api`], for an embedding host: of the
+    /// `server` section, `trusted_proxies` is read and any other key refused.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key.
+    pub(crate) fn validate_host(mut self) -> Result<ApiSettings, ConfigError> {
+        let proxies = match self.server.take() {
+            Some(server) => server.host_part()?,
+            None => TrustedProxies::none(),
+        };
+        let mut api = self.validate_api()?;
+        api.trusted_proxies = proxies;
+        Ok(api)
+    }
+
     fn validate_api(mut self) -> Result<ApiSettings, ConfigError> {
         let prefix = validate_prefix(self.prefix.as_deref())?;
         let provider = self.provider.validate()?;
@@ -313,6 +369,7 @@ impl BoardApiConf {
             limits: limits::limits_settings(self.limits)?,
             mcp: McpConf::validate(self.mcp)?,
             changes,
+            trusted_proxies: TrustedProxies::none(),
         })
     }
 }

@@ -12,7 +12,9 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ServerConf {
-    /// Addresses to listen on (required, at least one).
+    /// Addresses to listen on (required by the binary, at least one; a host
+    /// sets none).
+    #[serde(default)]
     pub listen: Vec<String>,
     #[serde(default)]
     pub tls: Option<TlsConf>,
@@ -187,12 +189,44 @@ impl ServerConf {
             h2c,
             access_log: access_target(self.access_log)?
                 .map(|target| AccessLogSettings { target, buffer }),
-            trusted_proxies: TrustedProxies::parse(
-                self.trusted_proxies.iter().flatten().map(String::as_str),
-            )
-            .or_else(|e| fail("board_api.server.trusted_proxies", e))?,
+            trusted_proxies: trusted(self.trusted_proxies.as_deref())?,
         })
     }
+
+    /// What a host reads of this section: `trusted_proxies` alone, the rest
+    /// being the binary's listeners and their options.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for the first other key set (a host's own listeners
+    /// serve the API, so a value there would be silently ignored), or for a
+    /// bad `trusted_proxies`.
+    pub(crate) fn host_part(&self) -> Result<TrustedProxies, ConfigError> {
+        let set = [
+            ("listen", !self.listen.is_empty()),
+            ("tls", self.tls.is_some()),
+            ("metrics", self.metrics.is_some()),
+            ("compression_level", self.compression_level.is_some()),
+            ("playground", self.playground.is_some()),
+            ("http2", self.http2.is_some()),
+            ("h2c", self.h2c.is_some()),
+            ("access_log", self.access_log.is_some()),
+            ("access_log_buffer", self.access_log_buffer.is_some()),
+        ];
+        if let Some((key, _)) = set.iter().find(|(_, set)| *set) {
+            return fail(
+                &format!("board_api.server.{key}"),
+                "read by the standalone binary only: an embedding host serves the API on \
+                 its own listeners (of board_api.server it reads trusted_proxies alone)",
+            );
+        }
+        trusted(self.trusted_proxies.as_deref())
+    }
+}
+
+/// `board_api.server.trusted_proxies`: networks, default none.
+pub(crate) fn trusted(networks: Option<&[String]>) -> Result<TrustedProxies, ConfigError> {
+    TrustedProxies::parse(networks.unwrap_or_default().iter().map(String::as_str))
+        .or_else(|e| fail("board_api.server.trusted_proxies", e))
 }
 
 /// `board_api.server.access_log`: off, or where the lines go. A path must be

@@ -40,7 +40,7 @@ fn minimal_file_gets_defaults() {
 #[test]
 fn the_provider_may_be_left_out_and_is_milanote() {
     for text in [
-        "version: 1\nboard_api:\n  server:\n    listen: [\"127.0.0.1:8080\"]\n",
+        "version: 1\nboard_api:\n  rate_limit:\n    requests_per_second: 5\n",
         "version: 1\nboard_api:\n  provider:\n    fetch_deadline_ms: 5000\n",
     ] {
         let s = ApiSettings::from_yaml(text).expect(text);
@@ -57,8 +57,55 @@ fn the_binary_needs_a_server_section_and_a_host_does_not() {
     assert!(with("").is_ok());
     let err = Settings::from_yaml(BASE).expect_err("no server");
     assert_eq!(err.key, "board_api.server");
-    // A host's file may carry the section; the API part ignores it.
-    assert!(with("  server:\n    listen: [\"127.0.0.1:1\"]\n").is_ok());
+    // Of the binary's section a host reads trusted_proxies alone; any other
+    // key would be ignored on a host's path, so it is refused by name.
+    let api = with("  server:\n    trusted_proxies: [\"10.0.0.0/8\"]\n").expect("valid");
+    let balancer = "10.1.2.3".parse().expect("ip");
+    let mut headers = http::HeaderMap::new();
+    headers.insert("x-forwarded-for", "203.0.113.9".parse().expect("value"));
+    assert_eq!(
+        api.trusted_proxies().client(balancer, &headers),
+        "203.0.113.9".parse::<std::net::IpAddr>().expect("ip")
+    );
+    for (server, key) in [
+        ("    listen: [\"127.0.0.1:1\"]\n", "board_api.server.listen"),
+        ("    playground: true\n", "board_api.server.playground"),
+        (
+            "    metrics:\n      listen: 127.0.0.1:9\n",
+            "board_api.server.metrics",
+        ),
+        (
+            "    trusted_proxies: [\"10.0.0.0/8\"]\n    access_log: true\n",
+            "board_api.server.access_log",
+        ),
+        (
+            "    trusted_proxies: [\"nope\"]\n",
+            "board_api.server.trusted_proxies",
+        ),
+    ] {
+        let err = with(&format!("  server:\n{server}")).expect_err(server);
+        assert_eq!(err.key, key, "{server}: {err}");
+    }
+    // The binary reads the whole section, and hands the proxies to the API.
+    let both = server("    trusted_proxies: [\"10.0.0.0/8\"]\n").expect("valid");
+    assert_eq!(
+        both.api().trusted_proxies().client(balancer, &headers),
+        "203.0.113.9".parse::<std::net::IpAddr>().expect("ip")
+    );
+    // The builder takes the same key, and refuses the others alike.
+    let built = ApiSettings::builder()
+        .set("server.trusted_proxies", vec!["10.0.0.0/8"])
+        .build()
+        .expect("valid");
+    assert_eq!(
+        built.trusted_proxies().client(balancer, &headers),
+        "203.0.113.9".parse::<std::net::IpAddr>().expect("ip")
+    );
+    let err = ApiSettings::builder()
+        .set("server.listen", vec!["127.0.0.1:1"])
+        .build()
+        .expect_err("a listener on a host's path");
+    assert_eq!(err.key, "board_api.server.listen");
 }
 
 #[test]
@@ -83,7 +130,7 @@ fn prefixes() {
 #[test]
 fn errors_name_the_key() {
     let cases = [
-        ("    bogus: 1\n", "board_api"),
+        ("    bogus: 1\n", "board_api.provider"),
         ("  bogus: 1\n", "board_api"),
         (
             "    fetch_deadline_ms: 0\n",
@@ -113,10 +160,12 @@ fn errors_name_the_key() {
         let err = with(extra).expect_err(extra);
         assert_eq!(err.key, key, "{extra}: {err}");
     }
-    // serde's message names the unknown key, its path and its line.
+    // serde's message names the unknown key and its line; its path is the
+    // error's key, said once.
     let err = with("    bogus: 1\n").expect_err("unknown key");
     assert!(err.message.contains("bogus"), "{err}");
-    assert!(err.message.contains("board_api.provider"), "{err}");
+    assert_eq!(err.key, "board_api.provider", "{err}");
+    assert!(!err.message.contains("board_api"), "{err}");
     assert!(err.message.contains("line 8"), "{err}");
     let server_cases = [
         (
@@ -140,7 +189,7 @@ fn errors_name_the_key() {
             "    h2c: true\n    tls:\n      cert: Cargo.toml\n      key: Cargo.toml\n",
             "board_api.server.h2c",
         ),
-        ("    http2: maybe\n", "board_api"),
+        ("    http2: maybe\n", "board_api.server.http2"),
         (
             "    access_log_buffer: 0\n",
             "board_api.server.access_log_buffer",
@@ -289,8 +338,8 @@ fn limits_default_and_refuse_values_that_could_fail_later() {
             "    max_upstream_requests: 0\n",
             "board_api.limits.max_upstream_requests",
         ),
-        ("    bogus: 1\n", "board_api"),
-        ("    cold_queue: -1\n", "board_api"),
+        ("    bogus: 1\n", "board_api.limits"),
+        ("    cold_queue: -1\n", "board_api.limits.cold_queue"),
     ];
     for (extra, key) in bad {
         let err = with(&format!("  limits:\n{extra}")).expect_err(extra);
@@ -310,7 +359,7 @@ fn limits_default_and_refuse_values_that_could_fail_later() {
             "    error_ttl_seconds: 18446744073709551615\n",
             "board_api.cache.error_ttl_seconds",
         ),
-        ("    max_entries: 5\n", "board_api"),
+        ("    max_entries: 5\n", "board_api.cache"),
     ];
     for (extra, key) in cache_bad {
         let err = with(&format!("  cache:\n{extra}")).expect_err(extra);

@@ -119,7 +119,7 @@ fn text(board: usize, card: usize) -> Value {
             {"type": "text", "text": format!(" {}.", words(card + 3, 10))}]}),
         json!({"type": "paragraph", "content": [{"type": "text", "text": format!("{}.", words(card + 4, 18))}]}),
     ];
-    if card % 3 == 0 {
+    if card.is_multiple_of(3) {
         content.push(json!({"type": "bulletList", "content": (0..3).map(|n| json!(
             {"type": "listItem", "content": [{"type": "paragraph", "content": [{"type": "text", "text": words(card + n, 4)}]}]}
         )).collect::<Vec<_>>()}));

@@ -4,6 +4,7 @@
 use super::captured::Captured;
 use super::fixtures;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
 /// `fetchedTime` of a boards answer when no fixture carries one.
 const DEFAULT_FETCHED_TIME: i64 = 1_767_225_600_000;
@@ -31,33 +32,51 @@ pub fn boards_body(ids: &[&str], token_ok: bool, origin: &str, captured: &Captur
             returned.insert(id.into(), json!(true));
             continue;
         }
-        let fixture = captured.fixture(id).cloned();
+        let fixture = captured.fixture(id).map(Cow::Borrowed);
         let Some(fixture) = fixture
-            .or_else(|| fixtures::fixture(id, origin))
-            .or_else(|| deep_board(id))
-            .or_else(|| super::big::big_board(id))
+            .or_else(|| fixtures::fixture(id, origin).map(Cow::Owned))
+            .or_else(|| deep_board(id).map(Cow::Owned))
+            .or_else(|| super::big::big_board(id).map(Cow::Owned))
         else {
             errors.insert(id.into(), json!({"error": {"code": "BOARD_NOT_FOUND"}}));
             returned.insert(id.into(), json!(false));
             continue;
         };
-        for (key, target) in [
-            ("elements", &mut elements),
-            ("comments", &mut comments),
-            ("canvasOrder", &mut canvas_order),
-            ("errors", &mut errors),
-            ("childrenReturned", &mut returned),
-        ] {
-            if let Some(Value::Object(map)) = fixture.get(key) {
-                target.extend(map.clone());
-            }
-        }
+        join(
+            [
+                &mut elements,
+                &mut comments,
+                &mut canvas_order,
+                &mut errors,
+                &mut returned,
+            ],
+            &fixture,
+        );
         if !returned.contains_key(id) {
             returned.insert(id.into(), json!(!errors.contains_key(id)));
         }
         if fetched_time.is_none() {
             fetched_time = fixture.get("fetchedTime").and_then(Value::as_i64);
         }
+    }
+    // What belonged to none of a captured answer's boards came with all of
+    // them: once per batch, however many of them it asks for.
+    let orphans = if token_ok {
+        captured.orphans(ids)
+    } else {
+        Vec::new()
+    };
+    for part in orphans {
+        join(
+            [
+                &mut elements,
+                &mut comments,
+                &mut canvas_order,
+                &mut errors,
+                &mut returned,
+            ],
+            part,
+        );
     }
     let mut body = Map::new();
     if !omit_elements {
@@ -73,6 +92,25 @@ pub fn boards_body(ids: &[&str], token_ok: bool, origin: &str, captured: &Captur
         json!(fetched_time.unwrap_or(DEFAULT_FETCHED_TIME)),
     );
     Value::Object(body)
+}
+
+/// The members of a boards answer that are joined from each fixture.
+const MEMBERS: [&str; 5] = [
+    "elements",
+    "comments",
+    "canvasOrder",
+    "errors",
+    "childrenReturned",
+];
+
+/// Joins the [`MEMBERS`] of `part` (a fixture, or a capture's orphans) into
+/// `targets`, in that order.
+fn join(targets: [&mut Map<String, Value>; 5], part: &Map<String, Value>) {
+    for (key, target) in MEMBERS.iter().zip(targets) {
+        if let Some(Value::Object(map)) = part.get(*key) {
+            target.extend(map.clone());
+        }
+    }
 }
 
 /// Deepest board of the synthetic `s-deep-<n>` chain.

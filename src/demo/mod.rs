@@ -39,12 +39,13 @@
 //! | `fault-401` / `fault-403` | both | HTTP 401 / 403 | `AccessDenied` |
 //! | `fault-404` | both | HTTP 404 | `NotFound` |
 //! | `fault-500` | both | HTTP 500 | `Upstream` (nested: that board not loaded) |
-//! | `fault-challenge` | both | 202, `x-amzn-waf-action: challenge`, HTML | `Upstream` |
+//! | `fault-challenge` / `fault-waf-challenge` | both | 202, `x-amzn-waf-action: challenge`, HTML (AWS WAF's JavaScript challenge) | `Challenged` |
+//! | `fault-waf-captcha` | both | 405, `x-amzn-waf-action: captcha`, HTML (AWS WAF's CAPTCHA) | `Challenged` |
 //! | `fault-garbage` | both | 200, non-JSON body | `Upstream` |
 //! | `fault-huge` | both | 64 MiB of JSON-looking bytes, `Content-Length` announced | `Upstream` |
 //! | `fault-huge-chunked` | both | the same, chunked (no length up front) | `Upstream` |
 //! | `fault-gzip-bomb` | both | ~64 KiB of gzip inflating to 64 MiB | `Upstream` |
-//! | `fault-slow` | both | answers after 30 s | `Timeout` (nested: that board not loaded) |
+//! | `fault-slow` | both | answers after 30 s, unless the client closes the connection first ([`SampleUpstream::abandoned`]) | `Timeout` (nested: that board not loaded) |
 //! | `fault-reset` | both | closes the connection without answering | `Upstream` |
 //! | `fault-no-elements` | boards | a 200 without `elements` | `Upstream` |
 //! | `fault-denied` | boards | `errors: ACCESS_DENIED`, SKELETON element | `AccessDenied` (nested: not loaded, BOARD kept) |
@@ -76,7 +77,11 @@ mod wire;
 pub(crate) use captured::index as capture_index;
 pub use captured::Captured;
 
-// For the crate's own tests, not part of the documented surface.
+// For the crate's own tests and fuzz targets, not part of the documented
+// surface (`sample_boards_body`: the capture reader's fuzz target serves
+// what it read with it).
+#[doc(hidden)]
+pub use boards::boards_body as sample_boards_body;
 #[doc(hidden)]
 pub use fixtures::board_ids as fixture_board_ids;
 #[doc(hidden)]
@@ -118,6 +123,8 @@ struct State {
     /// `http://127.0.0.1:PORT`, for the bundled images' URLs.
     origin: String,
     log: Mutex<Vec<RecordedRequest>>,
+    /// Targets of slow answers whose client closed the connection first.
+    abandoned: Mutex<Vec<String>>,
     connections: std::sync::atomic::AtomicUsize,
     tokens: TokenRegistry,
     /// Boards captured with `--capture`, served before the bundled ones.
@@ -290,6 +297,17 @@ impl SampleUpstream {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Request targets whose client closed the connection while the sample
+    /// was still holding back a slow answer (`fault-slow`), in order: how a
+    /// test sees that a load it abandoned really stopped asking.
+    pub fn abandoned(&self) -> Vec<String> {
+        self.state
+            .abandoned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Forget the requests received so far.
     pub fn clear_requests(&self) {
         self.state
@@ -359,9 +377,38 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<State>) {
             &head,
         );
         let keep_alive = head.keep_alive();
+        let reply = match reply {
+            Reply::Slow(delay, inner) => {
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => *inner,
+                    () = closed(&mut stream) => {
+                        state
+                            .abandoned
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(head.target.clone());
+                        return;
+                    }
+                }
+            }
+            reply => reply,
+        };
         match send(&mut stream, &head, reply, keep_alive).await {
             Ok(true) if keep_alive => continue,
             _ => return,
+        }
+    }
+}
+
+/// Resolves when the client closes the connection (or it fails). The
+/// provider client never sends a second request before an answer, so
+/// bytes read meanwhile are dropped.
+async fn closed(stream: &mut TcpStream) {
+    use tokio::io::AsyncReadExt;
+    let mut scratch = [0u8; 512];
+    while let Ok(n) = stream.read(&mut scratch).await {
+        if n == 0 {
+            return;
         }
     }
 }
@@ -370,14 +417,10 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<State>) {
 async fn send(
     stream: &mut TcpStream,
     head: &RequestHead,
-    mut reply: Reply,
+    reply: Reply,
     keep_alive: bool,
 ) -> std::io::Result<bool> {
     let send_body = head.method != "HEAD";
-    if let Reply::Slow(delay, inner) = reply {
-        tokio::time::sleep(delay).await;
-        reply = *inner;
-    }
     match reply {
         Reply::Full {
             status,
@@ -387,8 +430,8 @@ async fn send(
             wire::write_full(stream, status, &headers, &body, send_body, keep_alive).await?;
             Ok(true)
         }
-        Reply::Reset => Ok(false),
-        Reply::Slow(..) => Ok(false),
+        // A slow reply was waited for by the caller; a nested one is not made.
+        Reply::Reset | Reply::Slow(..) => Ok(false),
         Reply::Huge { len, chunked } => {
             send_huge(stream, len, chunked, send_body).await?;
             Ok(false)

@@ -127,14 +127,8 @@ fn common_fault(id: &str) -> Option<Reply> {
         "fault-403" => status_reply(403, "forbidden"),
         "fault-404" => status_reply(404, "not found"),
         "fault-500" => status_reply(500, "internal error"),
-        "fault-challenge" => Reply::Full {
-            status: 202,
-            headers: vec![
-                ("x-amzn-waf-action", "challenge".into()),
-                ("Content-Type", "text/html; charset=utf-8".into()),
-            ],
-            body: b"<!DOCTYPE html><html><body>Human verification</body></html>".to_vec(),
-        },
+        "fault-challenge" | "fault-waf-challenge" => waf_reply(202, "challenge"),
+        "fault-waf-captcha" => waf_reply(405, "captcha"),
         "fault-garbage" => Reply::Full {
             status: 200,
             headers: vec![("Content-Type", "text/html".into())],
@@ -160,6 +154,21 @@ fn common_fault(id: &str) -> Option<Reply> {
         "fault-reset" => Reply::Reset,
         _ => return None,
     })
+}
+
+/// What AWS WAF in front of Milanote answers instead of it: a page for a
+/// browser to prove itself on (a JavaScript challenge with 202, a CAPTCHA
+/// with 405), marked by `x-amzn-waf-action`.
+fn waf_reply(status: u16, action: &str) -> Reply {
+    Reply::Full {
+        status,
+        headers: vec![
+            ("x-amzn-waf-action", action.into()),
+            ("Content-Type", "text/html; charset=utf-8".into()),
+            ("Cache-Control", "no-store, max-age=0".into()),
+        ],
+        body: b"<!DOCTYPE html><html><head><title>Human Verification</title></head><body><div id=\"challenge-container\"></div><script src=\"https://token.awswaf.com/challenge.js\"></script></body></html>".to_vec(),
+    }
 }
 
 fn token_reply(
@@ -351,6 +360,22 @@ mod tests {
             t("fault-huge"),
             Reply::Huge { chunked: false, .. }
         ));
+        for (id, status, action) in [
+            ("fault-waf-challenge", 202, "challenge"),
+            ("fault-waf-captcha", 405, "captcha"),
+        ] {
+            match t(id) {
+                Reply::Full {
+                    status: s, headers, ..
+                } => {
+                    assert_eq!(s, status, "{id}");
+                    assert!(headers
+                        .iter()
+                        .any(|(n, v)| *n == "x-amzn-waf-action" && v == action));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
         match t("fault-challenge") {
             Reply::Full { headers, .. } => {
                 assert!(headers

@@ -163,6 +163,8 @@ impl WorkPool {
     }
 
     /// Runs `job` on a pool thread and waits (asynchronously) for its value.
+    /// Dropping the returned future before the job starts drops the job
+    /// unrun (a job already running finishes, its value unread).
     ///
     /// # Errors
     /// [`PoolError::Panicked`] when the job panicked.
@@ -180,6 +182,12 @@ impl WorkPool {
             .map_err(|_| PoolError::Closed)?;
         let (tx, rx) = oneshot::channel();
         let boxed: Job = Box::new(move || {
+            // The caller went away while the job was queued (its load was
+            // cancelled): nobody would read the value, so the job is dropped
+            // unrun.
+            if tx.is_closed() {
+                return;
+            }
             let out = catch_unwind(AssertUnwindSafe(job)).map_err(|_| PoolError::Panicked);
             // The caller may have gone away; nothing to do then.
             let _ = tx.send(out);
@@ -298,6 +306,44 @@ mod tests {
         assert_eq!(failed, Err(PoolError::Panicked));
         // The only thread survived the panic.
         assert_eq!(pool.run(|| 1).await, Ok(1));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_job_whose_caller_left_while_it_was_queued_never_runs() {
+        let pool = WorkPool::new(1, 4).expect("threads");
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        // The only thread is held by a first job...
+        let holder = tokio::spawn({
+            let pool = pool.clone();
+            async move {
+                pool.run(move || {
+                    let _ = started_tx.send(());
+                    let _ = wait.recv();
+                })
+                .await
+            }
+        });
+        tokio::task::spawn_blocking(move || started.recv())
+            .await
+            .expect("join")
+            .expect("the first job started");
+        // ...a second one is queued behind it, and its caller goes away.
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        let queued = pool.run(move || flag.store(true, Ordering::SeqCst));
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(1), queued)
+                .await
+                .is_err()
+        );
+        assert_eq!(pool.queued(), 1);
+        let _ = release.send(());
+        assert_eq!(holder.await.expect("join"), Ok(()));
+        // A job queued after it runs, so the dropped one has been taken.
+        assert_eq!(pool.run(|| 3).await, Ok(3));
+        assert_eq!(pool.queued(), 0);
+        assert!(!ran.load(Ordering::SeqCst), "a job nobody waited for ran");
     }
 
     #[tokio::test]

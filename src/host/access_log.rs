@@ -207,6 +207,9 @@ struct Line<'a> {
     rpc: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool: Option<&'static str>,
+    /// The answer's `X-Request-Id`, as the client was told it.
+    #[serde(rename = "requestId")]
+    request_id: Option<&'a str>,
 }
 
 /// The JSON object for `entry`. The path goes through the log scrubber as
@@ -228,6 +231,13 @@ fn line(entry: &Entry) -> String {
         client: entry.client,
         rpc: entry.answered.served.rpc,
         tool: entry.answered.served.tool,
+        // Checked to be ASCII (the client's) or minted: never lossy.
+        request_id: entry
+            .answered
+            .served
+            .request_id
+            .as_ref()
+            .and_then(|id| id.to_str().ok()),
     };
     serde_json::to_string(&line).unwrap_or_default()
 }
@@ -247,6 +257,7 @@ mod tests {
                 served: Served {
                     cache,
                     board: board.map(Arc::from),
+                    request_id: Some(http::HeaderValue::from_static("r-1")),
                     ..Served::default()
                 },
             },
@@ -266,7 +277,8 @@ mod tests {
         assert_eq!(
             json,
             serde_json::json!({"method": "GET", "path": "/api/detail", "status": 200,
-                "bytes": 1234, "ms": 2.345, "cache": "hit", "board": "b", "client": "127.0.0.1"})
+                "bytes": 1234, "ms": 2.345, "cache": "hit", "board": "b", "client": "127.0.0.1",
+                "requestId": "r-1"})
         );
         assert!(!text.contains("SECRET") && !text.contains('?'), "{text}");
     }
@@ -282,6 +294,7 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&text).expect("JSON");
         assert_eq!(json["cache"], serde_json::Value::Null);
         assert_eq!(json["board"], serde_json::Value::Null);
+        assert_eq!(json["requestId"], "r-1");
     }
 
     #[test]

@@ -9,11 +9,14 @@
 //! - [`service`]: the standalone `ProxyHttp` service and its listeners, what
 //!   the binary runs, with its access log (`access_log`) and the operator
 //!   listener's probes (`probes`).
+//! - [`upgrade`]: the binary's signal handling, which hands the listening
+//!   sockets over only to a process that waits for them.
 
 pub mod access_log;
 pub mod preflight;
 mod probes;
 mod seam;
 pub mod service;
+pub mod upgrade;
 
-pub use seam::{Answered, BODY_DEADLINE};
+pub use seam::{Answered, BODY_DEADLINE, CLIENT_GONE};

@@ -24,14 +24,14 @@ pub struct Mode {
     pub upgrade: bool,
 }
 
-/// Checks `settings` and Pingora's `conf` as the start-up will use them.
+/// Checks `settings` and Pingora's `conf` as the start-up will use them,
+/// but the network ([`listeners_free`] checks that).
 ///
 /// # Errors
 /// A [`ConfigError`] naming the key at fault: `pid_file`, `upgrade_sock`,
 /// `error_log`, `user` or `group` when the daemon or an upgrade could not use
-/// them; `board_api.server.listen` or `board_api.server.metrics.listen` when
-/// an address cannot be bound (not with `-t`); or what building the service
-/// refuses (`board_api.provider`, `board_api.server.tls`).
+/// them; or what building the service refuses (`board_api.provider`,
+/// `board_api.server.tls`).
 pub fn check(conf: &Arc<ServerConf>, settings: &Settings, mode: Mode) -> Result<(), ConfigError> {
     if conf.daemon {
         writable("pid_file", &conf.pid_file)?;
@@ -55,11 +55,26 @@ pub fn check(conf: &Arc<ServerConf>, settings: &Settings, mode: Mode) -> Result<
     if mode.test {
         // Built and dropped: what start-up builds, without listening.
         drop(service::service(conf, settings)?);
-    } else if !mode.upgrade {
-        bindable("board_api.server.listen", settings.listen())?;
-        if let Some(addr) = settings.metrics_listen() {
-            bindable("board_api.server.metrics.listen", &[addr])?;
-        }
+    }
+    Ok(())
+}
+
+/// For a start that binds its own listeners (neither `-t` nor `-u`, which
+/// takes them from the running process): every listening address can be
+/// bound now. Not a configuration error when it fails: the file may be
+/// right and the port held by another process.
+///
+/// # Errors
+/// A [`ConfigError`] for `board_api.server.listen` or
+/// `board_api.server.metrics.listen` naming the address and why: in use by
+/// another process, or not this user's to bind.
+pub fn listeners_free(settings: &Settings, mode: Mode) -> Result<(), ConfigError> {
+    if mode.test || mode.upgrade {
+        return Ok(());
+    }
+    bindable("board_api.server.listen", settings.listen())?;
+    if let Some(addr) = settings.metrics_listen() {
+        bindable("board_api.server.metrics.listen", &[addr])?;
     }
     Ok(())
 }
@@ -86,8 +101,18 @@ fn known(key: &str, name: &str, exists: impl Fn(&CString) -> bool) -> Result<(),
 /// with `SO_REUSEADDR`, as `std` does here, so both agree on what is free.
 fn bindable(key: &str, addrs: &[SocketAddr]) -> Result<(), ConfigError> {
     for addr in addrs {
-        TcpListener::bind(addr)
-            .map_err(|e| ConfigError::new(key, format!("cannot listen on {addr}: {e}")))?;
+        TcpListener::bind(addr).map_err(|e| {
+            let why = match e.kind() {
+                std::io::ErrorKind::AddrInUse => {
+                    "the address is in use (another process listens there)".to_string()
+                }
+                std::io::ErrorKind::PermissionDenied => {
+                    "this user may not bind it (a port below 1024 needs privileges)".to_string()
+                }
+                _ => e.to_string(),
+            };
+            ConfigError::new(key, format!("cannot listen on {addr}: {why}"))
+        })?;
     }
     Ok(())
 }

@@ -4,9 +4,12 @@
 //!
 //! Liveness is "the process answers". Readiness follows Pingora's execution
 //! phase: ready once the server runs (configuration valid, listeners bound,
-//! services started), not ready for good once a shutdown (`SIGTERM`) or an
-//! upgrade (`SIGQUIT` to hand the listeners to a new process) has begun, for
-//! as long as this listener still answers. The phase is read when a probe
+//! services started), not ready for good once a shutdown has begun
+//! (`SIGTERM`, or the end of an upgrade). While an upgrade hands the
+//! listening sockets over (`SIGQUIT`), both processes accept on the same
+//! sockets and both serve, so the address stays ready. Pingora stops
+//! accepting the moment a shutdown begins: a new probe connection is then
+//! refused, and only one already open hears `503`. The phase is read when a probe
 //! asks, from Pingora's broadcast of phase changes, so an answer reflects
 //! every change Pingora made before it. The fleet tier plays no part: it is
 //! optional, and its state is a metric (`board_api_fleet_breaker_open`).
@@ -61,9 +64,11 @@ impl Readiness {
     fn apply(&self, phase: &ExecutionPhase) {
         let next = match phase {
             ExecutionPhase::Running => RUNNING,
+            // The new process serves the same sockets from now on, and this
+            // one serves on beside it until its shutdown begins.
             ExecutionPhase::GracefulUpgradeTransferringFds
-            | ExecutionPhase::GracefulUpgradeCloseTimeout
-            | ExecutionPhase::GracefulTerminate
+            | ExecutionPhase::GracefulUpgradeCloseTimeout => return,
+            ExecutionPhase::GracefulTerminate
             | ExecutionPhase::ShutdownStarted
             | ExecutionPhase::ShutdownGracePeriod
             | ExecutionPhase::ShutdownRuntimes
@@ -140,7 +145,7 @@ mod tests {
         assert!(readiness.ready(), "stays ready without news");
         for stop in [
             ExecutionPhase::GracefulTerminate,
-            ExecutionPhase::GracefulUpgradeTransferringFds,
+            ExecutionPhase::ShutdownStarted,
         ] {
             let (tx, rx) = broadcast::channel(16);
             let readiness = Readiness::new(rx);
@@ -151,6 +156,22 @@ mod tests {
             let _ = tx.send(ExecutionPhase::Running);
             assert!(!readiness.ready(), "Running after {stop:?}");
         }
+    }
+
+    #[test]
+    fn ready_while_an_upgrade_hands_the_sockets_over_then_not() {
+        let (tx, rx) = broadcast::channel(16);
+        let readiness = Readiness::new(rx);
+        let _ = tx.send(ExecutionPhase::Running);
+        for phase in [
+            ExecutionPhase::GracefulUpgradeTransferringFds,
+            ExecutionPhase::GracefulUpgradeCloseTimeout,
+        ] {
+            let _ = tx.send(phase.clone());
+            assert!(readiness.ready(), "{phase:?}");
+        }
+        let _ = tx.send(ExecutionPhase::ShutdownStarted);
+        assert!(!readiness.ready(), "the old process's shutdown");
     }
 
     #[test]

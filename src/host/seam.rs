@@ -1,11 +1,12 @@
 //! The embedding seam: one call from a host gateway's `request_filter`, and
 //! a redacted request summary for the host's `request_summary`.
 
+use crate::api::request_id;
 use crate::api::respond::{ApiResponse, Served};
 use crate::api::{BoardApi, RequestParts};
 use http::header;
 use pingora_error::Result;
-use pingora_http::ResponseHeader;
+use pingora_http::{RequestHeader, ResponseHeader};
 use pingora_proxy::Session;
 
 impl BoardApi {
@@ -15,8 +16,15 @@ impl BoardApi {
     /// Returns `Ok(true)` when the request was answered (the host then
     /// returns `Ok(true)` from its `request_filter` too), `Ok(false)` for
     /// paths that belong to the host. It reads only the method, path, query,
-    /// `If-None-Match`, the preflight headers and the client address; nothing
-    /// of the request is forwarded to the provider.
+    /// the body of a `POST` to `{prefix}/board` or `{prefix}/mcp`,
+    /// `If-None-Match`, `Accept`, `Accept-Encoding`, `X-Request-Id`, the
+    /// preflight headers and the client address; nothing of the request is
+    /// forwarded to the provider.
+    ///
+    /// While the answer is prepared the client is watched: one that goes
+    /// away (closes the connection, resets its HTTP/2 stream) is answered
+    /// nothing, and a cold load that only it was waiting for is cancelled,
+    /// its requests to the provider included.
     ///
     /// A client that goes away while the answer is written is not an error:
     /// a redacted line is logged at debug level and the request counts as
@@ -32,30 +40,84 @@ impl BoardApi {
     }
 
     /// As [`BoardApi::handle`], and what a host's access log wants to know
-    /// of an answered request: `Some` with the status, the body bytes sent,
-    /// which level of the store answered and the board id (never the
-    /// permission id); `None` for paths that belong to the host.
+    /// of an answered request: `Some` with the status (499 when the client
+    /// went away first), the body bytes sent, the `X-Request-Id`, which
+    /// level of the store answered and the board id (never the permission
+    /// id); `None` for paths that belong to the host.
     ///
     /// # Errors
     /// None, as [`BoardApi::handle`].
     pub async fn serve(&self, session: &mut Session) -> Result<Option<Answered>> {
+        if !self.owns(session.req_header().uri.path()) {
+            return Ok(None);
+        }
         let Some(body) = self.body_within_deadline(session).await else {
             // A body still arriving at its deadline: the connection is not
             // reused, and the client is told why.
+            let request_id = request_id::for_request(&session.req_header().headers);
             session.set_keepalive(None);
-            session.respond_error(408).await?;
+            let mut header = ResponseHeader::build(408, Some(3))?;
+            header.insert_header(header::CONTENT_LENGTH, 0)?;
+            header.insert_header(header::CACHE_CONTROL, "no-store")?;
+            header.insert_header(request_id::X_REQUEST_ID, request_id.clone())?;
+            session
+                .write_response_header(Box::new(header), true)
+                .await?;
             return Ok(Some(Answered {
                 status: 408,
                 bytes: 0,
-                served: Served::default(),
+                served: Served {
+                    request_id: Some(request_id),
+                    ..Served::default()
+                },
             }));
         };
-        let req = session.req_header();
-        let head = req.method == http::Method::HEAD;
-        let parts = RequestParts::new(&req.method, req.uri.path(), req.uri.query(), &req.headers)
-            .with_client_ip(self.client_ip(session))
-            .with_body(&body);
-        let Some(mut response) = self.respond(parts).await else {
+        let client_ip = self.client_ip(session);
+        // The answer is computed while the client is watched, so a client
+        // that goes away stops what only it was waiting for (a cold load
+        // nobody else joined). Watching needs the session mutably while the
+        // request is read: its header is lent out for the time (moved, not
+        // copied; an empty one stands in), after the body reader has read
+        // the framing headers it needs.
+        session.downstream_session.is_body_done();
+        let lent = std::mem::replace(
+            session.req_header_mut(),
+            RequestHeader::from(http::Request::new(()).into_parts().0),
+        );
+        let head = lent.method == http::Method::HEAD;
+        let parts = RequestParts::new(
+            &lent.method,
+            lent.uri.path(),
+            lent.uri.query(),
+            &lent.headers,
+        )
+        .with_client_ip(client_ip)
+        .with_body(&body);
+        let answer = tokio::select! {
+            biased;
+            response = self.respond(parts) => Some(response),
+            () = client_gone(&mut session.downstream_session) => None,
+        };
+        let request_id = answer
+            .is_none()
+            .then(|| request_id::for_request(&lent.headers));
+        *session.req_header_mut() = lent;
+        let Some(answer) = answer else {
+            session.set_keepalive(None);
+            log::debug!(
+                "{}: client gone before the answer",
+                self.request_summary(session).unwrap_or_default()
+            );
+            return Ok(Some(Answered {
+                status: CLIENT_GONE,
+                bytes: 0,
+                served: Served {
+                    request_id,
+                    ..Served::default()
+                },
+            }));
+        };
+        let Some(mut response) = answer else {
             return Ok(None);
         };
         let mut answered = Answered {
@@ -134,6 +196,28 @@ impl BoardApi {
     }
 }
 
+/// The status an access log records for a request whose client went away
+/// before its answer was ready (nginx's 499); nothing is sent.
+pub const CLIENT_GONE: u16 = 499;
+
+/// Resolves when the client is gone: it closed the connection (HTTP/1) or
+/// reset the stream (HTTP/2). A request body nobody reads is drained on the
+/// way. Pingora's own proxy watches a client this way while it waits on an
+/// upstream; a client that half-closes its side after the request counts as
+/// gone there too.
+async fn client_gone(downstream: &mut pingora_core::protocols::http::ServerSession) {
+    let mut ended = false;
+    loop {
+        match downstream.read_body_or_idle(ended).await {
+            Ok(Some(_)) => {}
+            Ok(None) if !ended => ended = true,
+            // A session kind with nothing to watch.
+            Ok(None) => return std::future::pending().await,
+            Err(_) => return,
+        }
+    }
+}
+
 /// How long a request body (an MCP message) may take to arrive, from the
 /// end of its headers: a slow sender holds a connection and a task no
 /// longer than this, however it paces its bytes.
@@ -168,6 +252,8 @@ async fn read_body(session: &mut Session, limit: usize) -> Vec<u8> {
 /// A request [`BoardApi::serve`] answered, for an access log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answered {
+    /// The status sent, or [`CLIENT_GONE`] (499) when the client went away
+    /// before the answer was ready and nothing was sent.
     pub status: u16,
     /// Body bytes as written (compressed when a coding was negotiated; 0
     /// for HEAD, `304` and a client that went away).

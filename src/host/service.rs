@@ -162,7 +162,10 @@ pub(crate) fn service(
 /// turns it off) and an access log with `server.access_log: true`; and the
 /// operator listener on `server.metrics.listen` when set (default none):
 /// `/metrics`, `/healthz`, and `/readyz`, which follows `server`'s execution
-/// phase. Nothing listens until the server runs.
+/// phase. Nothing listens until the server runs. Returns the handles of
+/// the listening services, so that a server bootstrapped as a service
+/// (`Server::bootstrap_as_a_service`, as the binary is) can make them wait
+/// for it.
 ///
 /// ```no_run
 /// use pingora_core::server::Server;
@@ -183,15 +186,15 @@ pub(crate) fn service(
 pub fn add_services(
     server: &mut pingora_core::server::Server,
     settings: &Settings,
-) -> Result<(), ConfigError> {
+) -> Result<Vec<pingora_core::services::ServiceHandle>, ConfigError> {
     let api = service(&server.configuration, settings)?;
-    server.add_service(api);
+    let mut handles = vec![server.add_service(api)];
     if let Some(addr) = settings.server.metrics_listen {
         let readiness = probes::Readiness::new(server.watch_execution_phase());
-        server.add_service(probes::service(&addr.to_string(), readiness));
+        handles.push(server.add_service(probes::service(&addr.to_string(), readiness)));
     }
     log::info!("{}", listeners(settings));
-    Ok(())
+    Ok(handles)
 }
 
 /// The start-up line naming every listener and what it speaks.

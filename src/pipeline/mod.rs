@@ -7,6 +7,8 @@
 //!
 //! - [`markdown`]: the same selection written as GitHub Flavored Markdown,
 //!   for clients that ask for `text/markdown`.
+//! - [`canvas`]: the whole board as a JSON Canvas document, a file to save
+//!   (`GET {prefix}/canvas`).
 //! - [`search`]: the elements of a loaded board that hold a piece of text,
 //!   in reading order, for the MCP `search_board` tool.
 //!
@@ -16,6 +18,7 @@
 //! Nothing here knows HTTP statuses or Pingora: the API maps outcomes to
 //! answers, the cache stores loaded boards and their renders.
 
+pub mod canvas;
 pub mod changes;
 pub mod load;
 pub mod markdown;
@@ -40,13 +43,16 @@ pub enum Representation {
     #[default]
     Json,
     Markdown,
+    /// The whole board as a JSON Canvas file ([`canvas`]), whatever the
+    /// selection.
+    Canvas,
 }
 
 impl Representation {
     /// The `Content-Type` of a `200` in this representation.
     pub fn content_type(self) -> &'static str {
         match self {
-            Representation::Json => "application/json; charset=utf-8",
+            Representation::Json | Representation::Canvas => "application/json; charset=utf-8",
             Representation::Markdown => "text/markdown; charset=utf-8; variant=GFM",
         }
     }
@@ -200,6 +206,9 @@ impl LoadedBoard {
     ) -> Result<Rendered, RenderError> {
         if !self.serves(selection) {
             return Err(RenderError::outline());
+        }
+        if representation == Representation::Canvas {
+            return render::render_canvas(scope, self.document_json());
         }
         if representation == Representation::Markdown {
             return render::render_markdown(

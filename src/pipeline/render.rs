@@ -6,7 +6,7 @@
 //! `304` although it was fetched again, while another selection or another
 //! endpoint never shares a tag.
 
-use super::markdown;
+use super::{canvas, markdown};
 use crate::select::stream::{entries, Malformed};
 use crate::select::Selection;
 use bytes::Bytes;
@@ -21,6 +21,9 @@ use xxhash_rust::xxh3::Xxh3;
 pub struct Rendered {
     pub body: Bytes,
     pub etag: HeaderValue,
+    /// The `Content-Disposition` of a representation that is a file to
+    /// save (the JSON Canvas export); `None` for the others.
+    pub disposition: Option<HeaderValue>,
 }
 
 /// A document that could not be written as JSON (a bug, never input).
@@ -35,6 +38,8 @@ enum Reason {
     Markdown(serde_json::Error),
     /// A selection that needs bodies asked of an outline.
     Outline,
+    /// The document could not be read for its JSON Canvas.
+    Canvas(serde_json::Error),
 }
 
 impl RenderError {
@@ -56,6 +61,7 @@ impl std::fmt::Display for RenderError {
             Reason::Malformed => f.write_str("board document bytes are not compact JSON"),
             Reason::Markdown(e) => write!(f, "board document not renderable as Markdown: {e}"),
             Reason::Outline => f.write_str("a selection with bodies asked of an outline"),
+            Reason::Canvas(e) => write!(f, "board document not renderable as JSON Canvas: {e}"),
         }
     }
 }
@@ -106,6 +112,7 @@ pub fn render(scope: &str, selection: &str, data: &Value) -> Result<Rendered, Re
     Ok(Rendered {
         body: exact(body),
         etag: weak_etag(hasher.digest128()),
+        disposition: None,
     })
 }
 
@@ -131,6 +138,7 @@ pub fn render_bytes(
     Ok(Rendered {
         body: exact(body),
         etag,
+        disposition: None,
     })
 }
 
@@ -163,6 +171,7 @@ pub fn render_envelope(
     Ok(Rendered {
         body: envelope.clone(),
         etag,
+        disposition: None,
     })
 }
 
@@ -202,7 +211,58 @@ pub(crate) fn markdown_rendered(scope: &str, canonical: &str, text: String) -> R
     Rendered {
         body: exact(text.into_bytes()),
         etag: weak_etag(hasher.digest128()),
+        disposition: None,
     }
+}
+
+/// `doc` (the compact JSON of a sanitized full document) as a JSON Canvas
+/// file to save, for the endpoint named `scope`: its ETag hashes the
+/// representation, the endpoint and the canvas itself (which holds no
+/// fetch time), and it carries `Content-Disposition: attachment` with the
+/// board's title as the file's name.
+///
+/// # Errors
+/// [`RenderError`] when `doc` is not a document the pipeline wrote.
+pub fn render_canvas(scope: &str, doc: &[u8]) -> Result<Rendered, RenderError> {
+    let canvas = canvas::render(doc).map_err(|e| RenderError(Reason::Canvas(e)))?;
+    let mut hasher = Xxh3::new();
+    for part in [b"application/json+canvas".as_slice(), scope.as_bytes()] {
+        hasher.update(part);
+        hasher.update(b"\0");
+    }
+    hasher.update(&canvas.body);
+    Ok(Rendered {
+        body: exact(canvas.body),
+        etag: weak_etag(hasher.digest128()),
+        disposition: Some(attachment(&canvas::file_name(&canvas.title))),
+    })
+}
+
+/// `attachment; filename="<name>"; filename*=UTF-8''<name>`: the name in
+/// ASCII for every client (other characters as `_`), and whole, percent
+/// encoded, for those that read RFC 6266's extended form.
+fn attachment(name: &str) -> HeaderValue {
+    let ascii: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut encoded = String::with_capacity(name.len() * 3);
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    let value = format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}");
+    HeaderValue::from_str(&value)
+        .unwrap_or_else(|_| HeaderValue::from_static("attachment; filename=\"board.canvas\""))
 }
 
 /// [`render_markdown`] the reference way: the selection applied into JSON

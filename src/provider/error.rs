@@ -20,9 +20,13 @@ pub enum FetchError {
     AccessDenied,
     /// The provider says the board does not exist or was deleted.
     NotFound,
-    /// Anything else that went wrong upstream (unreachable, 5xx, bot challenge,
-    /// malformed or oversized body). The text is for the log only.
+    /// Anything else that went wrong upstream (unreachable, 5xx, malformed
+    /// or oversized body). The text is for the log only.
     Upstream(String),
+    /// The provider's bot wall (AWS WAF) answered instead of the provider:
+    /// `x-amzn-waf-action: challenge` (HTTP 202) or `captcha` (HTTP 405).
+    /// Its body is never read.
+    Challenged,
     /// The overall fetch deadline passed before the root board was loaded.
     Timeout,
     /// The fleet-wide budget of requests toward the provider had no room
@@ -51,6 +55,9 @@ impl fmt::Display for FetchError {
             FetchError::AccessDenied => f.write_str("provider denied access to the board"),
             FetchError::NotFound => f.write_str("provider says the board does not exist"),
             FetchError::Upstream(msg) => write!(f, "provider error: {msg}"),
+            FetchError::Challenged => {
+                f.write_str("the provider's bot wall asked for a challenge (x-amzn-waf-action)")
+            }
             FetchError::Timeout => f.write_str("provider fetch passed its deadline"),
             FetchError::OverBudget => f.write_str("the fleet's provider budget is spent"),
         }

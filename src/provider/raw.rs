@@ -112,12 +112,16 @@ impl Serialize for Bounded<'_> {
     }
 }
 
-/// The attribute of a TipTap node or mark that points at a person.
+/// The attribute of a TipTap node or mark that points at a person,
+/// whatever the case of its type (`Mention` as well as `mention`).
 fn person_key(node: &Map<String, Value>) -> Option<&'static str> {
-    match node.get("type").and_then(Value::as_str) {
-        Some("mention") => Some("id"),
-        Some("textMention") => Some("mentionKey"),
-        _ => None,
+    let kind = node.get("type").and_then(Value::as_str)?;
+    if kind.eq_ignore_ascii_case("mention") {
+        Some("id")
+    } else if kind.eq_ignore_ascii_case("textMention") {
+        Some("mentionKey")
+    } else {
+        None
     }
 }
 
@@ -187,6 +191,7 @@ mod tests {
         let block = json!({"type": "paragraph", "attrs": {"key": "k1", "id": "kept"}, "content": [
             {"type": "mention", "attrs": {"id": "u-PLANTED", "label": "Ann", "key": "m"}},
             {"attrs": {"id": "u-PLANTED-2", "label": "Bo"}, "type": "mention"},
+            {"type": "Mention", "attrs": {"id": "u-PLANTED-4", "label": "Cy"}},
             {"type": "text", "text": "x", "marks": [{"type": "textMention", "attrs": {"userId": "u-PLANTED-3", "originalText": "@Ann"}}]},
             {"type": "inlineBoardLink", "attrs": {"id": "b1", "permissionId": "p-PLANTED", "title": "T"}}
         ]});
@@ -200,8 +205,9 @@ mod tests {
             json!({"label": "Ann", "key": "m"})
         );
         assert_eq!(back["content"][1]["attrs"], json!({"label": "Bo"}));
+        assert_eq!(back["content"][2]["attrs"], json!({"label": "Cy"}));
         assert_eq!(
-            back["content"][2]["marks"][0]["attrs"],
+            back["content"][3]["marks"][0]["attrs"],
             json!({"originalText": "@Ann"})
         );
         let mark = json!({"type": "textMention", "attrs": {"mentionKey": "mk1", "userId": "u", "originalText": "@A"}});
@@ -211,7 +217,7 @@ mod tests {
             r#"{"type":"textMention","attrs":{"originalText":"@A"}}"#
         );
         assert_eq!(
-            back["content"][3]["attrs"],
+            back["content"][4]["attrs"],
             json!({"id": "b1", "title": "T"})
         );
     }

@@ -1,24 +1,31 @@
 //! Coalescing of loads: the first caller for a key starts the load in a
 //! task of its own, later callers wait for that task's result.
 //!
-//! The task, not any caller, owns the load: a caller that goes away (a
-//! host's timeout drops our future) neither cancels it nor leaves the key
-//! behind, and the key's in-flight entry is removed by a drop guard even
-//! when the load panics.
+//! The task, not any caller, owns the load: a caller that goes away (its
+//! client disconnected, a host's timeout dropped our future) leaves the
+//! load to the others. When the last caller goes before the value is
+//! there, nobody waits for it any more: the task is aborted (its requests
+//! to the provider end, its queued pool jobs are dropped) and the key is
+//! freed for the next caller, who starts afresh. The key's in-flight entry
+//! is also removed by a drop guard when the load ends or panics.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
+use tokio::task::AbortHandle;
 
-/// A caller's share of one load.
-pub struct Joined<V> {
+/// A caller's share of one load. Dropping it before the value came says
+/// this caller no longer waits; the last one to go aborts the load.
+pub struct Joined<K: Hash + Eq, V> {
     rx: watch::Receiver<Option<V>>,
     /// Whether the load was already in flight (this caller started none).
     pub joined: bool,
+    key: K,
+    map: Waiters<K, V>,
 }
 
-impl<V: Clone> Joined<V> {
+impl<K: Hash + Eq, V: Clone> Joined<K, V> {
     /// The load's value; `None` when the load task panicked or was aborted.
     pub async fn value(mut self) -> Option<V> {
         match self.rx.wait_for(Option::is_some).await {
@@ -28,7 +35,38 @@ impl<V: Clone> Joined<V> {
     }
 }
 
-type Waiters<K, V> = Arc<Mutex<HashMap<K, watch::Receiver<Option<V>>>>>;
+impl<K: Hash + Eq, V> Drop for Joined<K, V> {
+    fn drop(&mut self) {
+        let abort = {
+            let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(load) = map
+                .get_mut(&self.key)
+                .filter(|load| load.rx.same_channel(&self.rx))
+            else {
+                return;
+            };
+            load.waiters = load.waiters.saturating_sub(1);
+            if load.waiters > 0 || self.rx.borrow().is_some() {
+                return;
+            }
+            // Under the lock, so nobody joins a load about to be aborted.
+            map.remove(&self.key).map(|load| load.abort)
+        };
+        if let Some(abort) = abort {
+            abort.abort();
+        }
+    }
+}
+
+/// One load in flight: its result channel, how many callers wait for it,
+/// and how to stop it.
+struct Load<V> {
+    rx: watch::Receiver<Option<V>>,
+    waiters: usize,
+    abort: AbortHandle,
+}
+
+type Waiters<K, V> = Arc<Mutex<HashMap<K, Load<V>>>>;
 
 /// One load per key at a time, owned by a task of its own.
 pub struct Coalescer<K, V> {
@@ -56,7 +94,7 @@ impl<K: Hash + Eq, V> Drop for InFlight<K, V> {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if map
             .get(&self.key)
-            .is_some_and(|rx| rx.same_channel(&self.rx))
+            .is_some_and(|load| load.rx.same_channel(&self.rx))
         {
             map.remove(&self.key);
         }
@@ -73,40 +111,60 @@ where
     ///
     /// `load` should store its result where the next caller looks first,
     /// before returning: the key leaves the in-flight map right after.
-    pub fn join<F>(&self, key: K, load: impl FnOnce() -> F) -> Joined<V>
+    pub fn join<F>(&self, key: K, load: impl FnOnce() -> F) -> Joined<K, V>
     where
         F: std::future::Future<Output = V> + Send + 'static,
     {
         let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(rx) = map.get(&key) {
-            return Joined {
-                rx: rx.clone(),
-                joined: true,
-            };
+        if let Some(joined) = self.share(&mut map, &key) {
+            return joined;
         }
         let (tx, rx) = watch::channel(None);
-        map.insert(key.clone(), rx.clone());
         let guard = InFlight {
             map: Arc::clone(&self.in_flight),
-            key,
+            key: key.clone(),
             rx: rx.clone(),
         };
         let load = load();
-        tokio::spawn(async move {
+        // Spawned and entered under the lock: the task's guard cannot look
+        // for the entry before it is there.
+        let task = tokio::spawn(async move {
             let _guard = guard;
             let value = load.await;
             // Nobody waiting is fine: the value is stored by `load`.
             let _ = tx.send(Some(value));
         });
-        Joined { rx, joined: false }
+        map.insert(
+            key.clone(),
+            Load {
+                rx: rx.clone(),
+                waiters: 1,
+                abort: task.abort_handle(),
+            },
+        );
+        Joined {
+            rx,
+            joined: false,
+            key,
+            map: Arc::clone(&self.in_flight),
+        }
     }
 
     /// Joins the load of `key` if one is in flight.
-    pub fn joining(&self, key: &K) -> Option<Joined<V>> {
-        let map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(key).map(|rx| Joined {
-            rx: rx.clone(),
+    pub fn joining(&self, key: &K) -> Option<Joined<K, V>> {
+        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        self.share(&mut map, key)
+    }
+
+    /// A new waiter's share of the load of `key` in `map`, if any.
+    fn share(&self, map: &mut HashMap<K, Load<V>>, key: &K) -> Option<Joined<K, V>> {
+        let load = map.get_mut(key)?;
+        load.waiters += 1;
+        Some(Joined {
+            rx: load.rx.clone(),
             joined: true,
+            key: key.clone(),
+            map: Arc::clone(&self.in_flight),
         })
     }
 
@@ -127,7 +185,7 @@ mod tests {
     use tokio::sync::Notify;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_cancelled_caller_neither_cancels_nor_wedges_the_load() {
+    async fn a_caller_that_leaves_others_waiting_neither_cancels_nor_wedges_the_load() {
         let coalescer: Coalescer<&'static str, u32> = Coalescer::default();
         let loads = Arc::new(AtomicU32::new(0));
         let release = Arc::new(Notify::new());
@@ -138,9 +196,11 @@ mod tests {
                 7
             }
         };
-        // The first caller is dropped while its load is in flight...
         let first = coalescer.join("k", start(loads.clone(), release.clone()));
         assert!(!first.joined);
+        let second = coalescer.join("k", start(loads.clone(), release.clone()));
+        assert!(second.joined);
+        // The first caller is dropped while its load is in flight...
         let first = tokio::time::timeout(Duration::ZERO, first.value()).await;
         assert!(first.is_err());
         assert_eq!(coalescer.in_flight(), 1);
@@ -150,6 +210,7 @@ mod tests {
             .collect();
         assert!(waiters.iter().all(|w| w.joined));
         release.notify_one();
+        assert_eq!(second.value().await, Some(7));
         for waiter in waiters {
             assert_eq!(waiter.value().await, Some(7));
         }
@@ -157,6 +218,41 @@ mod tests {
         while coalescer.in_flight() != 0 {
             tokio::task::yield_now().await;
         }
+    }
+
+    /// Sets its flag when dropped: the load's future was dropped.
+    struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_load_stops_when_its_last_caller_leaves() {
+        let coalescer: Coalescer<&'static str, u32> = Coalescer::default();
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Dropped(Arc::clone(&dropped));
+        let first = coalescer.join("k", move || async move {
+            let _flag = flag;
+            std::future::pending::<u32>().await
+        });
+        let second = coalescer.joining(&"k").expect("in flight");
+        drop(first);
+        // One caller still waits: the load goes on.
+        assert_eq!(coalescer.in_flight(), 1);
+        assert!(!dropped.load(Ordering::SeqCst));
+        drop(second);
+        // Nobody waits: the key is free at once, the task is dropped soon.
+        assert_eq!(coalescer.in_flight(), 0);
+        while !dropped.load(Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+        }
+        // The next caller starts a load of its own.
+        let again = coalescer.join("k", || async { 5 });
+        assert!(!again.joined);
+        assert_eq!(again.value().await, Some(5));
     }
 
     #[tokio::test]

@@ -11,8 +11,9 @@
 //!    push good boards out.
 //! 2. **Coalescing** ([`coalesce`]): concurrent requests for one board
 //!    that missed the process cache share one lookup below. The lookup runs
-//!    in its own task: a caller dropped by a host's timeout neither cancels
-//!    it nor leaves the key locked.
+//!    in its own task: a caller that goes away leaves it to the others, and
+//!    when the last one goes it is aborted, so nobody's board is fetched
+//!    and built for no one.
 //! 3. **The fleet tier** ([`shared`], when `cache.shared` is set): the
 //!    documents every node of a fleet shares through Redis or Valkey, and
 //!    the fleet-wide lock that makes one node load a board while the
@@ -202,6 +203,15 @@ pub struct Boards {
     inner: Arc<Inner>,
 }
 
+/// Aborts the task when dropped: the caller of an uncached load went away.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Bytes a render entry costs beside its body: key, ETag, bookkeeping.
 const RENDER_OVERHEAD: usize = 256;
 
@@ -265,6 +275,11 @@ impl Boards {
 
     /// The sanitized board for (board id, permission id), holding at least
     /// `coverage` of it, and the level that answered.
+    ///
+    /// A load runs in a task of its own and is shared by every caller that
+    /// asks for the board meanwhile; when all of them have dropped this
+    /// future before it finished, the load is aborted (its provider
+    /// requests end, its queued pool jobs are dropped).
     pub async fn document(
         &self,
         board_id: &str,
@@ -274,13 +289,13 @@ impl Boards {
         let Some(cache) = &self.inner.cache else {
             let inner = Arc::clone(&self.inner);
             let (b, p) = (board_id.to_owned(), permission_id.to_owned());
-            // Still in a task of its own: a dropped caller does not cut a
-            // load off halfway (the provider's answer would be wasted).
-            let task = tokio::spawn(async move {
+            // In a task of its own, as with the cache, and stopped the same
+            // way: its only caller gone, nobody waits for it.
+            let mut task = AbortOnDrop(tokio::spawn(async move {
                 let deadline = inner.loader.deadline();
                 inner.loader.load(&b, &p, coverage, deadline).await
-            });
-            let outcome = task
+            }));
+            let outcome = (&mut task.0)
                 .await
                 .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))));
             self.inner.keep_version(board_id, &outcome);
@@ -380,6 +395,7 @@ impl Boards {
             rendered: Rendered {
                 body: compressed,
                 etag: identity.rendered.etag,
+                disposition: identity.rendered.disposition,
             },
             encoding,
         };

@@ -45,15 +45,17 @@ async fn a_cancelled_fetch_does_not_wedge_its_key() {
     )
     .expect("boards");
     let (board, p) = ("1W3ZZU1Qvua02H", "fault-slow");
-    // A host that wraps our handler in its own timeout drops the request.
+    // A host that wraps our handler in its own timeout drops the request:
+    // nobody else waits for its load, so the load stops and leaves neither
+    // a key in flight nor a remembered outcome.
     let dropped =
         tokio::time::timeout(Duration::ZERO, boards.document(board, p, Coverage::Full)).await;
     assert!(dropped.is_err());
     settled(&boards).await;
-    assert_eq!(token_requests(&sample, p), 1);
-    // Past the old lock age (deadline + 1 s) and the remembered failure...
-    tokio::time::sleep(fetch_deadline + Duration::from_millis(1200)).await;
-    // ...N concurrent requests cost one upstream fetch...
+    // The task may or may not have reached the provider before it stopped.
+    let asked = token_requests(&sample, p);
+    assert!(asked <= 1, "{asked}");
+    // N concurrent requests then cost one upstream fetch...
     let mut all = tokio::task::JoinSet::new();
     for _ in 0..8 {
         let boards = boards.clone();
@@ -63,27 +65,29 @@ async fn a_cancelled_fetch_does_not_wedge_its_key() {
         let (outcome, _) = done.expect("task");
         assert_eq!(outcome.err(), Some(LoadError::Fetch(FetchError::Timeout)));
     }
-    assert_eq!(token_requests(&sample, p), 2);
+    assert_eq!(token_requests(&sample, p), asked + 1);
     // ...and the next one is answered from the cache.
     let (outcome, source) = boards.document(board, p, Coverage::Full).await;
     let cached = source == Source::Hit;
     assert!(cached);
     assert_eq!(outcome.err(), Some(LoadError::Fetch(FetchError::Timeout)));
-    assert_eq!(token_requests(&sample, p), 2);
+    assert_eq!(token_requests(&sample, p), asked + 1);
 
-    // The same for a board that loads: the dropped caller's load is
-    // kept, and later callers are hits.
+    // The same for a board that loads: the dropped caller's load stops, the
+    // next caller loads the board, and later callers are hits.
     let ok = "demo";
     let dropped =
         tokio::time::timeout(Duration::ZERO, boards.document(board, ok, Coverage::Full)).await;
     assert!(dropped.is_err());
     settled(&boards).await;
+    let (outcome, source) = boards.document(board, ok, Coverage::Full).await;
+    assert!(outcome.is_ok() && source == Source::Miss, "{source:?}");
     for _ in 0..4 {
         let (outcome, source) = boards.document(board, ok, Coverage::Full).await;
         let cached = source == Source::Hit;
         assert!(outcome.is_ok() && cached);
     }
-    assert_eq!(token_requests(&sample, ok), 1);
+    assert!(token_requests(&sample, ok) <= 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

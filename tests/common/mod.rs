@@ -253,6 +253,11 @@ impl Response {
             field,
             "{body}"
         );
+        assert_eq!(
+            body["error"]["requestId"].as_str(),
+            self.header("x-request-id"),
+            "{body}"
+        );
         assert_eq!(self.header("cache-control"), Some("no-store"));
         assert_eq!(self.header("etag"), None);
         assert_eq!(
@@ -268,7 +273,15 @@ impl Response {
         assert_eq!(self.header("access-control-allow-origin"), Some("*"));
         assert_eq!(
             self.header("access-control-expose-headers"),
-            Some("ETag, Server-Timing, Board-Completeness, Board-Version")
+            Some("ETag, Server-Timing, Board-Completeness, Board-Version, X-Request-Id, Content-Disposition")
+        );
+        let id = self.header("x-request-id").unwrap_or_default();
+        assert!(
+            (1..=128).contains(&id.len())
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".:_-".contains(&b)),
+            "X-Request-Id {id:?}"
         );
         assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
     }
@@ -289,6 +302,41 @@ pub fn request(addr: SocketAddr, method: &str, target: &str, headers: &[(&str, &
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).expect("read response");
     parse_response(&raw, method == "HEAD")
+}
+
+/// One request with a body (`Content-Length` set) on a fresh connection.
+pub fn request_with_body(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
+    let mut stream = TcpStream::connect(addr).expect("connect to gateway");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut req = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    let mut raw = req.into_bytes();
+    raw.extend_from_slice(body);
+    stream.write_all(&raw).expect("send request");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("read response");
+    parse_response(&answer, method == "HEAD")
+}
+
+/// `POST {target}` with a JSON body (`Content-Type: application/json`).
+pub fn post_json(addr: SocketAddr, target: &str, body: &str, headers: &[(&str, &str)]) -> Response {
+    let mut all = vec![("Content-Type", "application/json")];
+    all.extend_from_slice(headers);
+    request_with_body(addr, "POST", target, &all, body.as_bytes())
 }
 
 pub fn get(target: &str) -> Response {

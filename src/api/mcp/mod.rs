@@ -231,7 +231,7 @@ fn cors(headers: &mut HeaderMap, origin: Option<&HeaderValue>) {
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
         headers.insert(
             header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("Server-Timing"),
+            HeaderValue::from_static("Server-Timing, X-Request-Id"),
         );
     }
 }

@@ -174,3 +174,98 @@ fn hostile_nesting_is_cut_not_a_stack_overflow() {
     s.scrub(&mut value);
     assert!(!value.to_string().contains("1XbZ5iAlice001"));
 }
+
+/// Scrubs `value` alone, with a permission id it does not hold.
+fn scrub_alone(mut value: Value) -> (Value, Scrubber) {
+    let mut s = Scrubber::new("perm-long-enough");
+    s.learn(&value);
+    s.finish();
+    s.scrub(&mut value);
+    (value, s)
+}
+
+#[test]
+fn the_sanitizers_keys_in_any_case_and_the_wider_person_keys_lose_their_values() {
+    let secrets = [
+        "sess-SECRET-1",
+        "api-SECRET-2",
+        "cookie-SECRET-3",
+        "internal-SECRET-4",
+        "Bearer auth-SECRET-5",
+        "private-SECRET-6",
+        "1XbZ5iUpdater7",
+        "1XbZ5iEditor08",
+        "1XbZ5iDeleter9",
+        "1XbZ5iSeer0010",
+        "1XbZ5iSharer11",
+        "1XbZ5iInviter2",
+        "1XbZ5iPartic13",
+        "1XbZ5iUid00014",
+        "1XbZ5iBy000015",
+        "1XbZ5iViewer16",
+        "1XbZ5iPerson17",
+        "mail-SECRET@example.org",
+        "contact-SECRET-19",
+        "1XbZ5iMention20",
+        "1XbZ5iObjMent21",
+    ];
+    let value = json!({
+        "sessionId": secrets[0], "APIKEY": secrets[1], "Cookie": secrets[2],
+        "meta": {"InternalID": secrets[3], "authorization": secrets[4],
+                 "privateMetadata": {"note": secrets[5]}},
+        "updatedBy": secrets[6], "lastEditedBy": secrets[7], "deletedBy": secrets[8],
+        "seenBy": [secrets[9]], "sharedBy": {"id": secrets[10]}, "invitedBy": secrets[11],
+        "participants": [{"name": "P", "ref": secrets[12]}], "uid": secrets[13],
+        "by": secrets[14], "viewers": {secrets[15]: {"at": 5}},
+        "person": {"id": secrets[16]}, "e_mail": secrets[17], "contact": secrets[18],
+        "doc": {"type": "doc", "content": [
+            {"type": "Mention", "attrs": {"id": secrets[19], "label": "Ann"}},
+            {"type": "mention", "attrs": {"id": {"userId": secrets[20], "kind": "user"}, "label": "Bo"}}
+        ]},
+        "note": format!("ask {} or 1XbZ5iSeer0010", secrets[17]),
+        "text": "{\"blocks\":[{\"text\":\"hi\",\"data\":{\"sessionId\":\"sess-SECRET-1\",\"mail\":\"x@example.com\"}}]}"
+    });
+    let (value, s) = scrub_alone(value);
+    let text = value.to_string();
+    for secret in secrets.iter().chain(&["x@example.com"]) {
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
+    // Keys stay (but a person-id key), content and labels stay.
+    assert_eq!(value["doc"]["content"][0]["attrs"]["label"], "Ann");
+    let viewers = value["viewers"].as_object().unwrap();
+    assert!(
+        viewers.keys().all(|k| k.starts_with("user-")),
+        "{viewers:?}"
+    );
+    assert!(
+        value["note"].as_str().unwrap().starts_with("ask user-"),
+        "{}",
+        value["note"]
+    );
+    let inner: Value = serde_json::from_str(value["text"].as_str().unwrap()).unwrap();
+    assert_eq!(inner["blocks"][0]["text"], "hi");
+    assert!(s.users() >= 10, "{}", s.users());
+}
+
+#[test]
+fn a_json_string_that_holds_nothing_sensitive_is_kept_byte_for_byte() {
+    let raw = "{\"blocks\": [{\"key\": \"k00\", \"text\": \"plain\"}], \"entityMap\": {}}";
+    let (value, _) = scrub_alone(json!({ "textContent": raw, "n": [1, "[not json"] }));
+    assert_eq!(value["textContent"], raw);
+    assert_eq!(value["n"][1], "[not json");
+}
+
+#[test]
+fn an_address_is_the_same_person_everywhere_and_a_path_is_no_address() {
+    let (value, _) = scrub_alone(json!({
+        "email": "a@b.io",
+        "comment": "mail a@b.io",
+        "a@b.io": true,
+        "image": "https://cdn.example.com/i/icon@2x.png"
+    }));
+    let person = value["email"].as_str().unwrap().to_owned();
+    assert!(person.starts_with("user-"), "{value}");
+    assert_eq!(value["comment"], format!("mail {person}"));
+    assert_eq!(value[&person], true);
+    assert_eq!(value["image"], "https://cdn.example.com/i/icon@2x.png");
+}

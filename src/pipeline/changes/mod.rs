@@ -252,7 +252,8 @@ pub fn answer(
         },
     };
     let rendered = match representation {
-        super::Representation::Json => {
+        // No canvas of changes: anything but Markdown is JSON.
+        super::Representation::Json | super::Representation::Canvas => {
             let data = serde_json::to_value(&changes).map_err(|e| e.to_string())?;
             super::render::render(scope, from, &data).map_err(|e| e.to_string())?
         }

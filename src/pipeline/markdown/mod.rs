@@ -67,6 +67,24 @@ pub fn render_paged(selection: &Selection, doc: &[u8]) -> Result<pages::Paged, M
     Ok(pages::Paged::from_out(out))
 }
 
+/// The Markdown of one element and what it holds (its attached comment
+/// threads, a task list's tasks), written as the board's Markdown writes it
+/// under the board's heading: the text of one card of the JSON Canvas
+/// export, from the same writer, so the two never read a card differently.
+/// `node` is the element's JSON (compact or pretty).
+///
+/// # Errors
+/// `node` is not JSON, or nests deeper than serde_json allows.
+pub fn element(node: &[u8]) -> Result<String, serde_json::Error> {
+    let arena = value::Bump::with_capacity(node.len());
+    let node = value::V::parse(node, &arena)?;
+    let children = arena.alloc_slice_copy(&[node]);
+    let members = arena.alloc_slice_copy(&[("children", value::V::Arr(children))]);
+    let mut out = out::Out::with_capacity(arena.allocated_bytes() / 8 + 64);
+    nodes::held(&mut out, &value::V::Obj(members));
+    Ok(out.finish())
+}
+
 /// The reference reading: the compact or pretty JSON of an already selected
 /// document read with serde_json (`value::V::parse`), then written. Not
 /// the serving path; the tests and the benchmark hold [`render`] to it.

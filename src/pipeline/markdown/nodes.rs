@@ -28,6 +28,12 @@ pub fn document(out: &mut Out, data: &V) {
     section(out, board, 1, data, &mut labels);
 }
 
+/// The children of `holder` as a board at the top level writes them, with
+/// no heading of its own and no `Connections` (its lines are left out).
+pub fn held(out: &mut Out, holder: &V) {
+    children(out, holder, 1, holder, &mut None, &mut Vec::new());
+}
+
 /// A board: its heading, its children, its connections.
 fn section<'d, 'a>(
     out: &mut Out,

@@ -233,7 +233,9 @@ pub fn request_failed(error: &FetchError) -> UnloadedReason {
     match error {
         FetchError::AccessDenied => UnloadedReason::AccessDenied,
         FetchError::NotFound => UnloadedReason::NotFound,
-        FetchError::Upstream(_) | FetchError::Timeout => UnloadedReason::UpstreamError,
+        FetchError::Upstream(_) | FetchError::Challenged | FetchError::Timeout => {
+            UnloadedReason::UpstreamError
+        }
         // Never sent: the fleet's budget toward the provider had no room
         // before the deadline.
         FetchError::OverBudget => UnloadedReason::Deadline,

@@ -133,26 +133,26 @@ impl Transport {
         let looked_up =
             tokio::time::timeout(self.connect_timeout, tokio::net::lookup_host(host)).await;
         let first = match looked_up {
-            Ok(Ok(mut addrs)) => addrs.next(),
-            Ok(Err(e)) => {
-                log::warn!("provider: resolving {} failed: {e}", self.origin.host);
-                None
-            }
-            Err(_) => {
-                log::warn!("provider: resolving {} timed out", self.origin.host);
-                None
-            }
+            Ok(Ok(mut addrs)) => addrs.next().ok_or_else(|| "no address".to_string()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("timed out".to_string()),
         };
+        let host = &self.origin.host;
         match (first, cached) {
-            (Some(addr), _) => {
+            (Ok(addr), _) => {
                 *self.resolved.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some((addr, Instant::now()));
                 Ok(addr)
             }
-            (None, Some((stale, _))) => Ok(stale),
-            (None, None) => Err(FetchError::upstream(format!(
-                "cannot resolve provider host {}",
-                self.origin.host
+            // Nothing fails: the one line that says the resolver did.
+            (Err(why), Some((stale, _))) => {
+                log::warn!("provider: resolving {host} failed ({why}); using {stale} as before");
+                Ok(stale)
+            }
+            // The request's failure line says it (once per failure, not a
+            // line here and another there).
+            (Err(why), None) => Err(FetchError::upstream(format!(
+                "cannot resolve provider host {host}: {why}"
             ))),
         }
     }
@@ -196,8 +196,9 @@ impl Transport {
     ///
     /// # Errors
     ///
-    /// [`FetchError::Upstream`] when the provider is unreachable, answers a bot
-    /// challenge, sends an unsupported encoding or a body over the size limit;
+    /// [`FetchError::Upstream`] when the provider is unreachable, sends an
+    /// unsupported encoding or a body over the size limit;
+    /// [`FetchError::Challenged`] when its bot wall asks for a challenge;
     /// [`FetchError::Timeout`] on a connect, write or read timeout;
     /// [`FetchError::OverBudget`] when the fleet's budget toward the
     /// provider has no room before `deadline`.
@@ -298,10 +299,10 @@ impl Transport {
             if (100..200).contains(&status) && head_reads < 5 {
                 continue;
             }
-            if head.headers.contains_key("x-amzn-waf-action") {
-                return Ok(Exchanged::Refused(FetchError::upstream(format!(
-                    "bot challenge (x-amzn-waf-action) with HTTP {status}"
-                ))));
+            if let Some(action) = head.headers.get(WAF_ACTION) {
+                // The bot wall answered, not the provider: its body is a
+                // page for a browser, never read.
+                return Ok(Exchanged::Refused(waf_refusal(action.as_bytes(), status)));
             }
             let encoding = head.headers.get(http::header::CONTENT_ENCODING).map(|v| {
                 String::from_utf8_lossy(v.as_bytes())
@@ -351,6 +352,25 @@ impl Transport {
         };
         Ok(Exchanged::Done(Response { status, body }))
     }
+}
+
+/// The header AWS WAF (in front of Milanote) sets on what it answers itself.
+const WAF_ACTION: &str = "x-amzn-waf-action";
+
+/// What an answer of the provider's bot wall means: `challenge` (HTTP 202)
+/// and `captcha` (HTTP 405) ask for a browser to prove itself, which this
+/// client never does: [`FetchError::Challenged`], counted in
+/// `board_api_upstream_challenges_total`. Any other action is an unusable
+/// answer like any other.
+fn waf_refusal(action: &[u8], status: u16) -> FetchError {
+    let action = action.trim_ascii();
+    if action.eq_ignore_ascii_case(b"challenge") || action.eq_ignore_ascii_case(b"captcha") {
+        crate::metrics::upstream_challenge();
+        return FetchError::Challenged;
+    }
+    FetchError::upstream(format!(
+        "the bot wall answered HTTP {status} ({WAF_ACTION})"
+    ))
 }
 
 /// How an exchange ended when the transport itself did not fail.
@@ -423,6 +443,16 @@ mod tests {
         let t = transport("http://[::1]:8089");
         assert_eq!(t.origin.host_header, "[::1]:8089");
         assert_eq!(t.origin.literal, Some("::1".parse().unwrap()));
+    }
+
+    #[test]
+    fn the_bot_walls_challenge_and_captcha_are_named() {
+        assert_eq!(waf_refusal(b"challenge", 202), FetchError::Challenged);
+        assert_eq!(waf_refusal(b"Captcha ", 405), FetchError::Challenged);
+        assert!(matches!(
+            waf_refusal(b"block", 403),
+            FetchError::Upstream(msg) if msg.contains("403")
+        ));
     }
 
     #[test]

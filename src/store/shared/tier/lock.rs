@@ -230,7 +230,7 @@ fn unhex(text: &[u8]) -> Option<Vec<u8>> {
         b'a'..=b'f' => Some(c - b'a' + 10),
         _ => None,
     };
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     text.chunks_exact(2)

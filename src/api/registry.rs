@@ -37,7 +37,9 @@ impl BoardApi {
     /// location to the API (a gateway plugin on the location of the
     /// prefix): every path under the prefix is answered, the unknown ones
     /// with `404 NOT_FOUND`, whatever `claim_prefix` says; paths outside it
-    /// are still the host's.
+    /// are still the host's. The file may be the standalone binary's own:
+    /// `board_api.server` is left to the binary but for `trusted_proxies`,
+    /// read as [`BoardApi::shared_from_file`] reads it.
     ///
     /// # Errors
     /// As [`BoardApi::from_file`].
@@ -61,7 +63,14 @@ fn shared(path: &Path, whole_prefix: bool) -> Result<Arc<BoardApi>, ConfigError>
     }
     let text = String::from_utf8(text)
         .map_err(|_| ConfigError::new("(file)", format!("{} is not UTF-8", path.display())))?;
-    let mut api = BoardApi::new(&ApiSettings::from_yaml(&text)?)?;
+    // A location of pingap's takes the standalone binary's file as it is
+    // (docs/pingap.md); a host's own code gets every check of from_yaml.
+    let settings = if whole_prefix {
+        ApiSettings::from_binary_yaml(&text)?
+    } else {
+        ApiSettings::from_yaml(&text)?
+    };
+    let mut api = BoardApi::new(&settings)?;
     api.claim_prefix |= whole_prefix;
     let api = Arc::new(api);
     apis.insert(key, Arc::downgrade(&api));
