@@ -202,10 +202,21 @@ mod tests {
     fn path(name: &str) -> PathBuf {
         let p =
             std::env::temp_dir().join(format!("sbapi-unit-{}-{name}.sqlite", std::process::id()));
-        for f in [p.clone(), p.with_extension("unreadable")] {
+        clean(&p);
+        p
+    }
+
+    /// The file, its WAL and shared-memory sides, and one moved aside.
+    fn clean(p: &Path) {
+        let mut files = vec![p.to_owned(), p.with_extension("unreadable")];
+        for side in ["-wal", "-shm"] {
+            let mut name = p.as_os_str().to_owned();
+            name.push(side);
+            files.push(PathBuf::from(name));
+        }
+        for f in files {
             let _ = std::fs::remove_file(f);
         }
-        p
     }
 
     #[test]
@@ -220,9 +231,8 @@ mod tests {
         assert!(p.with_extension("unreadable").exists());
         store.put("b", "v1", b"value", 1);
         assert_eq!(store.get("b", "v1", 2), Kept::Value(b"value".to_vec()));
-        for f in [p.clone(), p.with_extension("unreadable")] {
-            let _ = std::fs::remove_file(f);
-        }
+        drop(store);
+        clean(&p);
     }
 
     #[test]
@@ -237,6 +247,7 @@ mod tests {
         assert!(store.touch("B", "b", 4));
         assert!(matches!(store.get("B", "c", 5), Kept::Value(_)));
         assert_eq!(store.get("B", "c", 120_000), Kept::Missing, "age");
-        let _ = std::fs::remove_file(&p);
+        drop(store);
+        clean(&p);
     }
 }
