@@ -459,6 +459,19 @@ fn a_body_sent_too_slowly_is_cut_off_at_its_deadline() {
     assert!(text.starts_with("HTTP/1.1 408 "), "{text}");
 }
 
+/// A gateway for the 6 MB board: its cold load in a debug build takes
+/// seconds, so it gets a deadline that a busy 2-core machine cannot pass.
+fn big_gateway() -> std::net::SocketAddr {
+    static GATEWAY: std::sync::OnceLock<std::net::SocketAddr> = std::sync::OnceLock::new();
+    *GATEWAY.get_or_init(|| {
+        let gw = start_gateway("    fetch_deadline_ms: 120000\n", "");
+        let addr = gw.addr;
+        // Lives as long as the test process.
+        std::mem::forget(gw);
+        addr
+    })
+}
+
 /// The text of a `read_board` result: its first content item (the page),
 /// and the note on what is left (the second), if any.
 fn page_of(r: &Value) -> (String, Option<String>) {
@@ -477,7 +490,7 @@ fn page_of(r: &Value) -> (String, Option<String>) {
 /// `/api/detail` answers, block for block.
 #[test]
 fn read_board_pages_a_large_board_and_the_pages_join_to_the_whole() {
-    let gw = gateway();
+    let gw = big_gateway();
     let url = format!("https://app.milanote.com/s-big/x?p={PERMISSION}");
     let whole = request(
         gw,
@@ -531,7 +544,7 @@ fn read_board_pages_a_large_board_and_the_pages_join_to_the_whole() {
 fn read_board_refuses_a_stale_cursor_a_bad_budget_and_an_unknown_board() {
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let gw = gateway();
+    let gw = big_gateway();
     let url = format!("https://app.milanote.com/s-big/x?p={PERMISSION}");
     let first = result(&call(gw, "read_board", json!({"url": url})));
     let version = first["structuredContent"]["version"]
@@ -579,7 +592,7 @@ fn read_board_refuses_a_stale_cursor_a_bad_budget_and_an_unknown_board() {
 /// it, as the root of what is read.
 #[test]
 fn search_then_read_the_board_that_holds_the_match() {
-    let gw = gateway();
+    let gw = big_gateway();
     let url = format!("https://app.milanote.com/s-big/x?p={PERMISSION}");
     let found = result(&call(
         gw,
