@@ -6,7 +6,7 @@
 //! version `since` is compared with the board now
 //! ([`crate::pipeline::changes`]) on the work pool, and the answer cached
 //! with the document like a render. The MCP `board_changes` tool answers
-//! through [`BoardApi::changes_of`] too.
+//! through `BoardApi::changes_of` too.
 
 use super::error::ApiError;
 use super::params::{unknown_parameter, MAX_URL_CHARS};
