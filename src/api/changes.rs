@@ -9,7 +9,7 @@
 //! through `BoardApi::changes_of` too.
 
 use super::error::ApiError;
-use super::params::{unknown_parameter, MAX_URL_CHARS};
+use super::params::{unknown_parameter, url_value};
 use super::respond::{self, ApiResponse, Served};
 use super::route::{self, MethodAction};
 use super::share_link::{self, ShareLink};
@@ -75,18 +75,7 @@ pub fn from_values(
     since: Option<&str>,
     share_host: &str,
 ) -> Result<ChangesRequest, ApiError> {
-    let Some(url) = url.map(str::trim) else {
-        return Err(ApiError::invalid_request("url", "url is required"));
-    };
-    if url.is_empty() {
-        return Err(ApiError::invalid_request("url", "url must not be empty"));
-    }
-    if url.chars().count() > MAX_URL_CHARS {
-        return Err(ApiError::invalid_request(
-            "url",
-            format!("url must be at most {MAX_URL_CHARS} characters"),
-        ));
-    }
+    let url = url_value(url)?;
     let since = since.map(str::trim).unwrap_or_default();
     if since.is_empty() {
         return Err(ApiError::invalid_request(

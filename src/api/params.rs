@@ -61,17 +61,16 @@ pub fn from_values(
     validate(endpoint, raw, share_host)
 }
 
-/// Steps 3 (the `url` value) to 7.
-fn validate(
-    endpoint: Endpoint,
-    raw: RawParams<'_>,
-    share_host: &str,
-) -> Result<BoardRequest, ApiError> {
-    let url = raw.url.as_deref().map(str::trim).unwrap_or("");
-    // Step 3, continued: url present, 1 to 2048 characters after trimming.
-    if raw.url.is_none() {
+/// Step 3, continued: `url` present, 1 to [`MAX_URL_CHARS`] characters
+/// after trimming; the trimmed value. Every endpoint that takes a share
+/// link checks it so.
+///
+/// # Errors
+/// `INVALID_REQUEST` (`field: url`).
+pub(super) fn url_value(url: Option<&str>) -> Result<&str, ApiError> {
+    let Some(url) = url.map(str::trim) else {
         return Err(ApiError::invalid_request("url", "url is required"));
-    }
+    };
     if url.is_empty() {
         return Err(ApiError::invalid_request("url", "url must not be empty"));
     }
@@ -81,6 +80,16 @@ fn validate(
             format!("url must be at most {MAX_URL_CHARS} characters"),
         ));
     }
+    Ok(url)
+}
+
+/// Steps 3 (the `url` value) to 7.
+fn validate(
+    endpoint: Endpoint,
+    raw: RawParams<'_>,
+    share_host: &str,
+) -> Result<BoardRequest, ApiError> {
+    let url = url_value(raw.url.as_deref())?;
     // The canvas is the whole board: no view or selector applies to it.
     if endpoint == Endpoint::Canvas {
         let named = [
