@@ -237,8 +237,23 @@ fn same(
     target: &str,
     headers: &[(&str, &str)],
 ) -> Response {
+    // One request id for both, so that the ids each host would mint (a
+    // prefix of its own process) do not tell the answers apart.
+    let mut headers = headers.to_vec();
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("x-request-id"))
+    {
+        headers.push(("X-Request-Id", "pingap-compare"));
+    }
+    let headers = headers.as_slice();
     let ours = request(standalone, method, target, headers);
     let theirs = request(pingap, method, target, headers);
+    assert_eq!(
+        theirs.header("x-request-id"),
+        ours.header("x-request-id"),
+        "{method} {target}: the request id echoed"
+    );
     let what = format!("{method} {target} {headers:?}");
     assert_eq!(theirs.status, ours.status, "{what}: status");
     assert_eq!(
