@@ -43,6 +43,7 @@ use std::time::Duration;
 /// crate returns, whether the file, a value or a resource a value names (a CA
 /// bundle, a TLS certificate) is at fault. `Display` is `key: message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConfigError {
     /// The key path, e.g. `board_api.provider.origin`, or `(file)`.
     pub key: String,

@@ -251,6 +251,7 @@ async fn read_body(session: &mut Session, limit: usize) -> Vec<u8> {
 
 /// A request [`BoardApi::serve`] answered, for an access log.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Answered {
     /// The status sent, or [`CLIENT_GONE`] (499) when the client went away
     /// before the answer was ready and nothing was sent.
