@@ -14,9 +14,7 @@ use super::respond::{self, ApiResponse, Served};
 use super::route::{self, MethodAction};
 use super::share_link::{self, ShareLink};
 use super::{accept, timing, BoardApi, RequestParts};
-use crate::document::Coverage;
 use crate::encoding::Encoding;
-use crate::metrics;
 use crate::pipeline::render::Rendered;
 use crate::pipeline::version::is_version;
 use crate::pipeline::{changes, Representation};
@@ -221,31 +219,6 @@ impl BoardApi {
         };
         let rendered = unpack(bytes).ok_or_else(not_kept)?;
         Ok((Answered { rendered, doc }, source))
-    }
-
-    /// The board's full document, loaded as `/api/detail` loads it, and
-    /// the level that answered.
-    async fn load_full(
-        &self,
-        link: &ShareLink,
-        served: &mut Served,
-    ) -> Result<(Doc, Source), ApiError> {
-        let started = Instant::now();
-        let (outcome, source) = self
-            .boards
-            .document(&link.board_id, &link.permission_id, Coverage::Full)
-            .await;
-        served.cache = Some(source.name());
-        let cached = source != Source::Miss;
-        metrics::cache(cached);
-        if !cached {
-            metrics::upstream_seconds(started.elapsed().as_secs_f64());
-        }
-        let doc = outcome.map_err(|e| {
-            super::log_failure(&link.board_id, started.elapsed(), &e, source);
-            super::api_error(e)
-        })?;
-        Ok((doc, source))
     }
 }
 

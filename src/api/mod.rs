@@ -7,6 +7,7 @@
 pub mod accept;
 pub mod changes;
 pub mod error;
+mod load;
 pub mod mcp;
 mod memo;
 pub mod params;
@@ -22,7 +23,6 @@ pub mod timing;
 
 use crate::client_addr::TrustedProxies;
 use crate::config::{ApiSettings, ConfigError, McpSettings};
-use crate::document::Coverage;
 use crate::encoding;
 use crate::metrics;
 use crate::pipeline::Representation;
@@ -393,29 +393,8 @@ impl BoardApi {
     ) -> Result<ApiResponse, ApiError> {
         let started = Instant::now();
         served.board = Some(Arc::from(request.link.board_id.as_str()));
-        let (outcome, source) = self
-            .boards
-            .document(
-                &request.link.board_id,
-                &request.link.permission_id,
-                // Every answer carries the board's version, a hash of the
-                // whole document, and every version is kept: an outline
-                // could give neither (docs/decisions.md).
-                Coverage::Full,
-            )
-            .await;
-        served.cache = Some(source.name());
-        let cached = source != Source::Miss;
-        metrics::cache(cached);
-        if !cached {
-            metrics::upstream_seconds(started.elapsed().as_secs_f64());
-        }
+        let (document, source) = self.load_full(&request.link, served).await?;
         let board_id = &request.link.board_id;
-        // Provider texts are redacted by the client; the link is never logged.
-        let document = outcome.map_err(|e| {
-            log_failure(board_id, started.elapsed(), &e, source);
-            api_error(e)
-        })?;
         log::debug!(
             "board {board_id} ready in {:?} ({})",
             started.elapsed(),

@@ -1,0 +1,45 @@
+//! The board of a request, through the store (process cache, fleet tier,
+//! coalescing, admission, the provider): the one place where the board
+//! endpoints and `/changes` load a document, note the level that answered
+//! and count it, and turn a failed load into the API's error and one log
+//! line.
+
+use super::respond::Served;
+use super::share_link::ShareLink;
+use super::{api_error, log_failure, BoardApi};
+use crate::document::Coverage;
+use crate::metrics;
+use crate::store::{Doc, Source};
+use std::time::Instant;
+
+impl BoardApi {
+    /// The board's full document and the level that answered. Every answer
+    /// carries the board's version, a hash of the whole document, and every
+    /// version is kept: an outline could give neither (docs/decisions.md).
+    ///
+    /// # Errors
+    /// The load's failure as the API answers it (logged here, once).
+    pub(super) async fn load_full(
+        &self,
+        link: &ShareLink,
+        served: &mut Served,
+    ) -> Result<(Doc, Source), super::error::ApiError> {
+        let started = Instant::now();
+        let (outcome, source) = self
+            .boards
+            .document(&link.board_id, &link.permission_id, Coverage::Full)
+            .await;
+        served.cache = Some(source.name());
+        let cached = source != Source::Miss;
+        metrics::cache(cached);
+        if !cached {
+            metrics::upstream_seconds(started.elapsed().as_secs_f64());
+        }
+        // Provider texts are redacted by the client; the link is never logged.
+        let doc = outcome.map_err(|e| {
+            log_failure(&link.board_id, started.elapsed(), &e, source);
+            api_error(e)
+        })?;
+        Ok((doc, source))
+    }
+}
