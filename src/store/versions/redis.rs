@@ -141,15 +141,20 @@ impl RedisVersions {
             let _ = writeln!(text, "{} {} {}", l.version, l.seen_ms, l.bytes);
         }
         let sealed = self.tier.seal().seal(&key, text.into_bytes());
-        let client = self.tier.client();
-        let set = client.set::<Option<String>, _, _>(
+        let _ = self.set(key, sealed).await;
+    }
+
+    /// Stores `value` under `key` for as long as versions are kept; `None`
+    /// when the tier did not answer.
+    async fn set(&self, key: String, value: Vec<u8>) -> Option<Option<String>> {
+        let set = self.tier.client().set::<Option<String>, _, _>(
             key,
-            Bytes::from(sealed),
+            Bytes::from(value),
             Some(Expiration::PX(self.keep_ms())),
             None,
             false,
         );
-        let _ = self.tier.call(set).await;
+        self.tier.call(set).await
     }
 
     /// Whether `version` of `board` is kept; marks it as seen `now`.
@@ -202,15 +207,7 @@ impl RedisVersions {
         };
         let key = self.value_key(board, version);
         let bytes = sealed.len();
-        let client = self.tier.client();
-        let set = client.set::<Option<String>, _, _>(
-            key,
-            Bytes::from(sealed),
-            Some(Expiration::PX(self.keep_ms())),
-            None,
-            false,
-        );
-        if self.tier.call(set).await.is_none() {
+        if self.set(key, sealed).await.is_none() {
             return;
         }
         lines.retain(|l| l.version != version);
@@ -233,7 +230,7 @@ impl RedisVersions {
         }
         self.write_index(board, &lines).await;
         if !gone.is_empty() {
-            let _ = self.tier.call(client.del::<i64, _>(gone)).await;
+            let _ = self.tier.call(self.tier.client().del::<i64, _>(gone)).await;
         }
     }
 
