@@ -1,202 +1,439 @@
 //! Prometheus metrics, in the default registry that
 //! `pingora-prometheus`'s exporter serves at `board_api.metrics.listen`.
+//!
+//! Every series an API instance moves carries `api="<name>"`
+//! (`board_api.name`, by default the prefix), so two instances in one
+//! process (two plugin configs of a gateway, or the old and the new API
+//! during a reload) are told apart. Each instance holds a [`Metrics`]: its
+//! series resolved once, so a request's counters cost no label lookup.
+//! Gauges are [`Level`]s: an instance adds what it holds and takes it back
+//! when it is dropped, so two instances of one name add up rather than
+//! overwrite each other, and a replaced API leaves nothing behind.
+//!
+//! Two counters stay process-wide, without `api`: the provider's bot-wall
+//! answers (counted where the provider's answer is read, which is shared
+//! code with no instance at hand) and access-log lines dropped (one log per
+//! process).
 
 use prometheus::{
-    register_histogram, register_int_counter, register_int_counter_vec, register_int_gauge,
-    register_int_gauge_vec, Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
 };
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, LazyLock};
 
-/// `board_api_requests_total{endpoint, status}`: answers by endpoint and status.
-static REQUESTS: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
-    register_int_counter_vec!(
+/// Registers `metric` in the default registry. When a host registered the
+/// same name first, ours still counts but is not exported: the host's
+/// exporter shows its own, and nothing here fails.
+fn registered<M: prometheus::core::Collector + Clone + 'static>(metric: M) -> M {
+    if prometheus::register(Box::new(metric.clone())).is_err() {
+        log::debug!("a metric of this name is registered already; ours is not exported");
+    }
+    metric
+}
+
+/// The names and label names below are constants checked by this module's
+/// test; `new` only fails for an invalid one.
+fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    registered(IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric name"))
+}
+
+fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    registered(IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric name"))
+}
+
+/// `board_api_requests_total{api, endpoint, status}`.
+static REQUESTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
         "board_api_requests_total",
         "Responses of the board API by endpoint and HTTP status",
-        &["endpoint", "status"]
+        &["api", "endpoint", "status"],
     )
-    .ok()
 });
 
-/// `board_api_cache_total{result}`: document cache hits and misses.
-static CACHE: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
-    register_int_counter_vec!(
+/// `board_api_cache_total{api, result}`: document cache hits and misses.
+static CACHE: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
         "board_api_cache_total",
         "Board document cache lookups by result (hit, miss)",
-        &["result"]
+        &["api", "result"],
     )
-    .ok()
 });
 
-/// `board_api_upstream_seconds`: time to fetch and normalize a board on a miss.
-static UPSTREAM: LazyLock<Option<Histogram>> = LazyLock::new(|| {
-    register_histogram!(
+/// `board_api_upstream_seconds{api}`: time to fetch and normalize a board
+/// on a miss.
+static UPSTREAM: LazyLock<HistogramVec> = LazyLock::new(|| {
+    let opts = HistogramOpts::new(
         "board_api_upstream_seconds",
         "Time to fetch and normalize one board from the provider on a cache miss",
-        vec![0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0]
     )
-    .ok()
+    .buckets(vec![
+        0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0,
+    ]);
+    registered(HistogramVec::new(opts, &["api"]).expect("valid metric name"))
 });
 
-/// `board_api_pool_jobs{state}`: work-pool jobs `queued` and threads `busy`.
-static POOL: LazyLock<Option<IntGaugeVec>> = LazyLock::new(|| {
-    register_int_gauge_vec!(
+/// `board_api_pool_jobs{api, state}`: work-pool jobs `queued` and threads
+/// `busy`.
+static POOL: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge_vec(
         "board_api_pool_jobs",
         "Work pool: jobs waiting for a thread (queued) and threads running one (busy)",
-        &["state"]
+        &["api", "state"],
     )
-    .ok()
 });
 
-/// `board_api_cold_loads{state}`: cold loads `running` and `queued`.
-static COLD: LazyLock<Option<IntGaugeVec>> = LazyLock::new(|| {
-    register_int_gauge_vec!(
+/// `board_api_cold_loads{api, state}`: cold loads `running` and `queued`.
+static COLD: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge_vec(
         "board_api_cold_loads",
         "Cold board loads holding a slot (running) and waiting for one (queued)",
-        &["state"]
+        &["api", "state"],
     )
-    .ok()
 });
 
-/// `board_api_overloaded_total`: every request answered `503 OVERLOADED`.
-static OVERLOADED: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
-    register_int_counter!(
+/// `board_api_overloaded_total{api}`: every request answered `503 OVERLOADED`.
+static OVERLOADED: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
         "board_api_overloaded_total",
-        "Requests answered 503 OVERLOADED: the cold-load queue full, a wait in it past the deadline, or the fleet's upstream budget spent"
+        "Requests answered 503 OVERLOADED: the cold-load queue full, a wait in it past the deadline, or the fleet's upstream budget spent",
+        &["api"],
     )
-    .ok()
 });
 
-/// `board_api_cache_bytes` / `board_api_cache_entries`: what the budget holds.
-static CACHE_BYTES: LazyLock<Option<IntGauge>> = LazyLock::new(|| {
-    register_int_gauge!(
+/// `board_api_cache_bytes{api}` / `board_api_cache_entries{api}`: what the
+/// budget holds.
+static CACHE_BYTES: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge_vec(
         "board_api_cache_bytes",
-        "Bytes accounted in the cache budget (documents, renders, compressed variants)"
+        "Bytes accounted in the cache budget (documents, renders, compressed variants)",
+        &["api"],
     )
-    .ok()
 });
 
-static CACHE_ENTRIES: LazyLock<Option<IntGauge>> = LazyLock::new(|| {
-    register_int_gauge!("board_api_cache_entries", "Entries in the cache budget").ok()
+static CACHE_ENTRIES: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge_vec(
+        "board_api_cache_entries",
+        "Entries in the cache budget",
+        &["api"],
+    )
 });
 
-/// `board_api_cache_evictions_total`: entries pushed out to stay in budget
-/// (or refused admission).
-static EVICTIONS: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
-    register_int_counter!(
+/// `board_api_cache_evictions_total{api}`: entries pushed out to stay in
+/// budget (or refused admission).
+static EVICTIONS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
         "board_api_cache_evictions_total",
-        "Cache entries evicted or refused to keep the byte budget"
+        "Cache entries evicted or refused to keep the byte budget",
+        &["api"],
     )
-    .ok()
+});
+
+/// `board_api_fleet_total{api, result}`: fleet tier calls by result
+/// (`hit`, `miss`, `error`, `skipped` while the breaker is open, `rejected`
+/// for a stored value that failed its checks).
+#[cfg(feature = "fleet")]
+static FLEET: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "board_api_fleet_total",
+        "Fleet tier calls by result (hit, miss, error, skipped, rejected)",
+        &["api", "result"],
+    )
+});
+
+/// `board_api_fleet_lock_waits_total{api}`: loads that waited for another
+/// node's.
+#[cfg(feature = "fleet")]
+static FLEET_WAITS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "board_api_fleet_lock_waits_total",
+        "Board loads that waited for another node holding the fleet lock",
+        &["api"],
+    )
+});
+
+/// `board_api_fleet_breaker_open{api}`: 1 while the breaker skips the tier.
+#[cfg(feature = "fleet")]
+static FLEET_BREAKER: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge_vec(
+        "board_api_fleet_breaker_open",
+        "1 while the fleet tier is skipped after repeated errors, else 0",
+        &["api"],
+    )
+});
+
+/// `board_api_fleet_stored_bytes_total{api}`: compressed bytes written to
+/// the tier.
+#[cfg(feature = "fleet")]
+static FLEET_STORED: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "board_api_fleet_stored_bytes_total",
+        "Bytes of compressed documents written to the fleet tier",
+        &["api"],
+    )
+});
+
+/// `board_api_mcp_requests_total{api, method, tool, outcome}`: MCP requests
+/// by JSON-RPC method (those served, `notification`, `other`), tool (empty
+/// unless `tools/call`) and outcome (`ok`, `tool_error`, `error`,
+/// `accepted` for a notification).
+static MCP: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "board_api_mcp_requests_total",
+        "MCP requests by JSON-RPC method, tool and outcome",
+        &["api", "method", "tool", "outcome"],
+    )
 });
 
 /// `board_api_upstream_challenges_total`: answers of the provider's bot
-/// wall (a challenge or a CAPTCHA) instead of the provider's.
-static CHALLENGES: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
-    register_int_counter!(
-        "board_api_upstream_challenges_total",
-        "Provider requests answered by its bot wall (x-amzn-waf-action challenge or captcha)"
+/// wall (a challenge or a CAPTCHA) instead of the provider's. Process-wide.
+static CHALLENGES: LazyLock<IntCounter> = LazyLock::new(|| {
+    registered(
+        IntCounter::new(
+            "board_api_upstream_challenges_total",
+            "Provider requests answered by its bot wall (x-amzn-waf-action challenge or captcha)",
+        )
+        .expect("valid metric name"),
     )
-    .ok()
+});
+
+/// `board_api_access_log_dropped_total`: access log lines dropped because
+/// the buffer in front of the log's writer was full. Process-wide.
+static ACCESS_DROPPED: LazyLock<IntCounter> = LazyLock::new(|| {
+    registered(
+        IntCounter::new(
+            "board_api_access_log_dropped_total",
+            "Access log lines dropped because the log's buffer was full",
+        )
+        .expect("valid metric name"),
+    )
 });
 
 pub fn upstream_challenge() {
-    if let Some(m) = CHALLENGES.as_ref() {
-        m.inc();
+    CHALLENGES.inc();
+}
+
+pub fn access_log_dropped() {
+    ACCESS_DROPPED.inc();
+}
+
+/// One instance's share of a gauge. [`Level::set`] moves the exported
+/// gauge by the difference from what this instance last said, and dropping
+/// the level takes its share back: instances of one name add up.
+#[derive(Debug)]
+pub(crate) struct Level {
+    gauge: IntGauge,
+    mine: AtomicI64,
+}
+
+impl Level {
+    fn new(gauge: IntGauge) -> Self {
+        Level {
+            gauge,
+            mine: AtomicI64::new(0),
+        }
+    }
+
+    pub(crate) fn set(&self, value: usize) {
+        let value = i64::try_from(value).unwrap_or(i64::MAX);
+        let before = self.mine.swap(value, Ordering::Relaxed);
+        self.gauge.add(value.wrapping_sub(before));
+    }
+
+    pub(crate) fn add(&self, delta: i64) {
+        self.mine.fetch_add(delta, Ordering::Relaxed);
+        self.gauge.add(delta);
     }
 }
 
-fn gauge(vec: &LazyLock<Option<IntGaugeVec>>, label: &str, value: usize) {
-    if let Some(m) = vec.as_ref() {
-        m.with_label_values(&[label])
-            .set(i64::try_from(value).unwrap_or(i64::MAX));
+impl Drop for Level {
+    fn drop(&mut self) {
+        self.gauge.sub(*self.mine.get_mut());
     }
 }
 
-pub fn pool_queued(n: usize) {
-    gauge(&POOL, "queued", n);
+/// The endpoints whose `200` and `304` counters are resolved up front.
+const HOT_ENDPOINTS: [&str; 3] = ["search", "detail", "mcp"];
+
+/// The MCP tools whose `ok` and `tool_error` counters are resolved up front.
+const HOT_TOOLS: [&str; 3] = ["read_board", "search_board", "board_changes"];
+
+#[cfg(feature = "fleet")]
+const FLEET_RESULTS: [&str; 5] = ["hit", "miss", "error", "skipped", "rejected"];
+
+/// One API instance's series. Cloning is cheap (one `Arc`); every part of
+/// the instance that reports holds a clone.
+#[derive(Clone, Debug)]
+pub(crate) struct Metrics(Arc<Series>);
+
+/// The fleet tier's series, in builds that have the tier.
+#[cfg(feature = "fleet")]
+#[derive(Debug)]
+struct Fleet {
+    /// In [`FLEET_RESULTS`]' order.
+    results: [IntCounter; 5],
+    waits: IntCounter,
+    breaker: Level,
+    stored: IntCounter,
 }
 
-pub fn pool_busy(n: usize) {
-    gauge(&POOL, "busy", n);
+#[derive(Debug)]
+struct Series {
+    api: Box<str>,
+    /// `[endpoint: search, detail, mcp][status: 200, 304]`.
+    hot_requests: [[IntCounter; 2]; 3],
+    /// `[hit, miss]`.
+    cache: [IntCounter; 2],
+    upstream: Histogram,
+    pool_queued: Level,
+    pool_busy: Level,
+    cold_running: Level,
+    cold_queued: Level,
+    overloaded: IntCounter,
+    cache_bytes: Level,
+    cache_entries: Level,
+    evictions: IntCounter,
+    #[cfg(feature = "fleet")]
+    fleet: Fleet,
+    /// `[tool: HOT_TOOLS][ok, tool_error]`.
+    mcp_calls: [[IntCounter; 2]; 3],
 }
 
-pub fn cold_loads(n: usize) {
-    gauge(&COLD, "running", n);
-}
-
-pub fn cold_queued(n: usize) {
-    gauge(&COLD, "queued", n);
-}
-
-pub fn overloaded() {
-    if let Some(m) = OVERLOADED.as_ref() {
-        m.inc();
+impl Metrics {
+    /// The series of the API named `api`, every known label value exported
+    /// at 0 from now on, so a dashboard sees 0 rather than "no data" until
+    /// the first event.
+    pub(crate) fn new(api: &str) -> Self {
+        for endpoint in ["search", "detail", "board", "changes", "canvas"] {
+            for status in [200, 304, 400, 403, 404, 429, 500, 502, 503, 504] {
+                REQUESTS.with_label_values(&[api, endpoint, status_label(status)]);
+            }
+        }
+        LazyLock::force(&CHALLENGES);
+        LazyLock::force(&ACCESS_DROPPED);
+        let level = |vec: &IntGaugeVec, labels: &[&str]| Level::new(vec.with_label_values(labels));
+        let mcp = |tool: &str| {
+            ["ok", "tool_error"].map(|o| MCP.with_label_values(&[api, "tools/call", tool, o]))
+        };
+        Metrics(Arc::new(Series {
+            api: api.into(),
+            hot_requests: HOT_ENDPOINTS.map(|endpoint| {
+                [200, 304].map(|s| REQUESTS.with_label_values(&[api, endpoint, status_label(s)]))
+            }),
+            cache: ["hit", "miss"].map(|r| CACHE.with_label_values(&[api, r])),
+            upstream: UPSTREAM.with_label_values(&[api]),
+            pool_queued: level(&POOL, &[api, "queued"]),
+            pool_busy: level(&POOL, &[api, "busy"]),
+            cold_running: level(&COLD, &[api, "running"]),
+            cold_queued: level(&COLD, &[api, "queued"]),
+            overloaded: OVERLOADED.with_label_values(&[api]),
+            cache_bytes: level(&CACHE_BYTES, &[api]),
+            cache_entries: level(&CACHE_ENTRIES, &[api]),
+            evictions: EVICTIONS.with_label_values(&[api]),
+            #[cfg(feature = "fleet")]
+            fleet: Fleet {
+                results: FLEET_RESULTS.map(|r| FLEET.with_label_values(&[api, r])),
+                waits: FLEET_WAITS.with_label_values(&[api]),
+                breaker: level(&FLEET_BREAKER, &[api]),
+                stored: FLEET_STORED.with_label_values(&[api]),
+            },
+            mcp_calls: HOT_TOOLS.map(mcp),
+        }))
     }
-}
 
-pub fn cache_size(bytes: usize, entries: usize) {
-    if let Some(m) = CACHE_BYTES.as_ref() {
-        m.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    pub(crate) fn request(&self, endpoint: &str, status: u16) {
+        let e = HOT_ENDPOINTS.iter().position(|hot| *hot == endpoint);
+        let s = match status {
+            200 => Some(0),
+            304 => Some(1),
+            _ => None,
+        };
+        match (e, s) {
+            (Some(e), Some(s)) => self.0.hot_requests[e][s].inc(),
+            _ => REQUESTS
+                .with_label_values(&[&self.0.api, endpoint, status_label(status)])
+                .inc(),
+        }
     }
-    if let Some(m) = CACHE_ENTRIES.as_ref() {
-        m.set(i64::try_from(entries).unwrap_or(i64::MAX));
+
+    pub(crate) fn cache(&self, hit: bool) {
+        self.0.cache[usize::from(!hit)].inc();
     }
-}
 
-pub fn evictions(n: usize) {
-    if let Some(m) = EVICTIONS.as_ref() {
-        m.inc_by(n as u64);
+    pub(crate) fn upstream_seconds(&self, seconds: f64) {
+        self.0.upstream.observe(seconds);
     }
-}
 
-/// The counters every cached read touches, resolved once:
-/// `with_label_values` hashes its labels and takes a lock on each call.
-/// `[endpoint: search, detail][status: 200, 304]`.
-static HOT_REQUESTS: LazyLock<Option<[[IntCounter; 2]; 3]>> = LazyLock::new(|| {
-    let m = REQUESTS.as_ref()?;
-    let of = |endpoint: &str| [200, 304].map(|s| m.with_label_values(&[endpoint, itoa(s)]));
-    Some([of("search"), of("detail"), of("mcp")])
-});
-
-/// `[hit, miss]`.
-static CACHE_OUTCOMES: LazyLock<Option<[IntCounter; 2]>> = LazyLock::new(|| {
-    let m = CACHE.as_ref()?;
-    Some(["hit", "miss"].map(|label| m.with_label_values(&[label])))
-});
-
-pub fn request(endpoint: &str, status: u16) {
-    let e = match endpoint {
-        "search" => Some(0),
-        "detail" => Some(1),
-        "mcp" => Some(2),
-        _ => None,
-    };
-    let s = match status {
-        200 => Some(0),
-        304 => Some(1),
-        _ => None,
-    };
-    if let (Some(hot), Some(e), Some(s)) = (HOT_REQUESTS.as_ref(), e, s) {
-        hot[e][s].inc();
-    } else if let Some(m) = REQUESTS.as_ref() {
-        m.with_label_values(&[endpoint, itoa(status)]).inc();
+    pub(crate) fn pool_queued(&self) -> &Level {
+        &self.0.pool_queued
     }
-}
 
-pub fn cache(hit: bool) {
-    if let Some(outcomes) = CACHE_OUTCOMES.as_ref() {
-        outcomes[usize::from(!hit)].inc();
+    pub(crate) fn pool_busy(&self) -> &Level {
+        &self.0.pool_busy
     }
-}
 
-pub fn upstream_seconds(seconds: f64) {
-    if let Some(m) = UPSTREAM.as_ref() {
-        m.observe(seconds);
+    pub(crate) fn cold_running(&self) -> &Level {
+        &self.0.cold_running
+    }
+
+    pub(crate) fn cold_queued(&self) -> &Level {
+        &self.0.cold_queued
+    }
+
+    pub(crate) fn overloaded(&self) {
+        self.0.overloaded.inc();
+    }
+
+    pub(crate) fn cache_size(&self, bytes: usize, entries: usize) {
+        self.0.cache_bytes.set(bytes);
+        self.0.cache_entries.set(entries);
+    }
+
+    pub(crate) fn evictions(&self, n: usize) {
+        self.0.evictions.inc_by(n as u64);
+    }
+
+    /// `result`: one of `hit`, `miss`, `error`, `skipped`, `rejected`.
+    #[cfg(feature = "fleet")]
+    pub(crate) fn fleet(&self, result: &str) {
+        match FLEET_RESULTS.iter().position(|r| *r == result) {
+            Some(i) => self.0.fleet.results[i].inc(),
+            None => FLEET.with_label_values(&[&self.0.api, result]).inc(),
+        }
+    }
+
+    #[cfg(feature = "fleet")]
+    pub(crate) fn fleet_lock_wait(&self) {
+        self.0.fleet.waits.inc();
+    }
+
+    #[cfg(feature = "fleet")]
+    pub(crate) fn fleet_breaker(&self, open: bool) {
+        self.0.fleet.breaker.set(usize::from(open));
+    }
+
+    #[cfg(feature = "fleet")]
+    pub(crate) fn fleet_stored(&self, bytes: usize) {
+        self.0.fleet.stored.inc_by(bytes as u64);
+    }
+
+    pub(crate) fn mcp(&self, method: &str, tool: &str, outcome: &str) {
+        let hot = match (method, outcome) {
+            ("tools/call", "ok") => Some(0),
+            ("tools/call", "tool_error") => Some(1),
+            _ => None,
+        };
+        let t = HOT_TOOLS.iter().position(|hot| *hot == tool);
+        match (t, hot) {
+            (Some(t), Some(o)) => self.0.mcp_calls[t][o].inc(),
+            _ => MCP
+                .with_label_values(&[&self.0.api, method, tool, outcome])
+                .inc(),
+        }
     }
 }
 
 /// Status labels without allocating for the ones the API answers with.
-fn itoa(status: u16) -> &'static str {
+fn status_label(status: u16) -> &'static str {
     match status {
         200 => "200",
         202 => "202",
@@ -206,6 +443,7 @@ fn itoa(status: u16) -> &'static str {
         403 => "403",
         404 => "404",
         405 => "405",
+        410 => "410",
         413 => "413",
         429 => "429",
         500 => "500",
@@ -216,197 +454,113 @@ fn itoa(status: u16) -> &'static str {
     }
 }
 
-/// `board_api_fleet_total{result}`: fleet tier lookups by result (`hit`,
-/// `miss`, `error`, `skipped` while the breaker is open, `rejected` for a
-/// stored value that failed its checks).
-static FLEET: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
-    register_int_counter_vec!(
-        "board_api_fleet_total",
-        "Fleet tier calls by result (hit, miss, error, skipped, rejected)",
-        &["result"]
-    )
-    .ok()
-});
-
-/// `board_api_fleet_lock_waits_total`: loads that waited for another node's.
-static FLEET_WAITS: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
-    register_int_counter!(
-        "board_api_fleet_lock_waits_total",
-        "Board loads that waited for another node holding the fleet lock"
-    )
-    .ok()
-});
-
-/// `board_api_fleet_breaker_open`: 1 while the breaker skips the tier.
-static FLEET_BREAKER: LazyLock<Option<IntGauge>> = LazyLock::new(|| {
-    register_int_gauge!(
-        "board_api_fleet_breaker_open",
-        "1 while the fleet tier is skipped after repeated errors, else 0"
-    )
-    .ok()
-});
-
-/// `board_api_fleet_stored_bytes_total`: compressed bytes written to the tier.
-static FLEET_STORED: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
-    register_int_counter!(
-        "board_api_fleet_stored_bytes_total",
-        "Bytes of compressed documents written to the fleet tier"
-    )
-    .ok()
-});
-
-pub fn fleet(result: &str) {
-    if let Some(c) = &*FLEET {
-        c.with_label_values(&[result]).inc();
-    }
-}
-
-pub fn fleet_lock_wait() {
-    if let Some(c) = &*FLEET_WAITS {
-        c.inc();
-    }
-}
-
-pub fn fleet_breaker(open: bool) {
-    if let Some(g) = &*FLEET_BREAKER {
-        g.set(i64::from(open));
-    }
-}
-
-pub fn fleet_stored(bytes: usize) {
-    if let Some(c) = &*FLEET_STORED {
-        c.inc_by(bytes as u64);
-    }
-}
-
-/// `board_api_mcp_requests_total{method, tool, outcome}`: MCP requests by
-/// JSON-RPC method (those served, `notification`, `other`), tool (empty
-/// unless `tools/call`) and outcome (`ok`, `tool_error`, `error`,
-/// `accepted` for a notification).
-static MCP: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
-    register_int_counter_vec!(
-        "board_api_mcp_requests_total",
-        "MCP requests by JSON-RPC method, tool and outcome",
-        &["method", "tool", "outcome"]
-    )
-    .ok()
-});
-
-/// The counters of tool calls, `[read_board, search_board]` by `[ok,
-/// tool_error]`, looked up once: most MCP requests are tool calls.
-static MCP_CALLS: LazyLock<Option<[[IntCounter; 2]; 2]>> = LazyLock::new(|| {
-    let m = MCP.as_ref()?;
-    let of =
-        |tool: &str| ["ok", "tool_error"].map(|o| m.with_label_values(&["tools/call", tool, o]));
-    Some([of("read_board"), of("search_board")])
-});
-
-pub fn mcp(method: &str, tool: &str, outcome: &str) {
-    let call = match (method, tool, outcome) {
-        ("tools/call", "read_board", "ok") => Some((0, 0)),
-        ("tools/call", "read_board", "tool_error") => Some((0, 1)),
-        ("tools/call", "search_board", "ok") => Some((1, 0)),
-        ("tools/call", "search_board", "tool_error") => Some((1, 1)),
-        _ => None,
-    };
-    if let (Some(calls), Some((t, o))) = (MCP_CALLS.as_ref(), call) {
-        calls[t][o].inc();
-    } else if let Some(c) = &*MCP {
-        c.with_label_values(&[method, tool, outcome]).inc();
-    }
-}
-
-/// `board_api_access_log_dropped_total`: access log lines dropped because
-/// the buffer in front of the log's writer was full.
-static ACCESS_DROPPED: LazyLock<Option<IntCounter>> = LazyLock::new(|| {
-    register_int_counter!(
-        "board_api_access_log_dropped_total",
-        "Access log lines dropped because the log's buffer was full"
-    )
-    .ok()
-});
-
-pub fn access_log_dropped() {
-    if let Some(c) = &*ACCESS_DROPPED {
-        c.inc();
-    }
-}
-
-/// Registers every metric with its known label values at 0, so a dashboard
-/// sees 0 from the start rather than "no data" until the first event.
-/// Called when the API is built; calling it again changes nothing.
-pub fn register() {
-    for endpoint in ["search", "detail", "board"] {
-        for status in [200, 304, 400, 403, 404, 429, 500, 502, 503, 504] {
-            if let Some(m) = REQUESTS.as_ref() {
-                m.with_label_values(&[endpoint, itoa(status)]);
-            }
-        }
-    }
-    LazyLock::force(&HOT_REQUESTS);
-    LazyLock::force(&CACHE_OUTCOMES);
-    LazyLock::force(&UPSTREAM);
-    for (vec, labels) in [(&POOL, ["queued", "busy"]), (&COLD, ["running", "queued"])] {
-        for label in labels {
-            if let Some(m) = vec.as_ref() {
-                m.with_label_values(&[label]);
-            }
-        }
-    }
-    LazyLock::force(&OVERLOADED);
-    LazyLock::force(&CHALLENGES);
-    LazyLock::force(&CACHE_BYTES);
-    LazyLock::force(&CACHE_ENTRIES);
-    LazyLock::force(&EVICTIONS);
-    if let Some(m) = FLEET.as_ref() {
-        for result in ["hit", "miss", "error", "skipped", "rejected"] {
-            m.with_label_values(&[result]);
-        }
-    }
-    LazyLock::force(&FLEET_WAITS);
-    LazyLock::force(&FLEET_BREAKER);
-    LazyLock::force(&FLEET_STORED);
-    LazyLock::force(&ACCESS_DROPPED);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn metrics_are_registered_and_counted() {
-        request("search", 200);
-        request("search", 200);
-        cache(true);
-        upstream_seconds(0.2);
-        overloaded();
-        cache_size(4096, 2);
-        evictions(3);
-        pool_busy(1);
-        cold_queued(2);
-        access_log_dropped();
-        mcp("tools/call", "read_board", "ok");
-        let text = prometheus::TextEncoder::new()
+    fn exported() -> String {
+        prometheus::TextEncoder::new()
             .encode_to_string(&prometheus::gather())
-            .expect("encodes");
-        assert!(
-            text.contains("board_api_requests_total{endpoint=\"search\",status=\"200\"} 2"),
-            "{text}"
-        );
-        assert!(text.contains("board_api_cache_total{result=\"hit\"} 1"));
-        assert!(text.contains("board_api_upstream_seconds_count 1"));
-        // Other tests in this process move these too: check they are exported.
-        for name in [
-            "board_api_overloaded_total ",
-            "board_api_cache_bytes ",
-            "board_api_cache_entries ",
-            "board_api_cache_evictions_total ",
-            "board_api_pool_jobs{state=\"busy\"} ",
-            "board_api_cold_loads{state=\"queued\"} ",
-            "board_api_access_log_dropped_total ",
-            "board_api_mcp_requests_total{method=\"tools/call\",outcome=\"ok\",tool=\"read_board\"} ",
+            .expect("encodes")
+    }
+
+    fn value(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    #[test]
+    fn every_series_is_exported_with_its_api() {
+        let m = Metrics::new("unit-a");
+        m.request("search", 200);
+        m.request("search", 200);
+        m.request("changes", 410);
+        m.cache(true);
+        m.upstream_seconds(0.2);
+        m.overloaded();
+        m.cache_size(4096, 2);
+        m.evictions(3);
+        m.pool_busy().set(1);
+        m.cold_queued().set(2);
+        m.fleet("rejected");
+        m.mcp("tools/call", "read_board", "ok");
+        m.mcp("initialize", "", "ok");
+        access_log_dropped();
+        upstream_challenge();
+        let text = exported();
+        for (series, want) in [
+            (
+                r#"board_api_requests_total{api="unit-a",endpoint="search",status="200"}"#,
+                2.0,
+            ),
+            (
+                r#"board_api_requests_total{api="unit-a",endpoint="changes",status="410"}"#,
+                1.0,
+            ),
+            (
+                r#"board_api_requests_total{api="unit-a",endpoint="detail",status="504"}"#,
+                0.0,
+            ),
+            (r#"board_api_cache_total{api="unit-a",result="hit"}"#, 1.0),
+            (r#"board_api_upstream_seconds_count{api="unit-a"}"#, 1.0),
+            (r#"board_api_overloaded_total{api="unit-a"}"#, 1.0),
+            (r#"board_api_cache_bytes{api="unit-a"}"#, 4096.0),
+            (r#"board_api_cache_entries{api="unit-a"}"#, 2.0),
+            (r#"board_api_cache_evictions_total{api="unit-a"}"#, 3.0),
+            (r#"board_api_pool_jobs{api="unit-a",state="busy"}"#, 1.0),
+            (r#"board_api_cold_loads{api="unit-a",state="queued"}"#, 2.0),
+            (
+                r#"board_api_fleet_total{api="unit-a",result="rejected"}"#,
+                1.0,
+            ),
+            (r#"board_api_fleet_breaker_open{api="unit-a"}"#, 0.0),
+            (
+                r#"board_api_mcp_requests_total{api="unit-a",method="tools/call",outcome="ok",tool="read_board"}"#,
+                1.0,
+            ),
+            (
+                r#"board_api_mcp_requests_total{api="unit-a",method="initialize",outcome="ok",tool=""}"#,
+                1.0,
+            ),
         ] {
-            assert!(text.contains(name), "{name} in {text}");
+            assert_eq!(value(&text, series), Some(want), "{series} in {text}");
         }
+        // Process-wide, moved by other tests in this process too.
+        for name in [
+            "board_api_access_log_dropped_total",
+            "board_api_upstream_challenges_total",
+        ] {
+            assert!(
+                value(&text, name).is_some_and(|v| v >= 1.0),
+                "{name} in {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn gauges_of_one_name_add_up_and_a_dropped_instance_takes_its_share_back() {
+        let bytes = r#"board_api_cache_bytes{api="unit-b"}"#;
+        let first = Metrics::new("unit-b");
+        let second = Metrics::new("unit-b");
+        first.cache_size(1000, 1);
+        second.cache_size(500, 1);
+        assert_eq!(value(&exported(), bytes), Some(1500.0));
+        first.cache_size(200, 1);
+        assert_eq!(value(&exported(), bytes), Some(700.0));
+        drop(first);
+        assert_eq!(value(&exported(), bytes), Some(500.0));
+        second.fleet_breaker(true);
+        let other = Metrics::new("unit-c");
+        other.cache_size(42, 1);
+        let text = exported();
+        assert_eq!(
+            value(&text, r#"board_api_fleet_breaker_open{api="unit-b"}"#),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(&text, r#"board_api_cache_bytes{api="unit-c"}"#),
+            Some(42.0)
+        );
+        assert_eq!(value(&text, bytes), Some(500.0));
     }
 }

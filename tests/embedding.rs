@@ -169,3 +169,111 @@ fn a_hosts_file_with_the_binarys_listeners_is_refused_by_name() {
     }
     let _ = std::fs::remove_file(&path);
 }
+
+/// A host serving two APIs (two plugin configs of one gateway, say): the
+/// first whose prefix matches answers.
+struct TwoApis {
+    apis: [Arc<BoardApi>; 2],
+}
+
+#[async_trait]
+impl ProxyHttp for TwoApis {
+    type CTX = ();
+    fn new_ctx(&self) {}
+
+    async fn request_filter(&self, session: &mut Session, _ctx: &mut ()) -> Result<bool> {
+        for api in &self.apis {
+            if api.handle(session).await? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut ()) -> Result<Box<HttpPeer>> {
+        Ok(Box::new(HttpPeer::new(
+            upstream_addr(),
+            false,
+            String::new(),
+        )))
+    }
+}
+
+/// The value of one series in Prometheus text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Two APIs in one process, each named in its file: the one `/metrics`
+/// shows each one's own requests and its own cache, not whichever wrote
+/// last.
+#[test]
+fn two_apis_in_one_process_report_their_own_gauges() {
+    let named = |name: &str, prefix: &str| {
+        let text = config(0, "", &format!("  name: {name}\n  prefix: {prefix}\n"));
+        let settings = Settings::from_yaml(&text).expect("config");
+        Arc::new(BoardApi::new(settings.api()).expect("api"))
+    };
+    let host = TwoApis {
+        apis: [named("two-a", "/a"), named("two-b", "/b")],
+    };
+    let (gw, addrs) = start_server(2, |server, addrs| {
+        let mut service = pingora_proxy::http_proxy_service(&server.configuration, host);
+        service.add_tcp(&addrs[0].to_string());
+        server.add_service(service);
+        let mut exporter = pingora_prometheus::prometheus_http_service();
+        exporter.add_tcp(&addrs[1].to_string());
+        server.add_service(exporter);
+    });
+    let search = |prefix: &str, board: &str| {
+        let target = format!("{prefix}/search?url={}", link(board, PERMISSION));
+        let r = request(gw.addr, "GET", &target, &[]);
+        assert_eq!(
+            r.status,
+            200,
+            "{target}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+    };
+    // Two boards through the first, one (twice, once cold) through the second.
+    search("/a", BOARD);
+    search("/a", "7Ed9GeCa5eS0zZ");
+    search("/b", BOARD);
+    search("/b", BOARD);
+    let r = request(addrs[1], "GET", "/metrics", &[]);
+    assert_eq!(r.status, 200);
+    let text = String::from_utf8_lossy(&r.body);
+    let of = |name: &str, api: &str, labels: &str| {
+        sample(&text, &format!("{name}{{api=\"{api}\"{labels}}}"))
+            .unwrap_or_else(|| panic!("{name} of {api} in\n{text}"))
+    };
+    let searched = ",endpoint=\"search\",status=\"200\"";
+    assert_eq!(of("board_api_requests_total", "two-a", searched), 2.0);
+    assert_eq!(of("board_api_requests_total", "two-b", searched), 2.0);
+    assert_eq!(
+        of("board_api_cache_total", "two-a", ",result=\"miss\""),
+        2.0
+    );
+    assert_eq!(
+        of("board_api_cache_total", "two-b", ",result=\"miss\""),
+        1.0
+    );
+    assert_eq!(of("board_api_cache_total", "two-b", ",result=\"hit\""), 1.0);
+    // Each cache holds what it loaded: two boards' entries in one, one in
+    // the other, and neither is the other's figure.
+    let (bytes_a, bytes_b) = (
+        of("board_api_cache_bytes", "two-a", ""),
+        of("board_api_cache_bytes", "two-b", ""),
+    );
+    assert!(bytes_a > 0.0 && bytes_b > 0.0, "{bytes_a} {bytes_b}");
+    assert!(
+        of("board_api_cache_entries", "two-a", "") > of("board_api_cache_entries", "two-b", ""),
+        "{text}"
+    );
+    assert_ne!(bytes_a, bytes_b);
+    for api in ["two-a", "two-b"] {
+        assert_eq!(of("board_api_pool_jobs", api, ",state=\"busy\""), 0.0);
+        assert_eq!(of("board_api_cold_loads", api, ",state=\"running\""), 0.0);
+    }
+}

@@ -261,10 +261,16 @@ fn a_slow_tier_bounds_every_request_and_opens_the_breaker() {
     let _one = serial();
     let redis = Redis::start();
     let proxy = Proxy::start(&redis.socket());
-    let node = start_gateway("", &tier(&proxy.url(), "      timeout_ms: 50\n"));
+    // Its own metrics name: the series below are this node's alone.
+    let api = format!(
+        "  name: fleet-slow\n{}",
+        tier(&proxy.url(), "      timeout_ms: 50\n")
+    );
+    let node = start_gateway("", &api);
     assert_eq!(detail(node.addr, "fleet-slow-0").status, 200);
     proxy.set_delay(Duration::from_millis(1500));
-    let skipped_before = metric("board_api_fleet_total{result=\"skipped\"}");
+    let skipped = r#"board_api_fleet_total{api="fleet-slow",result="skipped"}"#;
+    let skipped_before = metric(skipped);
     for i in 1..=12 {
         let started = Instant::now();
         let r = detail(node.addr, &format!("fleet-slow-{i}"));
@@ -276,8 +282,11 @@ fn a_slow_tier_bounds_every_request_and_opens_the_breaker() {
             started.elapsed()
         );
     }
-    assert!(metric("board_api_fleet_total{result=\"skipped\"}") > skipped_before);
-    assert_eq!(metric("board_api_fleet_breaker_open"), 1.0);
+    assert!(metric(skipped) > skipped_before);
+    assert_eq!(
+        metric(r#"board_api_fleet_breaker_open{api="fleet-slow"}"#),
+        1.0
+    );
 }
 
 #[test]
@@ -285,7 +294,8 @@ fn corrupted_or_foreign_values_are_never_served() {
     let _one = serial();
     let redis = Redis::start();
     let proxy = Proxy::start(&redis.socket());
-    let node = start_gateway("", &tier(&proxy.url(), ""));
+    let api = format!("  name: fleet-corrupt\n{}", tier(&proxy.url(), ""));
+    let node = start_gateway("", &api);
     let cases = [
         ("fleet-garbage", "not a document at all"),
         // Another format version (byte 4), then enough bytes for a header.
@@ -320,7 +330,10 @@ fn corrupted_or_foreign_values_are_never_served() {
     redis.cli(&["setrange", &tampered, &(len - 2).to_string(), "zz"]);
     let r = detail(node.addr, "fleet-tampered");
     assert_eq!((r.status, cache_level(&r)), (200, "miss".to_owned()));
-    assert!(metric("board_api_fleet_total{result=\"rejected\"}") >= 4.0);
+    assert_eq!(
+        metric(r#"board_api_fleet_total{api="fleet-corrupt",result="rejected"}"#),
+        4.0
+    );
 }
 
 #[test]

@@ -162,7 +162,7 @@ fn rejected() -> f64 {
         .unwrap_or_default();
     text.lines()
         .find_map(|l| {
-            l.strip_prefix("board_api_fleet_total{result=\"rejected\"}")
+            l.strip_prefix(r#"board_api_fleet_total{api="/api",result="rejected"}"#)
                 .and_then(|v| v.trim().parse().ok())
         })
         .unwrap_or(0.0)

@@ -59,7 +59,7 @@ fn metrics_count_requests_by_endpoint_and_status() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert!(
-        text.contains("board_api_requests_total{endpoint=\"detail\",status=\"400\"}"),
+        text.contains(r#"board_api_requests_total{api="/api",endpoint="detail",status="400"}"#),
         "{text}"
     );
 }

@@ -302,7 +302,7 @@ fn probes_answer_and_readiness_fails_once_a_shutdown_begins() {
     );
     let text = String::from_utf8_lossy(&metrics.body);
     assert!(
-        text.contains("board_api_requests_total{endpoint=\"search\",status=\"200\"} 1"),
+        text.contains(r#"board_api_requests_total{api="/api",endpoint="search",status="200"} 1"#),
         "{text}"
     );
     let gzip = request(s.metrics, "GET", "/metrics", &[("Accept-Encoding", "gzip")]);

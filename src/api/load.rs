@@ -8,7 +8,6 @@ use super::respond::Served;
 use super::share_link::ShareLink;
 use super::{api_error, log_failure, BoardApi};
 use crate::document::Coverage;
-use crate::metrics;
 use crate::store::{Doc, Source};
 use std::time::Instant;
 
@@ -31,9 +30,10 @@ impl BoardApi {
             .await;
         served.cache = Some(source.name());
         let cached = source != Source::Miss;
-        metrics::cache(cached);
+        self.metrics.cache(cached);
         if !cached {
-            metrics::upstream_seconds(started.elapsed().as_secs_f64());
+            self.metrics
+                .upstream_seconds(started.elapsed().as_secs_f64());
         }
         // Provider texts are redacted by the client; the link is never logged.
         let doc = outcome.map_err(|e| {

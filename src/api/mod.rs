@@ -24,7 +24,7 @@ pub mod timing;
 use crate::client_addr::TrustedProxies;
 use crate::config::{ApiSettings, ConfigError, McpSettings};
 use crate::encoding;
-use crate::metrics;
+use crate::metrics::Metrics;
 use crate::pipeline::Representation;
 use crate::provider::error::FetchError;
 use crate::store::{Boards, LoadError, Source, Versions};
@@ -136,6 +136,8 @@ pub struct BoardApi {
     compress: bool,
     /// The MCP endpoint at `{prefix}/mcp` (`board_api.mcp`).
     mcp: McpSettings,
+    /// This instance's series, labelled `api` by `board_api.name`.
+    metrics: Metrics,
 }
 
 impl BoardApi {
@@ -151,13 +153,14 @@ impl BoardApi {
     /// A [`ConfigError`] for `board_api.provider` when the provider client
     /// cannot be built (e.g. an unreadable or empty `ca_file`).
     pub fn new(settings: &ApiSettings) -> Result<Self, ConfigError> {
-        metrics::register();
-        let boards = Boards::new(
+        let metrics = Metrics::new(settings.name());
+        let boards = Boards::reporting(
             settings.provider.clone(),
             settings.provider_name.clone(),
             settings.cache.clone(),
             settings.shared.clone(),
             &settings.limits,
+            Some(metrics.clone()),
         )
         .map_err(|e| ConfigError::new("board_api.provider", e))?;
         let versions = Versions::open(&settings.changes, settings.shared.as_ref())
@@ -175,6 +178,7 @@ impl BoardApi {
             playground: false,
             compress: true,
             mcp: settings.mcp.clone(),
+            metrics,
         })
     }
 
@@ -300,31 +304,31 @@ impl BoardApi {
             Route::Endpoint(endpoint) => endpoint,
             Route::Board => {
                 let response = self.board(req, request_id).await;
-                metrics::request("board", response.status.as_u16());
+                self.metrics.request("board", response.status.as_u16());
                 return response;
             }
             Route::Changes => {
                 // Boxed: its future nests deep (a host's async block must
                 // stay within the compiler's layout depth).
                 let response = Box::pin(self.answer_changes(req, request_id)).await;
-                metrics::request("changes", response.status.as_u16());
+                self.metrics.request("changes", response.status.as_u16());
                 return response;
             }
             Route::Mcp if self.mcp.enabled => {
                 let response = self.mcp(req).await;
-                metrics::request("mcp", response.status.as_u16());
+                self.metrics.request("mcp", response.status.as_u16());
                 return response;
             }
             Route::Outside if self.playground && req.path == "/" => {
                 if let Some(page) = playground::page(req.method) {
-                    metrics::request("playground", page.status.as_u16());
+                    self.metrics.request("playground", page.status.as_u16());
                     return page;
                 }
-                metrics::request("unknown", 404);
+                self.metrics.request("unknown", 404);
                 return respond::error(&ApiError::NotFound, request_id);
             }
             Route::Mcp | Route::UnderPrefix | Route::Outside => {
-                metrics::request("unknown", 404);
+                self.metrics.request("unknown", 404);
                 return respond::error(&ApiError::NotFound, request_id);
             }
         };
@@ -339,7 +343,8 @@ impl BoardApi {
                 }
             }
         };
-        metrics::request(endpoint.name(), response.status.as_u16());
+        self.metrics
+            .request(endpoint.name(), response.status.as_u16());
         response
     }
 
@@ -349,7 +354,7 @@ impl BoardApi {
         if matches!(e, ApiError::Overloaded { .. }) {
             // Every such answer: a full queue, a wait in it past the
             // deadline, the fleet's budget.
-            metrics::overloaded();
+            self.metrics.overloaded();
         }
         let mut response = respond::error(e, request_id);
         response.served = served;

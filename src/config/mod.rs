@@ -93,6 +93,9 @@ pub(crate) fn yaml_fail<T>(e: &serde_yaml::Error) -> Result<T, ConfigError> {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct BoardApiConf {
+    /// This API's name in its metrics' `api` label (default: the prefix).
+    #[serde(default)]
+    pub name: Option<String>,
     /// Where the endpoints live: `{prefix}/search`, `{prefix}/detail`
     /// (default `/api`).
     #[serde(default)]
@@ -126,6 +129,8 @@ pub(crate) struct BoardApiConf {
 /// What the API runs on: everything an embedding host configures.
 #[derive(Debug, Clone)]
 pub struct ApiSettings {
+    /// `board_api.name`: the metrics' `api` label; the prefix by default.
+    pub(crate) name: String,
     /// `/api` by default; never ends with `/`.
     pub(crate) prefix: String,
     /// Embedded: other paths under the prefix are our `404` (default false).
@@ -217,6 +222,12 @@ impl ApiSettings {
     /// An unreadable file, or a [`ConfigError`] naming the first bad key.
     pub fn from_file(path: &std::path::Path) -> Result<Self, ConfigError> {
         Self::from_yaml(&read(path)?)
+    }
+
+    /// This API's name (`board_api.name`; default the prefix): the `api`
+    /// label of its metrics, which tells two instances in one process apart.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Where the endpoints live (`board_api.prefix`; default `/api`):
@@ -331,6 +342,7 @@ impl BoardApiConf {
 
     fn validate_api(mut self) -> Result<ApiSettings, ConfigError> {
         let prefix = validate_prefix(self.prefix.as_deref())?;
+        let name = validate_name(self.name.as_deref(), &prefix)?;
         let provider = self.provider.validate()?;
         let fleet_rps = provider.fleet_requests_per_second;
         let shared_conf = self.cache.as_mut().and_then(|c| c.shared.take());
@@ -359,6 +371,7 @@ impl BoardApiConf {
             None => None,
         };
         Ok(ApiSettings {
+            name,
             prefix,
             claim_prefix: self.claim_prefix.unwrap_or(false),
             provider_name: provider.name,
@@ -396,6 +409,21 @@ fn validate_prefix(prefix: Option<&str>) -> Result<String, ConfigError> {
         );
     }
     Ok(trimmed.to_string())
+}
+
+/// The metrics' `api` label: 1 to 64 printable ASCII characters (a label
+/// value that dashboards and alert rules quote); the prefix by default.
+fn validate_name(name: Option<&str>, prefix: &str) -> Result<String, ConfigError> {
+    let Some(name) = name else {
+        return Ok(prefix.to_owned());
+    };
+    if name.is_empty() || name.len() > 64 || !name.bytes().all(|b| b.is_ascii_graphic()) {
+        return fail(
+            "board_api.name",
+            "must be 1 to 64 printable ASCII characters without spaces, such as edge-boards",
+        );
+    }
+    Ok(name.to_owned())
 }
 
 /// A positive millisecond duration of at most ten minutes.

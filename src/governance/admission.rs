@@ -4,7 +4,7 @@
 //! Waiting counts toward the fetch deadline: a load that is still queued
 //! when its deadline passes gives up.
 
-use crate::metrics;
+use crate::metrics::Metrics;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -27,6 +27,8 @@ pub struct Admission {
     queued: Arc<AtomicUsize>,
     running: Arc<AtomicUsize>,
     queue_limit: usize,
+    /// The API's cold-load gauges; `None` for a gate that reports nowhere.
+    metrics: Option<Metrics>,
 }
 
 /// A running cold load's slot; dropping it lets the next queued load in.
@@ -34,34 +36,63 @@ pub struct Admission {
 pub struct Slot {
     _permit: OwnedSemaphorePermit,
     running: Arc<AtomicUsize>,
+    metrics: Option<Metrics>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let now = self.running.fetch_sub(1, Ordering::Relaxed) - 1;
-        metrics::cold_loads(now);
+        self.running.fetch_sub(1, Ordering::Relaxed);
+        if let Some(m) = &self.metrics {
+            m.cold_running().add(-1);
+        }
     }
 }
 
-/// Decrements the queue count however the wait ends (admitted, timed out
-/// or the waiting future dropped).
-struct Queued<'a>(&'a AtomicUsize);
+/// Counts a waiting load in the queue until dropped, however the wait ends
+/// (admitted, timed out or the waiting future dropped).
+struct Queued<'a> {
+    count: &'a AtomicUsize,
+    metrics: Option<&'a Metrics>,
+}
+
+impl<'a> Queued<'a> {
+    /// Joins the queue; the count before joining.
+    fn join(count: &'a AtomicUsize, metrics: Option<&'a Metrics>) -> (Self, usize) {
+        let before = count.fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = metrics {
+            m.cold_queued().add(1);
+        }
+        (Queued { count, metrics }, before)
+    }
+}
 
 impl Drop for Queued<'_> {
     fn drop(&mut self) {
-        let now = self.0.fetch_sub(1, Ordering::Relaxed) - 1;
-        metrics::cold_queued(now);
+        self.count.fetch_sub(1, Ordering::Relaxed);
+        if let Some(m) = self.metrics {
+            m.cold_queued().add(-1);
+        }
     }
 }
 
 impl Admission {
     /// `max_running` at least 1; `queue_limit` may be 0 (no waiting).
     pub fn new(max_running: usize, queue_limit: usize) -> Self {
+        Self::reporting(max_running, queue_limit, None)
+    }
+
+    /// As [`Admission::new`], reporting running and queued loads to `metrics`.
+    pub(crate) fn reporting(
+        max_running: usize,
+        queue_limit: usize,
+        metrics: Option<Metrics>,
+    ) -> Self {
         Admission {
             slots: Arc::new(Semaphore::new(max_running.max(1))),
             queued: Arc::new(AtomicUsize::new(0)),
             running: Arc::new(AtomicUsize::new(0)),
             queue_limit,
+            metrics,
         }
     }
 
@@ -74,13 +105,11 @@ impl Admission {
         if let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() {
             return Ok(self.slot(permit));
         }
-        let before = self.queued.fetch_add(1, Ordering::Relaxed);
-        let waiting = Queued(&self.queued);
+        let (waiting, before) = Queued::join(&self.queued, self.metrics.as_ref());
         if before >= self.queue_limit {
             drop(waiting);
             return Err(Refused::Overloaded);
         }
-        metrics::cold_queued(before + 1);
         let acquired =
             tokio::time::timeout_at(deadline, Arc::clone(&self.slots).acquire_owned()).await;
         drop(waiting);
@@ -92,11 +121,14 @@ impl Admission {
     }
 
     fn slot(&self, permit: OwnedSemaphorePermit) -> Slot {
-        let now = self.running.fetch_add(1, Ordering::Relaxed) + 1;
-        metrics::cold_loads(now);
+        self.running.fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = &self.metrics {
+            m.cold_running().add(1);
+        }
         Slot {
             _permit: permit,
             running: Arc::clone(&self.running),
+            metrics: self.metrics.clone(),
         }
     }
 

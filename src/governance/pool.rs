@@ -11,7 +11,7 @@
 //! A pool whose threads were started in another process (its parent before
 //! a fork) starts them again in this one.
 
-use crate::metrics;
+use crate::metrics::Metrics;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -61,6 +61,8 @@ struct Queue {
     /// Held while workers are being started, so two first jobs start one
     /// set of threads.
     starting: Mutex<()>,
+    /// The API's pool gauges; `None` for a pool that reports nowhere.
+    metrics: Option<Metrics>,
 }
 
 /// Closes the queue when the last [`WorkPool`] handle goes. The workers
@@ -108,6 +110,19 @@ impl WorkPool {
     /// None today; kept so that a pool that cannot be made is reported at
     /// start-up by the callers that already handle it.
     pub fn new(threads: usize, queue: usize) -> std::io::Result<Self> {
+        Self::reporting(threads, queue, None)
+    }
+
+    /// As [`WorkPool::new`], reporting its queued jobs and busy threads to
+    /// `metrics`.
+    ///
+    /// # Errors
+    /// As [`WorkPool::new`].
+    pub(crate) fn reporting(
+        threads: usize,
+        queue: usize,
+        metrics: Option<Metrics>,
+    ) -> std::io::Result<Self> {
         let threads = threads.max(1);
         let shared = Arc::new(Queue {
             jobs: Mutex::new(VecDeque::new()),
@@ -116,6 +131,7 @@ impl WorkPool {
             closed: AtomicBool::new(false),
             started_in: AtomicU32::new(0),
             starting: Mutex::new(()),
+            metrics,
         });
         let closer = Arc::new(Closer(Arc::clone(&shared)));
         Ok(WorkPool {
@@ -196,7 +212,9 @@ impl WorkPool {
         {
             let mut jobs = lock(&self.queue.jobs);
             jobs.push_back(boxed);
-            metrics::pool_queued(jobs.len());
+            if let Some(m) = &self.queue.metrics {
+                m.pool_queued().set(jobs.len());
+            }
         }
         self.queue.ready.notify_one();
         rx.await.map_err(|_| PoolError::Closed)?
@@ -265,7 +283,9 @@ fn worker(queue: &Queue) {
             let mut jobs = lock(&queue.jobs);
             loop {
                 if let Some(job) = jobs.pop_front() {
-                    metrics::pool_queued(jobs.len());
+                    if let Some(m) = &queue.metrics {
+                        m.pool_queued().set(jobs.len());
+                    }
                     break job;
                 }
                 if queue.closed.load(Ordering::Relaxed) {
@@ -274,12 +294,16 @@ fn worker(queue: &Queue) {
                 jobs = queue.ready.wait(jobs).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let busy = queue.busy.fetch_add(1, Ordering::Relaxed) + 1;
-        metrics::pool_busy(busy);
+        queue.busy.fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = &queue.metrics {
+            m.pool_busy().add(1);
+        }
         // `job` catches its own panic, so the thread always comes back here.
         job();
-        let busy = queue.busy.fetch_sub(1, Ordering::Relaxed) - 1;
-        metrics::pool_busy(busy);
+        queue.busy.fetch_sub(1, Ordering::Relaxed);
+        if let Some(m) = &queue.metrics {
+            m.pool_busy().add(-1);
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 //! arrives; entries carry their own expiry, checked on read. An entry too
 //! heavy for the budget is not kept at all (its caller still uses it). It
 //! knows nothing of boards or HTTP.
-use crate::metrics;
+use crate::metrics::Metrics;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -93,8 +93,8 @@ pub struct Budget<K, V> {
     units: AtomicUsize,
     entries: AtomicUsize,
     writes: Mutex<()>,
-    /// Whether this budget reports to the process-wide cache gauges.
-    report: bool,
+    /// The API's cache gauges, when this budget reports to them.
+    metrics: Option<Metrics>,
 }
 
 impl<K, V> Budget<K, V>
@@ -117,7 +117,7 @@ where
             units: AtomicUsize::new(0),
             entries: AtomicUsize::new(0),
             writes: Mutex::new(()),
-            report: false,
+            metrics: None,
         }
     }
 
@@ -128,9 +128,9 @@ where
         budget
     }
 
-    /// Report bytes, entries and evictions to the Prometheus gauges.
-    pub fn reporting(mut self) -> Self {
-        self.report = true;
+    /// Report bytes, entries and evictions to the API's cache gauges.
+    pub(crate) fn reporting(mut self, metrics: Metrics) -> Self {
+        self.metrics = Some(metrics);
         self
     }
 
@@ -213,10 +213,10 @@ where
                 self.entries.load(Ordering::Relaxed),
             )
         };
-        if self.report {
-            metrics::cache_size(units_now * self.unit, entries_now);
+        if let Some(m) = &self.metrics {
+            m.cache_size(units_now * self.unit, entries_now);
             if evicted > 0 {
-                metrics::evictions(evicted);
+                m.evictions(evicted);
             }
         }
     }

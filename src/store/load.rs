@@ -8,6 +8,7 @@
 use super::{Doc, LoadError, LoadTiming};
 use crate::document::Coverage;
 use crate::governance::{trim_heap, Admission, Limits, Refused, WorkPool};
+use crate::metrics::Metrics;
 use crate::pipeline::load::build;
 use crate::provider::client::{Hooked, Job, Offload, Pace, ProviderClient, ProviderSettings};
 use std::sync::Arc;
@@ -46,8 +47,9 @@ impl Loader {
         provider_name: String,
         limits: &Limits,
         pace: Option<Arc<dyn Pace>>,
+        metrics: Option<Metrics>,
     ) -> Result<Self, String> {
-        let pool = WorkPool::new(limits.work_threads, limits.work_queue)
+        let pool = WorkPool::reporting(limits.work_threads, limits.work_queue, metrics.clone())
             .map_err(|e| format!("work pool: {e}"))?;
         let fetch_deadline = provider.fetch_deadline;
         let provider = ProviderSettings {
@@ -61,7 +63,7 @@ impl Loader {
             client,
             provider_name,
             pool,
-            admission: Admission::new(limits.max_cold_loads, limits.cold_queue),
+            admission: Admission::reporting(limits.max_cold_loads, limits.cold_queue, metrics),
             fetch_deadline,
         })
     }

@@ -41,6 +41,7 @@ pub use versions::{VersionSettings, Versions};
 use crate::document::Coverage;
 use crate::encoding::{self, Encoding};
 use crate::governance::{Limits, WorkPool};
+use crate::metrics::Metrics;
 use crate::pipeline::{LoadedBoard, Rendered, Representation};
 use crate::provider::client::ProviderSettings;
 use crate::provider::error::FetchError;
@@ -231,6 +232,22 @@ impl Boards {
         shared: Option<SharedSettings>,
         limits: &Limits,
     ) -> Result<Self, String> {
+        Self::reporting(provider, provider_name, cache, shared, limits, None)
+    }
+
+    /// As [`Boards::new`], reporting the cache, pool, cold loads and fleet
+    /// tier to the API's `metrics`.
+    ///
+    /// # Errors
+    /// As [`Boards::new`].
+    pub(crate) fn reporting(
+        provider: ProviderSettings,
+        provider_name: String,
+        cache: Option<CacheSettings>,
+        shared: Option<SharedSettings>,
+        limits: &Limits,
+        metrics: Option<Metrics>,
+    ) -> Result<Self, String> {
         #[cfg(feature = "fleet")]
         let (shared, pace) = match (shared, &cache) {
             (None, _) => (None, None),
@@ -244,7 +261,7 @@ impl Boards {
                     ttl: cache.ttl,
                     error_ttl: cache.error_ttl,
                 };
-                let tier = Arc::new(shared::SharedTier::new(settings, limits)?);
+                let tier = Arc::new(shared::SharedTier::new(settings, limits, metrics.clone())?);
                 let pace =
                     paced.then(|| Arc::clone(&tier) as Arc<dyn crate::provider::client::Pace>);
                 (Some(tier), pace)
@@ -255,9 +272,13 @@ impl Boards {
             Some(_) => return Err("cache.shared needs the `fleet` feature of this build".into()),
             None => None,
         };
-        let loader = Loader::new(provider, provider_name, limits, pace)?;
+        let loader = Loader::new(provider, provider_name, limits, pace, metrics.clone())?;
         let cache = cache.map(|settings| Cached {
-            budget: Budget::new(settings.budget_bytes, settings.max_entry_bytes).reporting(),
+            budget: match &metrics {
+                Some(m) => Budget::new(settings.budget_bytes, settings.max_entry_bytes)
+                    .reporting(m.clone()),
+                None => Budget::new(settings.budget_bytes, settings.max_entry_bytes),
+            },
             failures: Budget::counted(settings.max_error_entries),
             loads: Coalescer::default(),
             settings,

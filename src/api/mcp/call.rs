@@ -24,7 +24,6 @@ use crate::api::respond::Served;
 use crate::api::{api_error, log_failure, timing, BoardApi, RequestParts};
 use crate::document::Coverage;
 use crate::encoding::Encoding;
-use crate::metrics;
 use crate::pipeline::markdown::{self, pages::Paged};
 use crate::pipeline::nested::nested_document;
 use crate::pipeline::render::{render_bytes, PREFIX};
@@ -146,7 +145,7 @@ impl BoardApi {
             .document(board_id, &request.link.permission_id, coverage)
             .await;
         served.cache = Some(source.name());
-        metrics::cache(source != Source::Miss);
+        self.metrics.cache(source != Source::Miss);
         let doc = outcome.map_err(|e| {
             log_failure(board_id, started.elapsed(), &e, source);
             api_error(e)

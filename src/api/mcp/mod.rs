@@ -32,7 +32,6 @@ mod tools;
 use super::respond::{ApiResponse, Served};
 use super::timing::SERVER_TIMING;
 use super::{BoardApi, RequestParts};
-use crate::metrics;
 use bytes::Bytes;
 use era::Era;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -91,7 +90,7 @@ impl BoardApi {
             Ok(era) => era,
             Err(e) => {
                 let mut response = answer(modern_status(e.code), e.body(), origin);
-                metrics::mcp(rpc, "", "error");
+                self.metrics.mcp(rpc, "", "error");
                 response.served.rpc = Some(rpc);
                 return response;
             }
@@ -99,7 +98,7 @@ impl BoardApi {
         let Some(id) = message.id.clone() else {
             // A notification (`notifications/initialized`, a cancellation):
             // nothing to act on in a server without sessions.
-            metrics::mcp(rpc, "", "accepted");
+            self.metrics.mcp(rpc, "", "accepted");
             let mut response = answer(StatusCode::ACCEPTED, Vec::new(), origin);
             response.headers.remove(header::CONTENT_TYPE);
             return response;
@@ -131,7 +130,7 @@ impl BoardApi {
         let mut response = match result {
             Ok(result) => {
                 let outcome = if called.failed { "tool_error" } else { "ok" };
-                metrics::mcp(rpc, tool, outcome);
+                self.metrics.mcp(rpc, tool, outcome);
                 let body = match &result {
                     ResultText::Static(result) => jsonrpc::result_body(&id, &[result]),
                     ResultText::Owned(result) => jsonrpc::result_body(&id, &[result]),
@@ -140,7 +139,7 @@ impl BoardApi {
                 answer(StatusCode::OK, body, origin)
             }
             Err(mut e) => {
-                metrics::mcp(rpc, tool, "error");
+                self.metrics.mcp(rpc, tool, "error");
                 e.id = Some(id);
                 let status = match era {
                     Era::Modern => modern_status(e.code),

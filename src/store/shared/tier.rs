@@ -10,7 +10,7 @@ use super::keys::BoardKeys;
 use super::seal::Seal;
 use super::{Endpoint, SharedSettings};
 use crate::document::Coverage;
-use crate::metrics;
+use crate::metrics::Metrics;
 use crate::provider::error::FetchError;
 use bytes::Bytes;
 use fred::prelude::{
@@ -80,6 +80,9 @@ pub(crate) struct SharedTier {
     breaker: Breaker,
     seal: Seal,
     limits: TierLimits,
+    /// The API's fleet series; `None` for a tier that reports nowhere (the
+    /// versions store's own connection).
+    metrics: Option<Metrics>,
 }
 
 impl SharedTier {
@@ -89,7 +92,11 @@ impl SharedTier {
     ///
     /// # Errors
     /// A URL the client cannot use.
-    pub(crate) fn new(settings: SharedSettings, limits: TierLimits) -> Result<Self, String> {
+    pub(crate) fn new(
+        settings: SharedSettings,
+        limits: TierLimits,
+        metrics: Option<Metrics>,
+    ) -> Result<Self, String> {
         let mut config = client_config(&settings.endpoint)?;
         if let Some(password) = &settings.password {
             config.password = Some(password.clone());
@@ -113,7 +120,15 @@ impl SharedTier {
             settings,
             breaker: Breaker::new(COOLDOWN),
             limits,
+            metrics,
         })
+    }
+
+    /// Moves the API's fleet series, when this tier reports to them.
+    pub(crate) fn report(&self, event: impl FnOnce(&Metrics)) {
+        if let Some(m) = &self.metrics {
+            event(m);
+        }
     }
 
     pub(crate) fn keys(&self, board_id: &str, permission_id: &str) -> BoardKeys {
@@ -152,7 +167,7 @@ impl SharedTier {
         call: impl Future<Output = Result<T, E>>,
     ) -> Option<T> {
         if self.breaker.permit() == Permit::Skip {
-            metrics::fleet("skipped");
+            self.report(|m| m.fleet("skipped"));
             return None;
         }
         self.connected
@@ -171,7 +186,7 @@ impl SharedTier {
             Ok(Ok(value)) => {
                 if self.breaker.is_open() {
                     log::info!("fleet tier answers again; using it");
-                    metrics::fleet_breaker(false);
+                    self.report(|m| m.fleet_breaker(false));
                 }
                 self.breaker.succeeded();
                 return Some(value);
@@ -179,12 +194,12 @@ impl SharedTier {
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("no answer within {:?}", self.settings.timeout),
         };
-        metrics::fleet("error");
+        self.report(|m| m.fleet("error"));
         if self.breaker.failed() == Opened::Now {
             log::warn!(
                 "fleet tier failing ({error}); skipping it for {COOLDOWN:?} at a time until it answers"
             );
-            metrics::fleet_breaker(true);
+            self.report(|m| m.fleet_breaker(true));
         } else {
             log::debug!("fleet tier call failed: {error}");
         }
@@ -242,7 +257,7 @@ impl SharedTier {
                     self.reject(name, &why).await;
                 }
                 Ok(h) if h.expires_at_ms > now => {
-                    metrics::fleet("hit");
+                    self.report(|m| m.fleet("hit"));
                     let left = (h.expires_at_ms - now).min(*pttl);
                     return Looked::Doc {
                         value: value.clone(),
@@ -283,7 +298,7 @@ impl SharedTier {
                 Err(e) => self.reject(&name, &e).await,
             }
         }
-        metrics::fleet("miss");
+        self.report(|m| m.fleet("miss"));
         let lock_ms = self.settings.lock.as_millis() as i64;
         let lock_name = keys.lock(coverage);
         Looked::Miss(match values.get(docs + 1) {
@@ -299,7 +314,7 @@ impl SharedTier {
     pub(crate) async fn reject(&self, key: &str, why: &format::Invalid) {
         static LAST_WARN_MS: AtomicI64 = AtomicI64::new(i64::MIN);
         static SINCE: AtomicU64 = AtomicU64::new(0);
-        metrics::fleet("rejected");
+        self.report(|m| m.fleet("rejected"));
         let now = now_ms();
         let last = LAST_WARN_MS.load(Ordering::Relaxed);
         let due = now.saturating_sub(last) >= REJECT_LOG_EVERY_MS
@@ -339,7 +354,7 @@ impl SharedTier {
             ))
             .await;
         if let Some(Some(_)) = stored {
-            metrics::fleet_stored(bytes);
+            self.report(|m| m.fleet_stored(bytes));
         }
     }
 

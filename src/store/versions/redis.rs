@@ -60,7 +60,7 @@ impl RedisVersions {
             error_ttl: Duration::from_secs(1),
         };
         Ok(RedisVersions {
-            tier: SharedTier::new(settings.clone(), limits)?,
+            tier: SharedTier::new(settings.clone(), limits, None)?,
             bounds,
         })
     }

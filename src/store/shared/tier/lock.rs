@@ -19,7 +19,7 @@
 
 use super::{Looked, SharedTier};
 use crate::document::Coverage;
-use crate::metrics;
+use crate::metrics::Metrics;
 use crate::store::shared::keys::BoardKeys;
 use crate::store::shared::seal::Seal;
 use bytes::Bytes;
@@ -185,7 +185,7 @@ impl SharedTier {
         until: Instant,
         backoff: &mut Backoff,
     ) -> Option<Looked> {
-        metrics::fleet_lock_wait();
+        self.report(Metrics::fleet_lock_wait);
         loop {
             let wake = Instant::now() + backoff.next();
             if wake >= until {
