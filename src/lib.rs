@@ -91,8 +91,9 @@ pub use client_addr::{Cidr, TrustedProxies};
 pub use host::Answered;
 
 /// Not a public interface: the crate's internal modules, re-exported for its
-/// own benches, fuzz targets and tests. Anything here can change in any
-/// release without notice.
+/// own benches, fuzz targets and tests, which turn on the `internals`
+/// feature. Anything here can change in any release without notice.
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
     /// The request contract (`BoardApi`'s parts).

@@ -109,10 +109,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mode = Mode {
-        test: cli.pingora.test,
-        upgrade: cli.pingora.upgrade,
-    };
+    let mode = Mode::default()
+        .checking(cli.pingora.test)
+        .upgrading(cli.pingora.upgrade);
     let server = if demo && cli.pingora.conf.is_none() {
         // The built-in demo file carries Pingora keys too (short grace period).
         ServerConf::from_yaml(DEMO_CONF)

@@ -249,7 +249,7 @@ impl BoardApi {
     /// Whether the request to `path` with `method` has a body this API
     /// reads, and how many bytes of it at most: `Some(limit)` for a `POST`
     /// to the MCP endpoint (`board_api.mcp.max_body_bytes`) or to
-    /// `{prefix}/board` (32 KiB, [`post::BODY_LIMIT`]), `None` for
+    /// `{prefix}/board` (32 KiB, `BODY_LIMIT`), `None` for
     /// everything else. A host reads at most `limit + 1` bytes of such a
     /// body into [`RequestParts::body`]; more than `limit` is answered `413`.
     pub fn body_limit(&self, method: &Method, path: &str) -> Option<usize> {

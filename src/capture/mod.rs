@@ -6,7 +6,7 @@
 //! The board is fetched through the configured provider by the same client
 //! and the same steps a request's load takes (token, root board, nested
 //! boards within the configured limits); the client shows each answer to a
-//! [`Tap`] as it came. Only when the fetch has ended are the answers
+//! tap as it came. Only when the fetch has ended are the answers
 //! scrubbed ([`scrub`]: the token, the permission id, every person's id and
 //! e-mail address, and whatever sits under a sensitive key become
 //! placeholders) and only then is anything written: one file per

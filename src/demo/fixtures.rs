@@ -28,6 +28,7 @@ pub fn fixture(board_id: &str, origin: &str) -> Option<Map<String, Value>> {
 }
 
 /// Ids of the embedded board fixtures (not the scenarios), sorted.
+#[cfg(any(test, feature = "internals"))]
 pub fn board_ids() -> Vec<&'static str> {
     BOARD_FIXTURES.iter().map(|(id, _)| *id).collect()
 }

@@ -80,10 +80,13 @@ pub use captured::Captured;
 // For the crate's own tests and fuzz targets, not part of the documented
 // surface (`sample_boards_body`: the capture reader's fuzz target serves
 // what it read with it).
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use boards::boards_body as sample_boards_body;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use fixtures::board_ids as fixture_board_ids;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use scenarios::{HUGE_BYTES, SLOW_DELAY};
 

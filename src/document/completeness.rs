@@ -4,7 +4,9 @@
 //! reported to clients in the `Board-Completeness` header.
 
 use super::kinds::UnloadedReason;
+#[cfg(any(test, feature = "internals"))]
 use super::types::{BoardDocument, NodeKind};
+#[cfg(any(test, feature = "internals"))]
 use serde_json::Value;
 use std::fmt;
 
@@ -35,6 +37,7 @@ impl Completeness {
     }
 
     /// Counted over a built document: every node below the root.
+    #[cfg(any(test, feature = "internals"))]
     pub fn of_document(document: &BoardDocument) -> Completeness {
         let mut out = Completeness::default();
         let mut stack: Vec<_> = document.board.children.iter().collect();
@@ -56,6 +59,7 @@ impl Completeness {
     /// Counted over a document held as a value tree (`data` of a full
     /// view), the way a client would read it: every `BOARD` node below
     /// `board` whose `childrenLoaded` is `false`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn of_value(document: &Value) -> Completeness {
         fn children(node: &Value) -> Vec<&Value> {
             node.get("children")

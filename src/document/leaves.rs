@@ -55,17 +55,20 @@ impl Raw {
 
     /// `value` written as it is, for tests and hand-built documents. The
     /// normalizer never uses this: its raw values are bounded and sanitized.
+    #[cfg(any(test, feature = "internals"))]
     pub fn verbatim(value: &Value) -> Raw {
         let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
         Raw(RawValue::from_string(text).unwrap_or_else(|_| RawValue::NULL.to_owned()))
     }
 
     /// The compact JSON text.
+    #[cfg(any(test, feature = "internals"))]
     pub fn json(&self) -> &str {
         self.0.get()
     }
 
     /// The value as a tree.
+    #[cfg(any(test, feature = "internals"))]
     pub fn to_value(&self) -> Value {
         serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
     }

@@ -54,6 +54,7 @@ impl ModelNode {
     }
 
     /// True for a leaf.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }
@@ -128,6 +129,7 @@ impl Model {
     }
 
     /// Never true: a model has at least its root and its leaf.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }

@@ -27,7 +27,9 @@
 //! To read a whole board, walk it in pre-order and take each node's children
 //! in [`reading_order`] ([`in_reading_order`] for [`Node`]s).
 
+#[cfg(any(test, feature = "internals"))]
 use super::leaves::{Location, Scalar};
+#[cfg(any(test, feature = "internals"))]
 use super::types::Node;
 use serde_json::Value;
 
@@ -96,6 +98,7 @@ impl ReadingKey {
     }
 
     /// The key of a document node's `location`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn of_location(location: Option<&Location>) -> ReadingKey {
         let section = location
             .and_then(|l| l.section.as_ref())
@@ -176,6 +179,7 @@ pub fn sort<T>(keyed: &mut [(ReadingKey, T)]) {
 }
 
 /// `nodes` (the children of one node) in reading order.
+#[cfg(any(test, feature = "internals"))]
 pub fn in_reading_order(nodes: &[Node]) -> Vec<&Node> {
     let keys: Vec<ReadingKey> = nodes
         .iter()

@@ -6,6 +6,7 @@
 //! inside raw values (`blocks`, `UNKNOWN.content`) too. The walk uses an explicit
 //! stack, so a deeply nested provider value cannot overflow the thread's stack.
 
+#[cfg(any(test, feature = "internals"))]
 use serde_json::Value;
 
 /// The sensitive key names, lower case. A key equal to one of them, ignoring
@@ -54,6 +55,7 @@ pub fn is_sensitive(key: &str) -> bool {
 
 /// Removes every sensitive key from `value`, at every depth, keeping the order
 /// of the remaining keys.
+#[cfg(any(test, feature = "internals"))]
 pub fn sanitize(value: &mut Value) {
     let mut stack: Vec<&mut Value> = vec![value];
     while let Some(current) = stack.pop() {

@@ -10,6 +10,7 @@ use schemars::Schema;
 use serde_json::Value;
 
 /// The shipped schema file, as committed.
+#[cfg(any(test, feature = "internals"))]
 pub const SCHEMA_JSON: &str = include_str!("../../schema/board-document.schema.json");
 
 /// Generates the schema from the Rust types.

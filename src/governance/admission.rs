@@ -77,6 +77,7 @@ impl Drop for Queued<'_> {
 
 impl Admission {
     /// `max_running` at least 1; `queue_limit` may be 0 (no waiting).
+    #[cfg(any(test, feature = "internals"))]
     pub fn new(max_running: usize, queue_limit: usize) -> Self {
         Self::reporting(max_running, queue_limit, None)
     }

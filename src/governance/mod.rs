@@ -26,7 +26,7 @@ mod admission;
 mod pool;
 
 pub use admission::{Admission, Refused};
-pub use pool::{trim_heap, PoolError, WorkPool};
+pub use pool::{trim_heap, WorkPool};
 
 /// `board_api.limits`, validated by the config.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -109,6 +109,7 @@ impl WorkPool {
     /// # Errors
     /// None today; kept so that a pool that cannot be made is reported at
     /// start-up by the callers that already handle it.
+    #[cfg(any(test, feature = "internals"))]
     pub fn new(threads: usize, queue: usize) -> std::io::Result<Self> {
         Self::reporting(threads, queue, None)
     }
@@ -221,15 +222,18 @@ impl WorkPool {
     }
 
     /// Jobs waiting for a thread right now.
+    #[cfg(any(test, feature = "internals"))]
     pub fn queued(&self) -> usize {
         lock(&self.queue.jobs).len()
     }
 
     /// Threads running a job right now.
+    #[cfg(any(test, feature = "internals"))]
     pub fn busy(&self) -> usize {
         self.queue.busy.load(Ordering::Relaxed)
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn threads(&self) -> usize {
         self.threads
     }

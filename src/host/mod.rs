@@ -12,7 +12,7 @@
 //! - [`upgrade`]: the binary's signal handling, which hands the listening
 //!   sockets over only to a process that waits for them.
 
-pub mod access_log;
+pub(crate) mod access_log;
 pub mod preflight;
 mod probes;
 mod seam;

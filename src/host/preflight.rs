@@ -15,13 +15,30 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::Arc;
 
-/// How the process is about to run.
-#[derive(Debug, Clone, Copy)]
+/// How the process is about to run: [`Mode::default`] is a plain start,
+/// and Pingora's `-t` and `-u` flags are set with [`Mode::checking`] and
+/// [`Mode::upgrading`] (the mode will grow with Pingora's flags).
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct Mode {
     /// `-t`: check and exit; no address is bound.
     pub test: bool,
     /// `-u`: the listening sockets come from the running process.
     pub upgrade: bool,
+}
+
+impl Mode {
+    /// `-t`: check and exit.
+    pub fn checking(mut self, test: bool) -> Self {
+        self.test = test;
+        self
+    }
+
+    /// `-u`: take the listening sockets over from the running process.
+    pub fn upgrading(mut self, upgrade: bool) -> Self {
+        self.upgrade = upgrade;
+        self
+    }
 }
 
 /// Checks `settings` and Pingora's `conf` as the start-up will use them,

@@ -4,40 +4,9 @@
 use super::render::PREFIX;
 use super::LoadedBoard;
 use crate::document::Coverage;
-use crate::provider::client::ProviderClient;
 use crate::provider::error::FetchError;
 use crate::provider::normalize::write;
 use crate::provider::Fetched;
-use std::sync::Arc;
-
-/// Fetches, normalizes and sanitizes one board.
-pub struct BoardLoader {
-    client: ProviderClient,
-    provider_name: String,
-}
-
-impl BoardLoader {
-    pub fn new(client: ProviderClient, provider_name: String) -> Self {
-        BoardLoader {
-            client,
-            provider_name,
-        }
-    }
-
-    /// Fetches the board (I/O), then [`build`]s it (CPU).
-    ///
-    /// # Errors
-    /// The provider's [`FetchError`]; a document the normalizer cannot use
-    /// is an upstream error.
-    pub async fn load(
-        &self,
-        board_id: &str,
-        permission_id: &str,
-    ) -> Result<Arc<LoadedBoard>, FetchError> {
-        let fetched = self.client.fetch(board_id, permission_id).await?;
-        build(fetched, board_id, &self.provider_name, Coverage::Full).map(Arc::new)
-    }
-}
 
 /// The CPU half of a load: normalize what the provider sent into
 /// BoardDocument v1 (all of it, or its outline: see [`Coverage`]), written

@@ -23,13 +23,15 @@ pub mod changes;
 pub mod load;
 pub mod markdown;
 pub mod nested;
+#[cfg(any(test, feature = "internals"))]
 pub mod reference;
 pub mod render;
 pub mod search;
 pub mod version;
 
-pub use load::BoardLoader;
-pub use render::{render, RenderError, Rendered};
+#[cfg(any(feature = "fleet", test, feature = "internals"))]
+pub use render::render;
+pub use render::{RenderError, Rendered};
 
 use crate::document::{Completeness, Coverage};
 use crate::select::Selection;
@@ -87,12 +89,14 @@ impl LoadedBoard {
     /// A loaded board from the compact JSON of a sanitized full document
     /// with every nested board loaded (for tests and hand-built documents;
     /// see [`LoadedBoard::with_completeness`]).
+    #[cfg(any(test, feature = "internals"))]
     pub fn from_json(document: Vec<u8>) -> Self {
         LoadedBoard::with_coverage(document, Coverage::Full)
     }
 
     /// A loaded board from the compact JSON of a sanitized, complete
     /// document that holds `coverage` of the board.
+    #[cfg(any(test, feature = "internals"))]
     pub fn with_coverage(document: Vec<u8>, coverage: Coverage) -> Self {
         LoadedBoard::with_completeness(document, coverage, Completeness::default())
     }
@@ -102,6 +106,7 @@ impl LoadedBoard {
     /// says: how a cache level that keeps documents as bytes rebuilds one,
     /// with the completeness recorded when it was first built. The bytes
     /// are trusted to be what [`load::build`] wrote.
+    #[cfg(any(test, feature = "internals"))]
     pub fn with_completeness(
         document: Vec<u8>,
         coverage: Coverage,
@@ -142,6 +147,7 @@ impl LoadedBoard {
     /// (a pass that read every byte found them); ranges not even shaped like
     /// the entries of the object (`{`, each starting with a quote, apart by
     /// one `,`, then `}`) are not kept, and the render walks instead.
+    #[cfg(any(feature = "fleet", test, feature = "internals"))]
     pub fn with_entries(mut self, entries: Vec<Range<usize>>) -> Self {
         if tiles(self.document_json(), &entries) {
             self.entries = entries.into_boxed_slice();
@@ -164,6 +170,7 @@ impl LoadedBoard {
     }
 
     /// How much of the board the document holds.
+    #[cfg(any(feature = "fleet", test, feature = "internals"))]
     pub fn coverage(&self) -> Coverage {
         self.coverage
     }
@@ -185,6 +192,7 @@ impl LoadedBoard {
     ///
     /// # Errors
     /// As [`render::render_bytes`].
+    #[cfg(any(test, feature = "internals"))]
     pub fn render(
         &self,
         scope: &'static str,
@@ -246,6 +254,7 @@ impl LoadedBoard {
 /// Whether `entries` are the entries of the object `doc`, one after
 /// another: each starts with a key's quote, the first right after the `{`,
 /// each next one after a `,`, and the last ends at the `}`.
+#[cfg(any(feature = "fleet", test, feature = "internals"))]
 fn tiles(doc: &[u8], entries: &[Range<usize>]) -> bool {
     let mut at = 1;
     for (n, entry) in entries.iter().enumerate() {

@@ -34,7 +34,9 @@ pub struct RenderError(Reason);
 enum Reason {
     Serialize(serde_json::Error),
     Malformed,
-    /// The selected document could not be read for Markdown.
+    /// The selected document could not be read for Markdown (the
+    /// reference render).
+    #[cfg(any(test, feature = "internals"))]
     Markdown(serde_json::Error),
     /// A selection that needs bodies asked of an outline.
     Outline,
@@ -59,6 +61,7 @@ impl std::fmt::Display for RenderError {
         match &self.0 {
             Reason::Serialize(e) => write!(f, "board document not serializable: {e}"),
             Reason::Malformed => f.write_str("board document bytes are not compact JSON"),
+            #[cfg(any(test, feature = "internals"))]
             Reason::Markdown(e) => write!(f, "board document not renderable as Markdown: {e}"),
             Reason::Outline => f.write_str("a selection with bodies asked of an outline"),
             Reason::Canvas(e) => write!(f, "board document not renderable as JSON Canvas: {e}"),
@@ -270,6 +273,7 @@ fn attachment(name: &str) -> HeaderValue {
 ///
 /// # Errors
 /// As [`render_markdown`].
+#[cfg(any(test, feature = "internals"))]
 pub(crate) fn render_markdown_reference(
     scope: &str,
     selection: &Selection,

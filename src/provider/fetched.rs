@@ -2,8 +2,11 @@
 //! answers of one share link, merged.
 
 use crate::document::UnloadedReason;
-pub use crate::provider::answer::{comments_of, Comments, IdHasher, RawComment};
+#[cfg(any(test, feature = "internals"))]
+pub use crate::provider::answer::comments_of;
 use crate::provider::answer::{Answer, Element, JsonText, MapReader, ObjectOnly};
+pub use crate::provider::answer::{Comments, IdHasher, RawComment};
+#[cfg(any(test, feature = "internals"))]
 use crate::provider::head::Head;
 use indexmap::IndexMap;
 use serde::de::{DeserializeSeed as _, IgnoredAny, MapAccess};
@@ -66,6 +69,7 @@ impl Fetched {
     /// Root `root_id` with `elements`, a raw `elements` map (contents
     /// included), merged in map order: for tests and benchmarks. No board
     /// counts as loaded.
+    #[cfg(any(test, feature = "internals"))]
     pub fn from_elements(root_id: &str, elements: Map<String, Value>) -> Self {
         let mut fetched = Fetched::new(root_id, 0);
         for (key, element) in elements {
@@ -77,6 +81,7 @@ impl Fetched {
     /// Merge one raw `/api/boards` answer held as a value (tests, fixtures):
     /// read through the same [`Answer`] reader as a real body, then
     /// [`Fetched::merge_answer`].
+    #[cfg(any(test, feature = "internals"))]
     pub fn merge_response(&mut self, response: &Map<String, Value>) {
         self.merge_answer(Answer::from_value(response));
     }
@@ -119,6 +124,7 @@ impl Fetched {
 
     /// Merge one raw element (its `content` included, as in a provider
     /// answer) found under map key `key`, as [`Fetched::merge_answer`] does.
+    #[cfg(any(test, feature = "internals"))]
     pub fn merge_element(&mut self, key: &str, element: Value) {
         let content = element.get("content").map(JsonText::of);
         self.merge_entry(
@@ -150,6 +156,7 @@ impl Fetched {
     }
 
     /// The raw `content` of element `id`, as a value.
+    #[cfg(any(test, feature = "internals"))]
     pub fn content(&self, id: &str) -> Option<Value> {
         self.elements.get(id)?.content.as_ref()?.value()
     }

@@ -5,14 +5,19 @@
 
 use crate::document::reading::is_removed_section;
 use crate::document::{Location, Position, Timestamps};
-use crate::provider::raw::{ident, object, own_id, scalar};
+#[cfg(any(test, feature = "internals"))]
+use crate::provider::raw::object;
+use crate::provider::raw::{ident, own_id, scalar};
 use crate::provider::time::normalize_time;
-use serde_json::{Map, Value};
+#[cfg(any(test, feature = "internals"))]
+use serde_json::Map;
+use serde_json::Value;
 
 /// The nested `location.position` keys, in [`Position`]'s order.
 pub const POSITION_KEYS: [&str; 4] = ["x", "y", "index", "score"];
 /// The older flat position keys (in `location`, else at the element's top
 /// level), in [`Position`]'s order.
+#[cfg(any(test, feature = "internals"))]
 pub const FLAT_POSITION_KEYS: [&str; 4] =
     ["positionX", "positionY", "positionIndex", "positionScore"];
 /// The `meta` keys that become `timestamps`, in [`Timestamps`]' order.
@@ -75,12 +80,14 @@ impl MetaTimes {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 fn picked<const N: usize>(map: &Map<String, Value>, keys: [&str; N]) -> [Option<Value>; N] {
     keys.map(|k| map.get(k).cloned())
 }
 
 impl HeadFields {
     /// The fields of a whole element (tests, fixtures).
+    #[cfg(any(test, feature = "internals"))]
     pub fn of(element: &Map<String, Value>) -> HeadFields {
         let get = |k: &str| element.get(k).cloned();
         HeadFields {
@@ -148,6 +155,7 @@ pub struct Head {
 
 impl Head {
     /// The head of a raw element (its `content` is not read).
+    #[cfg(any(test, feature = "internals"))]
     pub fn read(element: &Value) -> Head {
         match element {
             Value::Object(fields) => Head::from_fields(HeadFields::of(fields)),
@@ -192,6 +200,7 @@ impl Head {
 
     /// The id this element claims under map key `key`: `id`, else `_id`,
     /// else the key.
+    #[cfg(any(test, feature = "internals"))]
     pub fn claimed_id(&self, key: &str) -> String {
         self.id.clone().unwrap_or_else(|| key.to_owned())
     }

@@ -82,11 +82,13 @@ impl Program {
     }
 
     /// The number of DFA states (for tests and benchmarks).
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.states.len()
     }
 
     /// True when nothing can match.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.start.is_none()
     }

@@ -19,6 +19,7 @@
 //! assert_eq!(err.to_string(), "Unknown field selector: board.caption");
 //! ```
 
+#[cfg(any(test, feature = "internals"))]
 pub mod apply;
 pub mod compile;
 pub mod parse;
@@ -27,6 +28,7 @@ mod suggest;
 
 use crate::document::{Coverage, BODY_FIELDS};
 use compile::Program;
+#[cfg(any(test, feature = "internals"))]
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
@@ -232,6 +234,7 @@ impl Selection {
     }
 
     /// Applies the selection to a sanitized full document; `doc` is not changed.
+    #[cfg(any(test, feature = "internals"))]
     pub fn apply(&self, doc: &Value) -> Value {
         match &self.plan {
             Plan::Full => doc.clone(),

@@ -100,6 +100,7 @@ impl ParseError {
     }
 
     /// The kind of error.
+    #[cfg(any(test, feature = "internals"))]
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
@@ -108,11 +109,6 @@ impl ParseError {
     /// when there is one: the error's `hint`.
     pub fn suggestion(&self) -> Option<&str> {
         self.suggestion.as_deref()
-    }
-
-    /// The offending item, for every kind but the two whole-parameter limits.
-    pub fn offending_item(&self) -> Option<&str> {
-        self.item.as_deref()
     }
 }
 
@@ -155,6 +151,7 @@ impl std::error::Error for ParseError {}
 /// A [`ParseError`] of kind [`ErrorKind::TooLong`], [`ErrorKind::TooManyItems`],
 /// [`ErrorKind::EmptyItem`], [`ErrorKind::InvalidSegment`] or
 /// [`ErrorKind::TooManySegments`].
+#[cfg(any(test, feature = "internals"))]
 pub fn parse_list(list: &str) -> Result<Vec<Selector>, ParseError> {
     parse_list_checked(list, |_| Ok(()))
 }

@@ -226,15 +226,18 @@ where
     }
 
     /// Bytes accounted now (each entry rounded up to whole units).
+    #[cfg(any(test, feature = "internals"))]
     pub fn bytes(&self) -> usize {
         self.units.load(Ordering::Relaxed) * self.unit
     }
 
     /// The most [`Budget::bytes`] can reach.
+    #[cfg(any(test, feature = "internals"))]
     pub fn limit_bytes(&self) -> usize {
         self.limit_units * self.unit
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn entries(&self) -> usize {
         self.entries.load(Ordering::Relaxed)
     }

@@ -169,6 +169,7 @@ where
     }
 
     /// Loads in flight now.
+    #[cfg(any(test, feature = "internals"))]
     pub fn in_flight(&self) -> usize {
         self.in_flight
             .lock()

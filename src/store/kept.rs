@@ -18,12 +18,6 @@ impl Boards {
         self
     }
 
-    /// Whether versions are kept (default: not until
-    /// [`Boards::with_versions`]).
-    pub fn keeps_versions(&self) -> bool {
-        self.inner.versions.is_some()
-    }
-
     /// The document kept as `version` of `board_id`, checked; `None` when
     /// no version is kept there (or none of this one, or what is kept is
     /// not it).

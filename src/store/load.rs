@@ -72,10 +72,6 @@ impl Loader {
         &self.pool
     }
 
-    pub(crate) fn admission(&self) -> &Admission {
-        &self.admission
-    }
-
     /// The deadline of a load that starts now.
     pub(crate) fn deadline(&self) -> Instant {
         Instant::now() + self.fetch_deadline

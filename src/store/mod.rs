@@ -34,7 +34,7 @@ pub mod shared;
 pub mod versions;
 
 pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
-pub use coalesce::{Coalescer, Joined};
+pub use coalesce::Coalescer;
 pub use shared::{Endpoint, SharedSettings};
 pub use versions::{VersionSettings, Versions};
 
@@ -225,6 +225,7 @@ impl Boards {
     /// The pool's threads could not be started, the provider client could
     /// not be built (e.g. an unreadable `ca_file`), or the fleet tier was
     /// asked for without the process cache or the `fleet` feature.
+    #[cfg(any(test, feature = "internals"))]
     pub fn new(
         provider: ProviderSettings,
         provider_name: String,
@@ -505,17 +506,6 @@ impl Boards {
                 cache.settings.ttl,
             );
         }
-    }
-
-    /// Bytes the cache budget accounts now (0 when caching is off).
-    pub fn cache_bytes(&self) -> usize {
-        self.inner.cache.as_ref().map_or(0, |c| c.budget.bytes())
-    }
-
-    /// Loads that hold a slot, and loads waiting for one.
-    pub fn cold_loads(&self) -> (usize, usize) {
-        let admission = self.inner.loader.admission();
-        (admission.running(), admission.queued())
     }
 
     /// The work pool, for callers with CPU work of their own.

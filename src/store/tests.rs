@@ -65,6 +65,9 @@ async fn a_cancelled_fetch_does_not_wedge_its_key() {
         let (outcome, _) = done.expect("task");
         assert_eq!(outcome.err(), Some(LoadError::Fetch(FetchError::Timeout)));
     }
+    // The dropped load's request, when it was on the wire, may be recorded
+    // by the sample only now (the count above raced it): at most once.
+    let asked = asked.max(token_requests(&sample, p).saturating_sub(1).min(1));
     assert_eq!(token_requests(&sample, p), asked + 1);
     // ...and the next one is answered from the cache.
     let (outcome, source) = boards.document(board, p, Coverage::Full).await;

@@ -37,8 +37,6 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// The method's params are not what it takes.
 pub const INVALID_PARAMS: i64 = -32602;
-/// A bug on our side; details only in the log.
-pub const INTERNAL_ERROR: i64 = -32603;
 /// MCP 2026-07-28: the `MCP-Protocol-Version`, `Mcp-Method` or `Mcp-Name`
 /// header is missing or does not match the body.
 pub const HEADER_MISMATCH: i64 = -32020;

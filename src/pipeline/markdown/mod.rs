@@ -91,6 +91,7 @@ pub fn element(node: &[u8]) -> Result<String, serde_json::Error> {
 ///
 /// # Errors
 /// `data` is not JSON, or nests deeper than serde_json allows.
+#[cfg(any(test, feature = "internals"))]
 pub fn render_reference(data: &[u8]) -> Result<String, serde_json::Error> {
     let arena = value::Bump::with_capacity(data.len() / 2);
     let value = value::V::parse(data, &arena)?;
@@ -103,6 +104,7 @@ pub fn render_reference(data: &[u8]) -> Result<String, serde_json::Error> {
 ///
 /// # Errors
 /// As [`render`].
+#[cfg(any(test, feature = "internals"))]
 pub fn read(selection: &Selection, doc: &[u8]) -> Result<serde_json::Value, Malformed> {
     let arena = value::Bump::new();
     let mut scratch = Vec::new();
@@ -116,6 +118,7 @@ pub fn read(selection: &Selection, doc: &[u8]) -> Result<serde_json::Value, Malf
 ///
 /// # Errors
 /// As [`render_reference`].
+#[cfg(any(test, feature = "internals"))]
 pub fn read_reference(data: &[u8]) -> Result<serde_json::Value, serde_json::Error> {
     let arena = value::Bump::new();
     Ok(value::V::parse(data, &arena)?.plain())

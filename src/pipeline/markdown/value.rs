@@ -145,6 +145,7 @@ impl<'a> V<'a> {
 
     /// The value as serde_json's (with `children` in reading order), to
     /// compare what two readers give.
+    #[cfg(any(test, feature = "internals"))]
     pub fn plain(&self) -> serde_json::Value {
         use serde_json::Value;
         match self {

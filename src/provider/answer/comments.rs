@@ -4,7 +4,9 @@
 
 use super::JsonText;
 use indexmap::IndexMap;
-use serde_json::{Map, Value};
+#[cfg(any(test, feature = "internals"))]
+use serde_json::Map;
+use serde_json::Value;
 
 /// The hasher of the tables keyed by element id, which a load consults
 /// several times per element: aHash, keyed at random per table like std's
@@ -31,6 +33,7 @@ pub struct RawComment {
 
 impl RawComment {
     /// The comment of a whole value (tests, fixtures).
+    #[cfg(any(test, feature = "internals"))]
     pub fn of(value: &Value) -> RawComment {
         let Value::Object(fields) = value else {
             return RawComment::default();
@@ -54,6 +57,7 @@ impl RawComment {
 }
 
 /// The comments of a whole `comments` map (tests, fixtures).
+#[cfg(any(test, feature = "internals"))]
 pub fn comments_of(map: &Map<String, Value>) -> Comments {
     map.iter()
         .map(|(k, v)| (k.clone(), RawComment::of(v)))

@@ -23,7 +23,9 @@ use crate::provider::head::{
     Head, HeadFields, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
 };
 use bytes::Bytes;
-pub use comments::{comments_of, Comments, IdHasher, RawComment};
+#[cfg(any(test, feature = "internals"))]
+pub use comments::comments_of;
+pub use comments::{Comments, IdHasher, RawComment};
 use indexmap::IndexMap;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -39,6 +41,7 @@ const MAX_LEVELS: usize = 127;
 /// Most nested levels an element's `content` (or any other field of an
 /// element) may have, counting itself: it sits below three levels (the
 /// answer, `elements`, the element).
+#[cfg(any(test, feature = "internals"))]
 pub const MAX_CONTENT_DEPTH: usize = MAX_LEVELS - 3;
 
 /// JSON text read as a [`RawValue`] below `levels` enclosing levels, held to
@@ -158,6 +161,7 @@ pub struct JsonText(Bytes);
 
 impl JsonText {
     /// The text of `value` (tests, fixtures).
+    #[cfg(any(test, feature = "internals"))]
     pub fn of(value: &Value) -> JsonText {
         JsonText(Bytes::from(value.to_string()))
     }
@@ -200,6 +204,7 @@ impl Answer {
     ///
     /// # Errors
     /// [`AnswerError`] when the body is not a JSON object.
+    #[cfg(any(test, feature = "internals"))]
     pub fn parse(body: &[u8]) -> Result<Answer, AnswerError> {
         Answer::parse_bytes(&Bytes::copy_from_slice(body))
     }
@@ -220,6 +225,7 @@ impl Answer {
 
     /// The answer held in a value (tests, fixtures, benchmarks): written out
     /// and read back, so it goes through the same reader as a real body.
+    #[cfg(any(test, feature = "internals"))]
     pub fn from_value(value: &Map<String, Value>) -> Answer {
         let body = serde_json::to_vec(value).unwrap_or_default();
         Answer::parse(&body).unwrap_or_default()

@@ -17,10 +17,10 @@ mod settings;
 mod transport;
 
 pub use ca::load_ca_file;
-pub use hooks::{Asked, Hooked, Job, Offload, OverBudget, Pace, Tap};
-pub use rules::MAX_TOKEN_BYTES;
+#[cfg(feature = "fleet")]
+pub use hooks::OverBudget;
+pub use hooks::{Asked, Hooked, Job, Offload, Pace, Tap};
 pub use settings::ProviderSettings;
-pub use transport::RESOLVE_TTL;
 
 use crate::document::UnloadedReason;
 use crate::provider::answer::Answer;
@@ -117,6 +117,7 @@ impl ProviderClient {
     /// A Pingora error of type `Custom("InvalidProviderSettings")` naming the bad
     /// setting, or `FileReadError`/`InvalidCert` when `ca_file` cannot be read or
     /// holds no usable certificate. Never panics.
+    #[cfg(any(test, feature = "internals"))]
     pub fn new(settings: ProviderSettings) -> pingora_error::Result<Self> {
         Self::with_hooks(settings, None, None)
     }
@@ -140,6 +141,7 @@ impl ProviderClient {
     ///
     /// # Errors
     /// As [`ProviderClient::new`].
+    #[cfg(any(feature = "demo", test, feature = "internals"))]
     pub fn tapped(settings: ProviderSettings, tap: Arc<dyn Tap>) -> pingora_error::Result<Self> {
         Self::build(settings, None, None, Some(tap))
     }
@@ -171,6 +173,7 @@ impl ProviderClient {
     }
 
     /// The settings this client runs with.
+    #[cfg(any(test, feature = "internals"))]
     pub fn settings(&self) -> &ProviderSettings {
         &self.inner.settings
     }
@@ -191,6 +194,7 @@ impl ProviderClient {
     ///
     /// Nested boards never fail the fetch: one that fails or is cut off is
     /// not in [`Fetched::loaded_boards`], and [`Fetched::unloaded`] says why.
+    #[cfg(any(feature = "demo", test, feature = "internals"))]
     pub async fn fetch(&self, board_id: &str, permission_id: &str) -> Result<Fetched, FetchError> {
         let deadline = tokio::time::Instant::now() + self.inner.settings.fetch_deadline;
         self.fetch_until(board_id, permission_id, deadline).await

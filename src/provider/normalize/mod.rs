@@ -78,6 +78,7 @@ impl std::error::Error for NormalizeError {}
 /// [`NormalizeError::RootMissing`] when no element has `fetched.root_id`, and
 /// [`NormalizeError::RootNotBoard`] when that element is not a `BOARD`. Any
 /// other malformed input is read leniently (wrong types omitted), never an error.
+#[cfg(any(test, feature = "internals"))]
 pub fn normalize(fetched: &Fetched, provider_name: &str) -> Result<BoardDocument, NormalizeError> {
     let index = tree::Index::new(&fetched.elements);
     let root = root_entry(&index, fetched)?;
@@ -136,6 +137,7 @@ fn root_entry(index: &tree::Index<'_>, fetched: &Fetched) -> Result<usize, Norma
 }
 
 /// Unreachable once [`root_entry`] accepted the root: the root node is not a board.
+#[cfg(any(test, feature = "internals"))]
 fn not_a_board(fetched: &Fetched) -> NormalizeError {
     NormalizeError::RootNotBoard {
         board_id: fetched.root_id.clone(),

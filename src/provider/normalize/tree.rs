@@ -117,11 +117,13 @@ pub trait Sink {
 
 /// A sink that builds the tree.
 #[derive(Default)]
+#[cfg(any(test, feature = "internals"))]
 pub struct TreeSink {
     open: Vec<Node>,
     root: Option<Node>,
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl TreeSink {
     /// The root, once the walk is done.
     pub fn into_root(self) -> Option<Node> {
@@ -129,6 +131,7 @@ impl TreeSink {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl Sink for TreeSink {
     fn open(&mut self, node: Node) {
         self.open.push(node);

@@ -130,6 +130,7 @@ pub fn header(value: &[u8]) -> Result<Header, Invalid> {
 ///
 /// # Errors
 /// [`Invalid`] for anything that does not check out.
+#[cfg(any(test, feature = "internals"))]
 pub fn decode(
     value: &[u8],
     max_len: usize,

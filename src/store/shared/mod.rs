@@ -38,8 +38,11 @@
 //! below are parsed and checked either way, so a file means the same thing
 //! to every build.
 
+#[cfg(feature = "fleet")]
 pub mod breaker;
+#[cfg(feature = "fleet")]
 pub mod check;
+#[cfg(feature = "fleet")]
 pub mod format;
 #[cfg(feature = "fleet")]
 pub mod keys;

@@ -8,10 +8,12 @@
 //! (`previous_secret_env`): values it sealed still verify, while every new
 //! value is sealed with the current key.
 
+#[cfg(feature = "fleet")]
 use ring::hmac;
 use std::fmt;
 
 /// The length of a tag at the end of a sealed value.
+#[cfg(feature = "fleet")]
 pub const TAG_BYTES: usize = 32;
 
 /// The shortest fleet key accepted: 256 bits.
@@ -37,11 +39,13 @@ impl fmt::Debug for Secret {
 
 /// The keys a node seals with (the current one) and verifies with (the
 /// current one, then the previous one during a rotation).
+#[cfg(feature = "fleet")]
 pub struct Seal {
     current: hmac::Key,
     previous: Option<hmac::Key>,
 }
 
+#[cfg(feature = "fleet")]
 impl Seal {
     pub fn new(current: &Secret, previous: Option<&Secret>) -> Seal {
         let key = |s: &Secret| hmac::Key::new(hmac::HMAC_SHA256, &s.0);
@@ -79,6 +83,7 @@ impl Seal {
 
 /// The key of the values under `name`: HMAC(fleet key, name), so a tag
 /// binds the value to its key name as well as to its bytes.
+#[cfg(feature = "fleet")]
 fn derive(key: &hmac::Key, name: &str) -> hmac::Key {
     hmac::Key::new(hmac::HMAC_SHA256, hmac::sign(key, name.as_bytes()).as_ref())
 }
