@@ -28,8 +28,13 @@ build_binary
 # The bundled boards plus a board in the web app's captured shape (grid units).
 start_demo tests/fixtures/captured-board
 
+# The sample upstream's edit URL for the demo board, from the curl line the
+# demo prints at start: the "What changed" view's check edits the board.
+DEMO_EDIT=$(grep -o 'http://127\.0\.0\.1:[0-9]*/demo/edit/1W3ZZU1Qvua02H' "$DEMO_DIR/server.log" | head -n 1 || true)
+export DEMO_EDIT
+
 SHOT=${SHOT:-${CARGO_TARGET_DIR:-target}/browser-test/playground.png}
 mkdir -p "$(dirname "$SHOT")"
 CHROMIUM="$CHROMIUM" node scripts/browser/playground-test.mjs \
   "$DEMO_BASE" "http://localhost:$DEMO_PORT" "$SHOT"
-echo "screenshots: ${SHOT%.png}{,-workbench,-error,-canvas,-nested,-markdown,-constructed,-captured,-not-sent,-mentions}.png" >&2
+echo "screenshots: ${SHOT%.png}{,-workbench,-error,-canvas,-nested,-markdown,-constructed,-captured,-not-sent,-mentions,-changes}.png" >&2

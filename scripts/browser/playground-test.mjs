@@ -144,6 +144,7 @@ try {
 
   await checkCanvas(page, shot);
   await checkMarkdown(page, shot, apiRequests);
+  await checkChanges(page, shot);
   await checkCaptured(page, shot);
   await checkConstructed(page, shot);
   await checkRunParameter(page, shot, apiRequests);
@@ -441,6 +442,48 @@ async function lineEnds(page, id) {
     return { from: path.dataset.from, to: path.dataset.to, p: [p.x, p.y], q: [q.x, q.y],
       onFrom: onBox(p, path.dataset.from), onTo: onBox(q, path.dataset.to) };
   }, id);
+}
+
+// The "What changed" view: each answer's Board-Version is remembered; after
+// the demo upstream edits the board (DEMO_EDIT, the curl line the demo
+// prints), sending again gives a new version and Compare lists the edit.
+async function checkChanges(page, shot) {
+  const edit = process.env.DEMO_EDIT;
+  check(isLoopback(edit || ""), `the demo's edit URL is known and on loopback (${edit})`);
+  if (!isLoopback(edit || "")) return;
+  await page.fill("#link", DEMO_LINK);
+  await page.check("input[value=detail]");
+  await page.click("#send");
+  await page.waitForFunction(() => /^[0-9a-f]{32}$/.test(document.querySelector("#version").textContent));
+  const first = await page.textContent("#version");
+  check(true, `Board-Version read through CORS (${first})`);
+  const edited = await fetch(edit, { method: "POST" });
+  check(edited.ok, `the demo upstream edited the board (${edited.status})`);
+  // The edit reaches the answer once the cached document expires or is
+  // refetched; the demo's cache is short, so send until the version moves.
+  const deadline = Date.now() + 90_000;
+  let second = first;
+  while (second === first && Date.now() < deadline) {
+    await page.click("#send");
+    await page.waitForFunction((v) => document.querySelector("#status").textContent !== "...", first);
+    second = await page.textContent("#version");
+    if (second === first) await page.waitForTimeout(500);
+  }
+  check(second !== first && /^[0-9a-f]{32}$/.test(second), `a new Board-Version after the edit (${second})`);
+  await page.click("#tab-changes");
+  check((await page.inputValue("#since")) === first, "Since is the version seen before the newest one");
+  await page.click("#compare");
+  await page.waitForFunction(() => /^\d{3}/.test(document.querySelector("#changes-meta").textContent));
+  const meta = await page.textContent("#changes-meta");
+  const list = await page.textContent("#changes-list");
+  check(meta.startsWith("200") && meta.includes(first) && meta.includes(second), `the changes answer names both versions (${meta})`);
+  check(/Added \(1\)/.test(list) && list.includes("Edited") && list.includes("demo upstream"),
+    `the edit is listed as added, with its title (${list.slice(0, 160)})`);
+  await page.fill("#since", "f".repeat(32));
+  await page.click("#compare");
+  await page.waitForFunction(() => /^\d{3}/.test(document.querySelector("#changes-meta").textContent));
+  check((await page.textContent("#changes-meta")).startsWith("410 VERSION_NOT_KEPT"), "a version never kept answers 410, said as such");
+  await page.screenshot({ path: shot("changes"), fullPage: true });
 }
 
 // The Markdown view sends the same request with Accept: text/markdown and
