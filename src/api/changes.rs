@@ -135,7 +135,15 @@ impl BoardApi {
         if let (Some(limiter), Some(ip)) = (&self.limiter, req.client_ip) {
             limiter.check(ip)?;
         }
-        let request = parse(req.query, &self.share_host)?;
+        let query = req.query.unwrap_or("");
+        let request = match self.parsed.changes().get(query) {
+            Some(request) => request,
+            None => {
+                let request = Arc::new(parse(Some(query), &self.share_host)?);
+                self.parsed.changes().put(query, Arc::clone(&request));
+                request
+            }
+        };
         // Changes have two representations: Markdown when asked for, else JSON.
         let representation = match accept::negotiate(req.headers) {
             Representation::Markdown => Representation::Markdown,

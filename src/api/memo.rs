@@ -2,6 +2,7 @@
 //! repeated query (or MCP argument set, or POST body) is not parsed again.
 //! [`BoardApi::parsed`](super::BoardApi) and its siblings fill and read it.
 
+use super::changes::ChangesRequest;
 use super::params::BoardRequest;
 use super::route::Endpoint;
 use std::collections::HashMap;
@@ -18,22 +19,60 @@ pub(super) enum Slot {
     Tool,
 }
 
-/// Parsed requests by raw query, per endpoint: a plain map behind a
+/// Parsed requests of one kind by raw text: a plain map behind a
 /// read-write lock, so a hit is a shared lock and one hash, with no
-/// allocation. It holds at most [`ParseMemo::ENTRIES`] queries of at most
-/// [`ParseMemo::MAX_QUERY`] bytes each (about 8 MiB at worst); when full it
-/// starts over, since parsing is a pure function of the query and a working
-/// set of repeated queries refills it at once.
-#[derive(Default)]
-pub(super) struct ParseMemo {
-    by_slot: [RwLock<HashMap<Box<str>, Arc<BoardRequest>>>; 4],
+/// allocation. It holds at most [`Memo::ENTRIES`] texts of at most
+/// [`Memo::MAX_QUERY`] bytes each (about 8 MiB at worst); when full it
+/// starts over, since parsing is a pure function of the text and a working
+/// set of repeated requests refills it at once.
+pub(super) struct Memo<V> {
+    map: RwLock<HashMap<Box<str>, Arc<V>>>,
 }
 
-impl ParseMemo {
+impl<V> Default for Memo<V> {
+    fn default() -> Self {
+        Memo {
+            map: RwLock::new(HashMap::new()),
+        }
+    }
+}
+
+impl<V> Memo<V> {
     const ENTRIES: usize = 1024;
     const MAX_QUERY: usize = 8 << 10;
 
-    fn map(&self, slot: Slot) -> &RwLock<HashMap<Box<str>, Arc<BoardRequest>>> {
+    pub(super) fn get(&self, text: &str) -> Option<Arc<V>> {
+        let map = self.map.read().unwrap_or_else(|e| e.into_inner());
+        map.get(text).cloned()
+    }
+
+    pub(super) fn put(&self, text: &str, parsed: Arc<V>) {
+        if text.len() > Self::MAX_QUERY {
+            return;
+        }
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= Self::ENTRIES {
+            map.clear();
+        }
+        map.insert(text.into(), parsed);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.map.read().map(|m| m.len()).unwrap_or(0)
+    }
+}
+
+/// The memos of an API: one per board endpoint's queries, one for the MCP
+/// tools' arguments and POST bodies, one for `/changes` queries.
+#[derive(Default)]
+pub(super) struct ParseMemo {
+    by_slot: [Memo<BoardRequest>; 4],
+    changes: Memo<ChangesRequest>,
+}
+
+impl ParseMemo {
+    fn memo(&self, slot: Slot) -> &Memo<BoardRequest> {
         &self.by_slot[match slot {
             Slot::Query(Endpoint::Search) => 0,
             Slot::Query(Endpoint::Detail) => 1,
@@ -43,19 +82,16 @@ impl ParseMemo {
     }
 
     pub(super) fn get(&self, slot: Slot, query: &str) -> Option<Arc<BoardRequest>> {
-        let map = self.map(slot).read().unwrap_or_else(|e| e.into_inner());
-        map.get(query).cloned()
+        self.memo(slot).get(query)
     }
 
     pub(super) fn put(&self, slot: Slot, query: &str, request: Arc<BoardRequest>) {
-        if query.len() > Self::MAX_QUERY {
-            return;
-        }
-        let mut map = self.map(slot).write().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= Self::ENTRIES {
-            map.clear();
-        }
-        map.insert(query.into(), request);
+        self.memo(slot).put(query, request);
+    }
+
+    /// `/changes` queries.
+    pub(super) fn changes(&self) -> &Memo<ChangesRequest> {
+        &self.changes
     }
 }
 
@@ -77,17 +113,13 @@ mod tests {
         assert!(memo.get(Slot::Query(Endpoint::Search), &query).is_some());
         assert!(memo.get(Slot::Query(Endpoint::Detail), &query).is_none());
         assert!(memo.get(Slot::Tool, &query).is_none());
-        for i in 1..=ParseMemo::ENTRIES {
+        for i in 1..=Memo::<BoardRequest>::ENTRIES {
             let (query, parsed) = request(&format!("b{i}"));
             memo.put(Slot::Query(Endpoint::Search), &query, parsed);
         }
-        let held = memo
-            .map(Slot::Query(Endpoint::Search))
-            .read()
-            .map(|m| m.len())
-            .unwrap_or(0);
-        assert!(held <= ParseMemo::ENTRIES, "{held}");
-        let long = "x".repeat(ParseMemo::MAX_QUERY + 1);
+        let held = memo.memo(Slot::Query(Endpoint::Search)).len();
+        assert!(held <= Memo::<BoardRequest>::ENTRIES, "{held}");
+        let long = "x".repeat(Memo::<BoardRequest>::MAX_QUERY + 1);
         memo.put(Slot::Query(Endpoint::Search), &long, parsed);
         assert!(memo.get(Slot::Query(Endpoint::Search), &long).is_none());
     }

@@ -11,7 +11,7 @@
 //! equal bytes are equal fields; a document read back from a store that
 //! was written otherwise can only make a field look changed.
 
-use crate::document::reading::{number, reading_order, ReadingKey};
+use crate::document::reading::{numeric, reading_order, ReadingKey};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -48,7 +48,7 @@ pub struct Element<'a> {
 pub struct Flat<'a> {
     pub elements: Vec<Element<'a>>,
     /// Index of each id's first element.
-    pub by_id: HashMap<&'a str, usize>,
+    pub by_id: HashMap<&'a str, usize, ahash::RandomState>,
     /// `source.boardId` (or the root's id when absent).
     pub board_id: String,
 }
@@ -110,11 +110,55 @@ fn string<'a>(raw: Option<&'a RawValue>) -> Option<Cow<'a, str>> {
 #[derive(Deserialize, Default)]
 struct Position {
     #[serde(default)]
-    x: Option<serde_json::Value>,
+    x: Coord,
     #[serde(default)]
-    y: Option<serde_json::Value>,
+    y: Coord,
     #[serde(default)]
-    index: Option<serde_json::Value>,
+    index: Coord,
+}
+
+/// A coordinate as [`crate::document::reading::number`] reads one (a finite
+/// number, or a string that is one), read without building a value.
+#[derive(Default)]
+struct Coord(Option<f64>);
+
+impl<'de> Deserialize<'de> for Coord {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Coord;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a coordinate")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Coord, E> {
+                Ok(Coord(Some(v).filter(|f| f.is_finite())))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Coord, E> {
+                Ok(Coord(Some(v as f64)))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Coord, E> {
+                Ok(Coord(Some(v as f64)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Coord, E> {
+                Ok(Coord(numeric(v)))
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Coord, E> {
+                Ok(Coord(None))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Coord, E> {
+                Ok(Coord(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Coord, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Coord(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Coord, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Coord(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Reads `doc`, the compact JSON of a sanitized full document, in one
@@ -135,7 +179,7 @@ pub fn read(doc: &[u8]) -> Result<Flat<'_>, Unreadable> {
         .and_then(|s| string(s.get("boardId")).map(Cow::into_owned));
     let mut flat = Flat {
         elements: Vec::new(),
-        by_id: HashMap::new(),
+        by_id: HashMap::default(),
         board_id: String::new(),
     };
     let Some(root) = pending(board, None, 0) else {
@@ -376,12 +420,11 @@ impl Element<'_> {
             .field("position")
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or_default();
-        let n = |v: &Option<serde_json::Value>| v.as_ref().and_then(number);
         ReadingKey::new(
             self.section.as_deref(),
-            n(&position.x),
-            n(&position.y),
-            n(&position.index),
+            position.x.0,
+            position.y.0,
+            position.index.0,
         )
     }
 
