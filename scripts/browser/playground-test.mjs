@@ -479,11 +479,11 @@ async function checkChanges(page, shot) {
   check(meta.startsWith("200") && meta.includes(first) && meta.includes(second), `the changes answer names both versions (${meta})`);
   check(/Added \(1\)/.test(list) && list.includes("Edited") && list.includes("demo upstream"),
     `the edit is listed as added, with its title (${list.slice(0, 160)})`);
+  await page.screenshot({ path: shot("changes"), fullPage: true });
   await page.fill("#since", "f".repeat(32));
   await page.click("#compare");
   await page.waitForFunction(() => /^\d{3}/.test(document.querySelector("#changes-meta").textContent));
   check((await page.textContent("#changes-meta")).startsWith("410 VERSION_NOT_KEPT"), "a version never kept answers 410, said as such");
-  await page.screenshot({ path: shot("changes"), fullPage: true });
 }
 
 // The Markdown view sends the same request with Accept: text/markdown and
