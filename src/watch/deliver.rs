@@ -22,6 +22,9 @@ const IDLE_SCAN: Duration = Duration::from_secs(5);
 /// The first retry's delay; each retry doubles it, up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+/// How soon a delivery that is due but leased by another node is looked
+/// at again.
+const LEASED_ELSEWHERE: Duration = Duration::from_secs(1);
 /// An attempt's lease outlives the attempt's deadline by this.
 const LEASE_MARGIN: Duration = Duration::from_secs(15);
 
@@ -62,32 +65,40 @@ impl Watches {
         }
         due.sort_by_key(|d| d.next_at_ms);
         let mut tasks = tokio::task::JoinSet::new();
-        let more = due.len() > CONCURRENT;
+        if !due.is_empty() {
+            // Due but leased by another node: look again soon.
+            next = next.min(LEASED_ELSEWHERE);
+        }
         for d in due.into_iter().take(CONCURRENT) {
             let me = Arc::clone(self);
             tasks.spawn(async move { me.attempt(d).await });
         }
-        while tasks.join_next().await.is_some() {}
-        Ok(if more { Duration::ZERO } else { next })
+        let mut attempted = false;
+        while let Some(made) = tasks.join_next().await {
+            attempted |= made.unwrap_or(false);
+        }
+        // After attempts, scan again at once: more may be due, and the
+        // counts `/watch` and the gauge show are refreshed.
+        Ok(if attempted { Duration::ZERO } else { next })
     }
 
-    /// One attempt at `seen`, under its lease.
-    async fn attempt(&self, seen: Delivery) {
+    /// One attempt at `seen`, under its lease; whether one was made.
+    async fn attempt(&self, seen: Delivery) -> bool {
         let name = format!("delivery:{}/{}", seen.job, seen.id);
-        let Some(lease) = self
-            .outbox
-            .lease(&name, ATTEMPT_DEADLINE + LEASE_MARGIN)
-            .await
-        else {
-            return;
+        let life = ATTEMPT_DEADLINE + LEASE_MARGIN;
+        let Some(lease) = self.outbox.lease(&name, life).await else {
+            return false;
         };
         // Read again under the lease: another node may have made it since.
+        let mut made = false;
         if let Ok(Some(current)) = self.outbox.get(&seen.job, &seen.id).await {
             if current.next_at_ms <= now_ms() {
                 self.attempt_leased(current).await;
+                made = true;
             }
         }
         self.outbox.release(&lease).await;
+        made
     }
 
     async fn attempt_leased(&self, mut d: Delivery) {
