@@ -719,10 +719,22 @@ fn two_nodes_on_one_redis_make_one_delivery_per_change() {
         "  cache:\n    ttl_seconds: 1\n    shared:\n      url: {}\n      secret_env: SBAPI_TEST_FLEET_KEY\n  changes:\n    store: redis\n",
         proxy.url()
     );
+    // Hostile values before any node starts: the pending set of another
+    // type, and the job's run lease pinned without an expiry.
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let job = hex(&sha256(b"trip")[..16]);
+    redis.cli(&["SET", "sbapi:watch:pending", "not a set"]);
+    let pinned = format!("sbapi:watch:{{{job}}}:lease:run:{job}");
+    redis.cli(&["SET", &pinned, "forged"]);
     let a = Node::start(&dir, &upstream, &receiver, &fleet, 8);
     let b = Node::start(&dir, &upstream, &receiver, &fleet, 8);
     first_run(&a);
     for round in 1..=2 {
+        if round == 2 {
+            // Members that name nothing, or nothing of ours.
+            let ghost = format!("trip/msg_{}", "f".repeat(32));
+            redis.cli(&["SADD", "sbapi:watch:pending", "garbage", &ghost]);
+        }
         edit(&upstream);
         run_until_delivered(&[&a, &b], &receiver, round);
         let to = receiver.seen()[round - 1].json()["data"]["to"].clone();

@@ -40,11 +40,19 @@ const TAKE: &str = "local t = redis.call('PTTL', KEYS[1]) \
 const RELEASE: &str = "local v = redis.pcall('GET', KEYS[1]) \
      if v == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
-const SADD: &str = "local n = redis.call('SADD', KEYS[1], ARGV[1]) \
+/// The pending set's scripts. A key of another type there (written by
+/// anyone who can reach the server) is deleted and the set starts afresh,
+/// so it never stops deliveries.
+const SADD: &str = "local n = redis.pcall('SADD', KEYS[1], ARGV[1]) \
+     if type(n) == 'table' and n.err then redis.call('DEL', KEYS[1]) \
+     n = redis.call('SADD', KEYS[1], ARGV[1]) end \
      redis.call('PEXPIRE', KEYS[1], ARGV[2]) return n";
-const SREM: &str = "return redis.call('SREM', KEYS[1], ARGV[1])";
-const SCARD: &str = "return redis.call('SCARD', KEYS[1])";
-const SRANDMEMBER: &str = "return redis.call('SRANDMEMBER', KEYS[1], ARGV[1])";
+const SREM: &str = "local n = redis.pcall('SREM', KEYS[1], ARGV[1]) \
+     if type(n) == 'table' and n.err then redis.call('DEL', KEYS[1]) return 0 end return n";
+const SCARD: &str = "local n = redis.pcall('SCARD', KEYS[1]) \
+     if type(n) == 'table' and n.err then redis.call('DEL', KEYS[1]) return 0 end return n";
+const SRANDMEMBER: &str = "local m = redis.pcall('SRANDMEMBER', KEYS[1], ARGV[1]) \
+     if type(m) == 'table' and m.err then redis.call('DEL', KEYS[1]) return {} end return m";
 
 pub struct RedisOutbox {
     tier: SharedTier,

@@ -239,3 +239,93 @@ fn bytes_of(value: rusqlite::types::Value) -> Option<Vec<u8>> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("sbapi-outbox-{}-{name}.sqlite", std::process::id()));
+        for side in ["", "-wal", "-shm"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(side);
+            let _ = std::fs::remove_file(std::path::PathBuf::from(p));
+        }
+        path
+    }
+
+    fn delivery(id: char) -> Delivery {
+        Delivery {
+            id: format!("msg_{}", id.to_string().repeat(32)),
+            job: "trip".into(),
+            body: "{}".into(),
+            attempts: 0,
+            next_at_ms: 0,
+            created_ms: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn foreign_rows_are_deleted_and_tables_of_another_shape_made_afresh() {
+        let path = temp("foreign");
+        {
+            let conn = Connection::open(&path).expect("a file");
+            conn.execute_batch("CREATE TABLE watch_deliveries (x INTEGER);")
+                .expect("a table of another shape");
+        }
+        let outbox = SqliteOutbox::open(&path).expect("made afresh");
+        assert!(outbox.add(&delivery('a')).await.expect("stored"));
+        assert!(
+            !outbox.add(&delivery('a')).await.expect("once"),
+            "one per id"
+        );
+        {
+            let conn = Connection::open(&path).expect("the same file");
+            let bad: [(&dyn rusqlite::ToSql, &dyn rusqlite::ToSql); 4] = [
+                (&"msg_x", &"not json"),
+                (&42, &vec![0u8, 1, 2]),
+                (
+                    &format!("msg_{}", "b".repeat(32)),
+                    &serde_json::to_string(&delivery('c')).unwrap(),
+                ),
+                (&format!("msg_{}", "d".repeat(32)), &1.5),
+            ];
+            for (id, value) in bad {
+                conn.execute(
+                    "INSERT INTO watch_deliveries (id, value) VALUES (?1, ?2)",
+                    params![id, value],
+                )
+                .expect("a foreign row");
+            }
+            conn.execute(
+                "INSERT INTO watch_state (job, board, value) VALUES ('trip', 'b', x'00ff')",
+                [],
+            )
+            .expect("a foreign state");
+        }
+        let pending = outbox.pending(100).await.expect("read");
+        assert_eq!(pending, vec![delivery('a')]);
+        assert_eq!(outbox.count().await, Ok(1), "the foreign rows are gone");
+        assert_eq!(outbox.state("trip", "b").await, Ok(None));
+        let state = JobState {
+            version: "0".repeat(32),
+            seq: 3,
+            last_run_ms: 1,
+            last_change_ms: Some(1),
+        };
+        outbox.set_state("trip", "b", &state).await.expect("stored");
+        assert_eq!(outbox.state("trip", "b").await, Ok(Some(state)));
+        // Reopened (a restart): what was pending is still there.
+        drop(outbox);
+        let outbox = SqliteOutbox::open(&path).expect("reopens");
+        assert_eq!(
+            outbox.get("trip", &delivery('a').id).await,
+            Ok(Some(delivery('a')))
+        );
+        assert_eq!(outbox.get("other", &delivery('a').id).await, Ok(None));
+        outbox.remove(&delivery('a')).await.expect("removed");
+        assert_eq!(outbox.count().await, Ok(0));
+        let _ = std::fs::remove_file(&path);
+    }
+}
