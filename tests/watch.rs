@@ -501,6 +501,30 @@ impl Node {
             .unwrap_or(0.0)
     }
 
+    /// Sends SIGTERM and waits (bounded) for a clean exit that stopped the
+    /// watch jobs.
+    fn stop(mut self) {
+        let pid = i32::try_from(self.child.id()).expect("a pid");
+        // SAFETY: a signal to our own child, by its id.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "no exit after SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success(), "{status:?}");
+        wait_until("the log says the watch jobs stopped", || {
+            self.log
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("watch: stopped"))
+        });
+    }
+
     /// No secret of the job in anything the node logged.
     fn assert_log_is_clean(&self) {
         let log = self.log.lock().unwrap();
@@ -688,6 +712,9 @@ fn a_receiver_that_answers_410_is_given_up_at_once() {
     assert_eq!(receiver.count(), 1, "never retried");
     verify(&receiver.seen()[0]);
     node.assert_log_is_clean();
+    // SIGTERM: the watch service stops with the server, and the process
+    // exits cleanly.
+    node.stop();
 }
 
 #[test]
