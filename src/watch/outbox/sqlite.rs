@@ -46,7 +46,9 @@ impl SqliteOutbox {
         conn.busy_timeout(Duration::from_secs(5))
             .map_err(|e| e.to_string())?;
         let _ = conn.pragma_update(None, "journal_mode", "WAL");
-        let _ = conn.pragma_update(None, "synchronous", "NORMAL");
+        // FULL on this connection: a queued delivery survives a power cut
+        // too, not only a crash of the process (writes here are rare).
+        let _ = conn.pragma_update(None, "synchronous", "FULL");
         conn.execute_batch(SCHEMA).map_err(|e| e.to_string())?;
         if conn.execute_batch(PROBE).is_err() {
             log::warn!("watch: the SQLite file held watch tables of another shape; made afresh");
