@@ -244,8 +244,13 @@ fn listeners(settings: &Settings) -> String {
         .collect();
     let mut line = format!("listening: the API on {} ({protocols})", api.join(", "));
     if let Some(m) = server.metrics_listen {
+        let watch = if settings.api.watch.jobs.is_empty() {
+            ""
+        } else {
+            ", /watch"
+        };
         line.push_str(&format!(
-            "; the operator listener on http://{m} (/metrics, /healthz, /readyz, /watch)"
+            "; the operator listener on http://{m} (/metrics, /healthz, /readyz{watch})"
         ));
     }
     line
