@@ -81,7 +81,9 @@ impl Watches {
         if let Some(state) = &state {
             let most = u64::try_from((job.settings.every * 4 / 5).as_millis()).unwrap_or(u64::MAX);
             if scheduled && now.saturating_sub(state.last_run_ms) < most {
+                // What the node that ran it recorded.
                 job.update(|s| {
+                    s.last_run = Some(rfc3339(state.last_run_ms));
                     s.last_version = Some(state.version.clone());
                     s.last_change = state.last_change_ms.map(rfc3339);
                 });

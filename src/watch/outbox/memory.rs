@@ -84,3 +84,36 @@ impl Memory {
         self.leases.release(lease);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivery(id: char, job: &str) -> Delivery {
+        Delivery {
+            id: format!("msg_{}", id.to_string().repeat(32)),
+            job: job.into(),
+            body: "{}".into(),
+            attempts: 0,
+            next_at_ms: 0,
+            created_ms: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_delivery_is_kept_once_until_removed() {
+        let memory = Memory::default();
+        assert_eq!(memory.add(&delivery('a', "j")).await, Ok(true));
+        assert_eq!(memory.add(&delivery('a', "j")).await, Ok(false));
+        assert_eq!(memory.count().await, Ok(1));
+        let mut d = delivery('a', "j");
+        d.attempts = 2;
+        memory.update(&d).await.expect("updated");
+        assert_eq!(memory.get("j", &d.id).await, Ok(Some(d.clone())));
+        assert_eq!(memory.get("other", &d.id).await, Ok(None));
+        assert_eq!(memory.pending(10).await, Ok(vec![d.clone()]));
+        memory.remove(&d).await.expect("removed");
+        assert_eq!(memory.count().await, Ok(0));
+        assert_eq!(memory.state("j", "b").await, Ok(None));
+    }
+}
