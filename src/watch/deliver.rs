@@ -46,7 +46,7 @@ impl Watches {
     /// One scan: attempts every due delivery (at most [`CONCURRENT`] at
     /// once); returns how long to wait for the next due one.
     async fn scan(self: &Arc<Self>) -> Result<Duration, Unavailable> {
-        let pending = self.outbox.pending(SCAN).await?;
+        let mut pending = self.outbox.pending(SCAN).await?;
         let mut by_job: HashMap<String, usize> = HashMap::new();
         for d in &pending {
             *by_job.entry(d.job.clone()).or_default() += 1;
@@ -56,6 +56,15 @@ impl Watches {
         let now = now_ms();
         let mut next = IDLE_SCAN;
         let mut due = Vec::new();
+        {
+            let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+            holds.retain(|id, _| pending.iter().any(|d| d.id == *id));
+            for d in &mut pending {
+                if let Some(&at) = holds.get(&d.id) {
+                    d.next_at_ms = d.next_at_ms.max(at);
+                }
+            }
+        }
         for d in pending {
             if d.next_at_ms <= now {
                 due.push(d);
@@ -101,6 +110,12 @@ impl Watches {
         made
     }
 
+    /// Holds `d` back on this node until `at` (ms since the epoch).
+    fn hold(&self, d: &Delivery, at: u64) {
+        let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        holds.insert(d.id.clone(), at);
+    }
+
     async fn attempt_leased(&self, mut d: Delivery) {
         let Some(job) = self.job(&d.job).cloned() else {
             log::warn!(
@@ -125,7 +140,11 @@ impl Watches {
                     d.id,
                     d.attempts
                 );
-                let _ = self.outbox.remove(&d).await;
+                if self.outbox.remove(&d).await.is_err() {
+                    // Delivered; made again (at least once) only if the
+                    // store still lists it a minute from now.
+                    self.hold(&d, now_ms() + 60_000);
+                }
                 metrics::delivery("delivered");
                 job.update(|s| s.last_error = None);
             }
@@ -137,7 +156,9 @@ impl Watches {
                     d.attempts,
                     wait.as_millis()
                 );
-                d.next_at_ms = now_ms() + u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                d.next_at_ms =
+                    now_ms().saturating_add(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
+                self.hold(&d, d.next_at_ms);
                 let _ = self.outbox.update(&d).await;
                 metrics::delivery("retried");
                 job.update(|s| s.last_error = Some(format!("delivery {}: {why}", d.id)));
@@ -148,7 +169,9 @@ impl Watches {
                     d.id,
                     d.attempts
                 );
-                let _ = self.outbox.remove(&d).await;
+                if self.outbox.remove(&d).await.is_err() {
+                    self.hold(&d, now_ms() + 60_000);
+                }
                 metrics::delivery("failed");
                 job.update(|s| s.last_error = Some(format!("delivery {} given up: {why}", d.id)));
             }

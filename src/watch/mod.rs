@@ -66,6 +66,10 @@ pub struct Watches {
     sender: http::Sender,
     /// Wakes the delivery loop when a run queued a delivery.
     queued: Notify,
+    /// When this node attempts each delivery next, whatever the store says:
+    /// a store that failed to take an attempt's outcome must not make the
+    /// next scan hammer the receiver. Only ids still pending are kept.
+    holds: Mutex<HashMap<String, u64>>,
 }
 
 impl Watches {
@@ -138,6 +142,7 @@ impl Watches {
             outbox,
             sender: http::Sender::default(),
             queued: Notify::new(),
+            holds: Mutex::new(HashMap::new()),
         })))
     }
 
