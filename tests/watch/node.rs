@@ -66,7 +66,7 @@ impl Node {
         let conf = dir.join(format!("node-{}.yaml", main.port()));
         let text = format!(
             "version: 1\nthreads: 2\npid_file: {dir}/pid\nupgrade_sock: {sock}\n\
-             grace_period_seconds: 0\ngraceful_shutdown_timeout_seconds: 1\n\
+             grace_period_seconds: 0\ngraceful_shutdown_timeout_seconds: 10\n\
              board_api:\n  provider:\n    origin: {origin}\n{api}\
              \n  watch:\n    jobs:\n      - id: trip\n        url_env: SBAPI_TEST_WATCH_LINK\n\
              \x20       every: 10s\n        max_attempts: {max_attempts}\n        webhook:\n\
