@@ -314,6 +314,16 @@ fn a_receiver_that_answers_410_is_given_up_at_once() {
     assert_eq!(receiver.count(), 1, "never retried");
     verify(&receiver.seen()[0]);
     node.assert_log_is_clean();
+    // The operator routes: an unknown job, a wrong method.
+    assert_eq!(
+        request(node.metrics, "POST", "/watch/nope/run", &[]).status,
+        404
+    );
+    assert_eq!(
+        request(node.metrics, "GET", "/watch/trip/run", &[]).status,
+        405
+    );
+    assert_eq!(request(node.metrics, "POST", "/watch", &[]).status, 405);
     // SIGTERM: the watch service stops with the server, and the process
     // exits cleanly.
     node.stop();
