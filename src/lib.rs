@@ -84,6 +84,7 @@ mod pipeline;
 mod provider;
 mod select;
 mod store;
+mod watch;
 
 pub use api::respond::{ApiResponse, Served};
 pub use api::{BoardApi, RequestParts};

@@ -12,6 +12,16 @@ fn run(args: &[&str]) -> (i32, String) {
             "SBAPI_FLEET_KEY",
             "a fleet key for the tests, 32 bytes or more",
         )
+        // conf/watch.yaml reads its job's link, receiver and secret so.
+        .env(
+            "SBAPI_WATCH_LINK",
+            "https://app.milanote.com/1W3ZZU1Qvua02H/demo?p=demo",
+        )
+        .env("SBAPI_WATCH_URL", "https://hooks.example.com/milanote")
+        .env(
+            "SBAPI_WATCH_SECRET",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        )
         .output()
         .expect("binary runs");
     let text =
@@ -25,6 +35,7 @@ fn dash_t_accepts_every_shipped_config() {
         "conf/gateway.yaml",
         "conf/demo.yaml",
         "conf/fleet.yaml",
+        "conf/watch.yaml",
         "deploy/container.yaml",
     ] {
         let (code, text) = run(&["-t", "-c", conf]);

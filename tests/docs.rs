@@ -171,6 +171,16 @@ const ENV: &[(&str, &str)] = &[
         "SBAPI_FLEET_KEY_OLD",
         "the example fleet key before the rotation, 32+",
     ),
+    // A watch job's link, receiver and signing secret (docs/changes.md).
+    (
+        "SBAPI_WATCH_LINK",
+        "https://app.milanote.com/1W3ZZU1Qvua02H/demo?p=demo",
+    ),
+    ("SBAPI_WATCH_URL", "https://hooks.example.com/milanote"),
+    (
+        "SBAPI_WATCH_SECRET",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    ),
 ];
 
 /// Runs `-t` on `yaml`; its exit code and output.

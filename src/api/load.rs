@@ -43,3 +43,34 @@ impl BoardApi {
         Ok((doc, source))
     }
 }
+
+impl BoardApi {
+    /// The board behind `link` as a watch run loads it: through the same
+    /// path as `/api/detail` (cache, coalescing, fleet tier, limits), full.
+    ///
+    /// # Errors
+    /// The load's failure, as the API would answer it (logged once).
+    pub(crate) async fn load_for_watch(
+        &self,
+        link: &ShareLink,
+    ) -> Result<Doc, super::error::ApiError> {
+        let mut served = Served::default();
+        self.load_full(link, &mut served).await.map(|(doc, _)| doc)
+    }
+
+    /// The document kept as `version` of `board_id`, checked; `None` when
+    /// not kept.
+    pub(crate) async fn kept_version(&self, board_id: &str, version: &str) -> Option<Vec<u8>> {
+        self.boards.kept_version(board_id, version).await
+    }
+
+    /// The work pool, for CPU work beside the API's (comparing versions).
+    pub(crate) fn pool(&self) -> &crate::governance::WorkPool {
+        self.boards.pool()
+    }
+
+    /// The share host links must name (`board_api.provider.share_host`).
+    pub(crate) fn share_host(&self) -> &str {
+        &self.share_host
+    }
+}

@@ -19,6 +19,7 @@ mod provider;
 mod rate_limit;
 mod server;
 mod shared;
+mod watch;
 
 use crate::client_addr::TrustedProxies;
 use crate::governance::Limits;
@@ -38,6 +39,8 @@ pub use server::{AccessLogSettings, AccessTarget};
 pub(crate) use server::{ServerConf, ServerSettings};
 use std::net::SocketAddr;
 use std::time::Duration;
+use watch::WatchConf;
+pub use watch::{JobSettings, WatchSettings};
 
 /// A configuration problem, naming the key: what every constructor of this
 /// crate returns, whether the file, a value or a resource a value names (a CA
@@ -121,6 +124,9 @@ pub(crate) struct BoardApiConf {
     /// Kept versions for `{prefix}/changes`; in memory when absent.
     #[serde(default)]
     pub changes: Option<ChangesConf>,
+    /// Watch jobs and their webhooks; none when absent.
+    #[serde(default)]
+    pub watch: Option<WatchConf>,
     /// The standalone binary's own settings; an embedding host ignores them.
     #[serde(default)]
     pub server: Option<ServerConf>,
@@ -147,6 +153,8 @@ pub struct ApiSettings {
     pub(crate) mcp: McpSettings,
     /// Where versions are kept (`board_api.changes`).
     pub(crate) changes: VersionSettings,
+    /// Watch jobs (`board_api.watch`), run by the standalone binary.
+    pub(crate) watch: WatchSettings,
     /// `board_api.server.trusted_proxies`, which a host reads too.
     pub(crate) trusted_proxies: TrustedProxies,
 }
@@ -366,6 +374,8 @@ impl BoardApiConf {
                 c.max_entry_bytes
             });
         let changes = ChangesConf::validate(self.changes, max_document_bytes, shared.is_some())?;
+        let freshest = cache.as_ref().map_or(Duration::ZERO, |c| c.ttl);
+        let watch = WatchConf::validate(self.watch, freshest)?;
         let rate_limit = match &self.rate_limit {
             Some(r) => Some(r.validate()?),
             None => None,
@@ -383,6 +393,7 @@ impl BoardApiConf {
             limits: limits::limits_settings(self.limits)?,
             mcp: McpConf::validate(self.mcp)?,
             changes,
+            watch,
             trusted_proxies: TrustedProxies::none(),
         })
     }

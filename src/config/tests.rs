@@ -372,6 +372,16 @@ fn shipped_configs_are_valid() {
     // conf/fleet.yaml reads its fleet key from the environment, as a node
     // does (CI exports one before `-t`).
     std::env::set_var("SBAPI_FLEET_KEY", "a-fleet-key-of-at-least-32-bytes");
+    // conf/watch.yaml reads its job's link, receiver and secret so too.
+    std::env::set_var(
+        "SBAPI_WATCH_LINK",
+        "https://app.milanote.com/1W3ZZU1Qvua02H/demo?p=demo",
+    );
+    std::env::set_var("SBAPI_WATCH_URL", "https://hooks.example.com/milanote");
+    std::env::set_var(
+        "SBAPI_WATCH_SECRET",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    );
     let root = env!("CARGO_MANIFEST_DIR");
     let mut seen = 0;
     for entry in std::fs::read_dir(format!("{root}/conf")).expect("conf/ exists") {

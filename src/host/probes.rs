@@ -1,6 +1,7 @@
 //! The operator listener (`board_api.server.metrics.listen`): `GET /metrics`
 //! (Pingora's Prometheus exporter, unchanged), the probes `GET /healthz` and
-//! `GET /readyz`, and `404` for every other path.
+//! `GET /readyz`, with watch jobs `GET /watch` and `POST /watch/<id>/run`,
+//! and `404` for every other path.
 //!
 //! Liveness is "the process answers". Readiness follows Pingora's execution
 //! phase: ready once the server runs (configuration valid, listeners bound,
@@ -14,8 +15,10 @@
 //! every change Pingora made before it. The fleet tier plays no part: it is
 //! optional, and its state is a metric (`board_api_fleet_breaker_open`).
 
+use crate::watch::Watches;
 use async_trait::async_trait;
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use http::Method;
 use http::{Response, StatusCode};
 use pingora_core::apps::http_app::{HttpServer, ServeHttp};
 use pingora_core::modules::http::compression::ResponseCompressionBuilder;
@@ -24,7 +27,7 @@ use pingora_core::server::ExecutionPhase;
 use pingora_core::services::listening::Service;
 use pingora_prometheus::PrometheusHttpApp;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast::{error::TryRecvError, Receiver};
 
 const STARTING: u8 = 0;
@@ -89,12 +92,18 @@ impl Readiness {
 pub(crate) struct OperatorApp {
     metrics: PrometheusHttpApp,
     readiness: Readiness,
+    watches: Option<Arc<Watches>>,
 }
 
 #[async_trait]
 impl ServeHttp for OperatorApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
-        match session.req_header().uri.path() {
+        let path = session.req_header().uri.path();
+        if path == "/watch" || path.starts_with("/watch/") {
+            let method = session.req_header().method.clone();
+            return watch(self.watches.as_deref(), &method, path);
+        }
+        match path {
             "/metrics" => self.metrics.response(session).await,
             "/healthz" => text(StatusCode::OK, "ok\n"),
             "/readyz" if self.readiness.ready() => text(StatusCode::OK, "ready\n"),
@@ -105,22 +114,60 @@ impl ServeHttp for OperatorApp {
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<Vec<u8>> {
-    let mut response = Response::new(body.as_bytes().to_vec());
+    answer(
+        status,
+        "text/plain; charset=utf-8",
+        body.as_bytes().to_vec(),
+    )
+}
+
+fn answer(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response<Vec<u8>> {
+    let len = body.len();
+    let mut response = Response::new(body);
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
     response
 }
 
+/// `GET /watch`: each job's state on this node; `POST /watch/<id>/run`: a
+/// run of that job now (`202`), as a scheduled one but for the interval
+/// check (runs of one job never overlap, fleet-wide).
+fn watch(watches: Option<&Watches>, method: &Method, path: &str) -> Response<Vec<u8>> {
+    let Some(watches) = watches else {
+        return text(StatusCode::NOT_FOUND, "no watch jobs\n");
+    };
+    const JSON: &str = "application/json";
+    match (
+        method,
+        path.strip_prefix("/watch/")
+            .and_then(|r| r.strip_suffix("/run")),
+    ) {
+        (&Method::GET | &Method::HEAD, None) if path == "/watch" => {
+            answer(StatusCode::OK, JSON, watches.status())
+        }
+        (&Method::POST, Some(id)) if watches.trigger(id) => {
+            let body = serde_json::json!({ "job": id, "run": "queued" }).to_string();
+            answer(StatusCode::ACCEPTED, JSON, body.into_bytes())
+        }
+        (&Method::POST, Some(_)) => text(StatusCode::NOT_FOUND, "no such job\n"),
+        (_, Some(_)) => text(StatusCode::METHOD_NOT_ALLOWED, "POST only\n"),
+        (_, None) if path == "/watch" => text(StatusCode::METHOD_NOT_ALLOWED, "GET only\n"),
+        _ => text(StatusCode::NOT_FOUND, "not found\n"),
+    }
+}
+
 /// The operator service on `addr`, with gzip as Pingora's exporter has it.
-pub(crate) fn service(addr: &str, readiness: Readiness) -> Service<HttpServer<OperatorApp>> {
+pub(crate) fn service(
+    addr: &str,
+    readiness: Readiness,
+    watches: Option<Arc<Watches>>,
+) -> Service<HttpServer<OperatorApp>> {
     let mut app = HttpServer::new_app(OperatorApp {
         metrics: PrometheusHttpApp,
         readiness,
+        watches,
     });
     app.add_module(ResponseCompressionBuilder::enable(7));
     let mut service = Service::new("Prometheus metric HTTP".to_string(), app);

@@ -5,12 +5,15 @@ use super::access_log::{AccessLog, Entry};
 use super::probes;
 use crate::api::BoardApi;
 use crate::config::{ConfigError, Settings};
+use crate::watch::Watches;
 use async_trait::async_trait;
 use pingora_core::apps::HttpServerOptions;
 use pingora_core::listeners::tls::TlsSettings;
 use pingora_core::modules::http::compression::ResponseCompressionBuilder;
 use pingora_core::modules::http::HttpModules;
 use pingora_core::server::configuration::ServerConf;
+use pingora_core::server::ShutdownWatch;
+use pingora_core::services::background::{background_service, BackgroundService};
 use pingora_core::services::listening::Service;
 use pingora_core::upstreams::peer::HttpPeer;
 use pingora_error::{Error, ErrorType, Result};
@@ -90,17 +93,21 @@ impl ProxyHttp for BoardApiService {
     }
 }
 
-/// The listening service for `settings`: TLS when configured (offering
+/// The API's listening service.
+pub(crate) type ApiService = Service<HttpProxy<BoardApiService>>;
+
+/// The listening service and the watch jobs (if any) for `settings`: TLS when configured (offering
 /// HTTP/2 by ALPN unless `server.http2` is false), cleartext HTTP/2 with
 /// prior knowledge beside HTTP/1.1 with `server.h2c`, and the access log's
 /// writer with `server.access_log`.
 ///
 /// # Errors
-/// The provider client cannot be built, or TLS files cannot be loaded.
+/// The provider client cannot be built, TLS files cannot be loaded, a
+/// watch job's link is not a share link or its store cannot be opened.
 pub(crate) fn service(
     conf: &Arc<ServerConf>,
     settings: &Settings,
-) -> Result<Service<HttpProxy<BoardApiService>>, ConfigError> {
+) -> Result<(ApiService, Option<Arc<Watches>>), ConfigError> {
     let api = Arc::new(
         BoardApi::new(&settings.api)?
             .answer_all_paths()
@@ -108,6 +115,9 @@ pub(crate) fn service(
             .compress_renders(settings.server.compression_level > 0)
             .trust_proxies(settings.server.trusted_proxies.clone()),
     );
+    // The watch jobs load boards through the same API value (its cache,
+    // coalescing, fleet tier and limits).
+    let watches = Watches::new(Arc::clone(&api), &settings.api)?;
     let server = &settings.server;
     let mut app = BoardApiService::new(api, server.compression_level);
     app.access_log = match &server.access_log {
@@ -150,7 +160,18 @@ pub(crate) fn service(
             None => service.add_tcp(&addr),
         }
     }
-    Ok(service)
+    Ok((service, watches))
+}
+
+/// The watch jobs as a Pingora background service: they run until the
+/// server shuts down; what is pending then stays stored.
+struct WatchService(Arc<Watches>);
+
+#[async_trait]
+impl BackgroundService for WatchService {
+    async fn start(&self, shutdown: ShutdownWatch) {
+        Arc::clone(&self.0).run(shutdown).await;
+    }
 }
 
 /// Adds the standalone board API to a bootstrapped Pingora `server`: one
@@ -162,7 +183,9 @@ pub(crate) fn service(
 /// turns it off) and an access log with `server.access_log: true`; and the
 /// operator listener on `server.metrics.listen` when set (default none):
 /// `/metrics`, `/healthz`, and `/readyz`, which follows `server`'s execution
-/// phase. Nothing listens until the server runs. Returns the handles of
+/// phase, and with watch jobs (`board_api.watch.jobs`) `GET /watch` and
+/// `POST /watch/<id>/run`; the watch jobs as a background service.
+/// Nothing listens until the server runs. Returns the handles of
 /// the listening services, so that a server bootstrapped as a service
 /// (`Server::bootstrap_as_a_service`, as the binary is) can make them wait
 /// for it.
@@ -187,11 +210,15 @@ pub fn add_services(
     server: &mut pingora_core::server::Server,
     settings: &Settings,
 ) -> Result<Vec<pingora_core::services::ServiceHandle>, ConfigError> {
-    let api = service(&server.configuration, settings)?;
+    let (api, watches) = service(&server.configuration, settings)?;
     let mut handles = vec![server.add_service(api)];
     if let Some(addr) = settings.server.metrics_listen {
         let readiness = probes::Readiness::new(server.watch_execution_phase());
-        handles.push(server.add_service(probes::service(&addr.to_string(), readiness)));
+        let operator = probes::service(&addr.to_string(), readiness, watches.clone());
+        handles.push(server.add_service(operator));
+    }
+    if let Some(watches) = watches {
+        server.add_service(background_service("watch jobs", WatchService(watches)));
     }
     log::info!("{}", listeners(settings));
     Ok(handles)
@@ -217,8 +244,13 @@ fn listeners(settings: &Settings) -> String {
         .collect();
     let mut line = format!("listening: the API on {} ({protocols})", api.join(", "));
     if let Some(m) = server.metrics_listen {
+        let watch = if settings.api.watch.jobs.is_empty() {
+            ""
+        } else {
+            ", /watch"
+        };
         line.push_str(&format!(
-            "; the operator listener on http://{m} (/metrics, /healthz, /readyz)"
+            "; the operator listener on http://{m} (/metrics, /healthz, /readyz{watch})"
         ));
     }
     line

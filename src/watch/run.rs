@@ -1,0 +1,293 @@
+//! One run of a watch job: under the job's run lease, read the job's last
+//! version of the board, load the board as `/api/detail` does, and when
+//! its version differs, queue one delivery of what changed (compared as
+//! `/changes` compares, on the work pool) before recording the new
+//! version. A crash between the two queues the same delivery again under
+//! the same id, which the outbox stores once.
+
+use super::outbox::{Delivery, JobState, Unavailable, MAX_BODY};
+use super::{metrics, now_ms, rfc3339, Job, Watches};
+use crate::pipeline::changes::{self, Changes};
+use std::time::Duration;
+
+/// How long a run's lease lives: a load's deadline and the store's calls
+/// fit well within it; a node that dies mid-run frees the job after it.
+const RUN_LEASE: Duration = Duration::from_secs(120);
+
+/// Entries listed at most per kind in one payload (then `truncated`).
+const MAX_ENTRIES: usize = 1000;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The first version of this board the job saw: recorded.
+    First,
+    Unchanged,
+    /// A delivery was queued.
+    Changed,
+    /// Another node ran the job within this interval, or runs it now.
+    Skipped,
+    Failed,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::First => "first",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Changed => "changed",
+            Outcome::Skipped => "skipped",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+impl Watches {
+    /// Runs `job` once, unless another run of it holds the lease; a
+    /// `scheduled` run is also skipped when a node ran the job less than
+    /// most of an interval ago (a fleet runs each job once per interval).
+    pub(super) async fn run_job(&self, job: &Job, scheduled: bool) -> Outcome {
+        let id = job.settings.id.as_str();
+        let Some(lease) = self.outbox.lease(&format!("run:{id}"), RUN_LEASE).await else {
+            log::debug!("watch {id}: a run is in progress elsewhere");
+            return Outcome::Skipped;
+        };
+        let result = self.run_leased(job, scheduled).await;
+        self.outbox.release(&lease).await;
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(why) => {
+                log::warn!("watch {id}: run failed: {why}");
+                job.update(|s| s.last_error = Some(format!("run: {why}")));
+                Outcome::Failed
+            }
+        };
+        if outcome != Outcome::Skipped {
+            metrics::run(id, outcome.name());
+            job.update(|s| {
+                s.last_run = Some(rfc3339(now_ms()));
+                s.last_outcome = Some(outcome.name());
+            });
+        }
+        outcome
+    }
+
+    async fn run_leased(&self, job: &Job, scheduled: bool) -> Result<Outcome, String> {
+        let id = job.settings.id.as_str();
+        let board = job.link.board_id.as_str();
+        let unavailable = |_: Unavailable| "the watch store did not answer".to_owned();
+        let state = self.outbox.state(id, board).await.map_err(unavailable)?;
+        let now = now_ms();
+        if let Some(state) = &state {
+            let most = u64::try_from((job.settings.every * 4 / 5).as_millis()).unwrap_or(u64::MAX);
+            if scheduled && now.saturating_sub(state.last_run_ms) < most {
+                // What the node that ran it recorded.
+                job.update(|s| {
+                    s.last_run = Some(rfc3339(state.last_run_ms));
+                    s.last_version = Some(state.version.clone());
+                    s.last_change = state.last_change_ms.map(rfc3339);
+                });
+                return Ok(Outcome::Skipped);
+            }
+        }
+        let doc = self
+            .api
+            .load_for_watch(&job.link)
+            .await
+            .map_err(|e| format!("loading board {board}: {}", e.code()))?;
+        let Some(version) = doc.board.version().map(str::to_owned) else {
+            return Err(format!("board {board}: a document without a version"));
+        };
+        let (outcome, next) = match state {
+            None => (
+                Outcome::First,
+                JobState {
+                    version: version.clone(),
+                    seq: 0,
+                    last_run_ms: now,
+                    last_change_ms: None,
+                },
+            ),
+            Some(state) if state.version == version => (
+                Outcome::Unchanged,
+                JobState {
+                    last_run_ms: now,
+                    ..state
+                },
+            ),
+            Some(state) => {
+                let seq = state.seq + 1;
+                let body = self
+                    .payload(job, &state.version, &version, &doc.board, now)
+                    .await?;
+                let delivery = Delivery {
+                    id: delivery_id(id, board, seq, &state.version, &version),
+                    job: id.to_owned(),
+                    body,
+                    attempts: 0,
+                    next_at_ms: now,
+                    created_ms: now,
+                };
+                // Stored before the version moves on, and before any attempt.
+                let added = self.outbox.add(&delivery).await.map_err(unavailable)?;
+                if !added && self.outbox.count().await.unwrap_or(0) >= super::outbox::MAX_PENDING {
+                    metrics::delivery("dropped");
+                    log::warn!(
+                        "watch {id}: the outbox is full; the change to {version} is not delivered"
+                    );
+                }
+                self.queued.notify_one();
+                (
+                    Outcome::Changed,
+                    JobState {
+                        version: version.clone(),
+                        seq,
+                        last_run_ms: now,
+                        last_change_ms: Some(now),
+                    },
+                )
+            }
+        };
+        self.outbox
+            .set_state(id, board, &next)
+            .await
+            .map_err(unavailable)?;
+        job.update(|s| {
+            s.last_version = Some(next.version.clone());
+            s.last_change = next.last_change_ms.map(rfc3339);
+            s.last_error = None;
+        });
+        Ok(outcome)
+    }
+
+    /// The delivery body: what changed from `from` to `to`. When `from` is
+    /// no longer kept the lists are empty and `complete` is false.
+    async fn payload(
+        &self,
+        job: &Job,
+        from: &str,
+        to: &str,
+        board: &std::sync::Arc<crate::pipeline::LoadedBoard>,
+        now: u64,
+    ) -> Result<String, String> {
+        let board_id = job.link.board_id.clone();
+        let older = self.api.kept_version(&board_id, from).await;
+        let (newer, from_owned, to_owned) =
+            (std::sync::Arc::clone(board), from.to_owned(), to.to_owned());
+        let id = job.settings.id.clone();
+        self.api
+            .pool()
+            .run(move || {
+                let compared = older.and_then(|older| {
+                    changes::compare(&older, &from_owned, newer.document_json(), &to_owned)
+                        .ok()
+                        .filter(|c| c.board_id == board_id)
+                });
+                let changes = compared.unwrap_or_else(|| {
+                    let mut none = Changes::none(&board_id, &from_owned, false);
+                    none.to = to_owned.clone();
+                    none
+                });
+                body(&id, changes, now)
+            })
+            .await
+            .map_err(|e| format!("comparing versions: {e}"))?
+    }
+}
+
+/// The JSON body of a `board.changed` event, at most [`MAX_BODY`] bytes.
+pub fn body(job: &str, mut changes: Changes, now: u64) -> Result<String, String> {
+    let mut truncated = false;
+    for list in [
+        &mut changes.added,
+        &mut changes.removed,
+        &mut changes.changed,
+        &mut changes.moved,
+    ] {
+        if list.len() > MAX_ENTRIES {
+            list.truncate(MAX_ENTRIES);
+            truncated = true;
+        }
+    }
+    let make = |changes: &Changes, truncated: bool| -> Result<String, String> {
+        let mut data = serde_json::to_value(changes).map_err(|e| e.to_string())?;
+        if let Some(map) = data.as_object_mut() {
+            let mut with_job = serde_json::Map::with_capacity(map.len() + 2);
+            with_job.insert("job".into(), job.into());
+            with_job.append(map);
+            if truncated {
+                with_job.insert("truncated".into(), true.into());
+            }
+            data = with_job.into();
+        }
+        let event = serde_json::json!({
+            "type": "board.changed",
+            "timestamp": rfc3339(now),
+            "data": data,
+        });
+        serde_json::to_string(&event).map_err(|e| e.to_string())
+    };
+    let text = make(&changes, truncated)?;
+    if text.len() <= MAX_BODY {
+        return Ok(text);
+    }
+    for list in [
+        &mut changes.added,
+        &mut changes.removed,
+        &mut changes.changed,
+        &mut changes.moved,
+    ] {
+        list.clear();
+    }
+    make(&changes, true)
+}
+
+/// A delivery's `webhook-id`: the same for the same change of the same
+/// job's board, whichever node or run queues it.
+pub fn delivery_id(job: &str, board: &str, seq: u64, from: &str, to: &str) -> String {
+    let text = format!("{job}\n{board}\n{seq}\n{from}\n{to}");
+    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    format!("msg_{}", super::outbox::hex(&digest.as_ref()[..16]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_names_the_job_and_holds_no_more_than_its_bound() {
+        let mut changes = Changes::none("b1", "0".repeat(32).as_str(), true);
+        changes.to = "1".repeat(32);
+        let text = body("trip", changes.clone(), 0).expect("json");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(v["type"], "board.changed");
+        assert_eq!(v["timestamp"], "1970-01-01T00:00:00.000Z");
+        assert_eq!(v["data"]["job"], "trip");
+        assert_eq!(v["data"]["boardId"], "b1");
+        assert_eq!(v["data"]["to"], "1".repeat(32));
+        assert!(v["data"].get("truncated").is_none());
+        let entry = changes::Entry {
+            id: "e".into(),
+            kind: "note".into(),
+            title: "x".repeat(1000),
+            path: vec![],
+            fields: None,
+            from: None,
+            to: None,
+        };
+        changes.added = vec![entry; 5000];
+        let text = body("trip", changes, 0).expect("json");
+        assert!(text.len() <= MAX_BODY);
+        let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(v["data"]["truncated"], true);
+    }
+
+    #[test]
+    fn delivery_ids_are_stable_and_distinct() {
+        let a = delivery_id("j", "b", 1, "x", "y");
+        assert_eq!(a, delivery_id("j", "b", 1, "x", "y"));
+        assert_eq!(a.len(), 36);
+        assert_ne!(a, delivery_id("j", "b", 2, "x", "y"));
+        assert_ne!(a, delivery_id("k", "b", 1, "x", "y"));
+    }
+}

@@ -1,0 +1,190 @@
+//! One node of tests/watch.rs: the real binary as a child process, its
+//! listeners bound to port 0 here and handed over through Pingora's upgrade
+//! socket, its stderr kept.
+
+use super::common::request;
+use super::receiver::Receiver;
+use super::{secret, share_link, wait_until, HOOK_TOKEN, PERMISSION};
+use pingora_core::server::Fds;
+use serde_json::Value;
+use shared_board_api::demo::SampleUpstream;
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+static DIRS: AtomicU64 = AtomicU64::new(0);
+
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "sba-watch-{}-{tag}-{}",
+        std::process::id(),
+        DIRS.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    dir
+}
+
+/// The real binary as one node: its API and operator listeners bound here
+/// and handed over; its stderr kept.
+pub struct Node {
+    pub child: Child,
+    pub metrics: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Node {
+    /// Starts a node in `dir` with `store` lines under `board_api` (the
+    /// kept versions' store and anything beside it).
+    pub fn start(
+        dir: &Path,
+        upstream: &SampleUpstream,
+        receiver: &Receiver,
+        api: &str,
+        max_attempts: u32,
+    ) -> Node {
+        let listeners: Vec<TcpListener> = (0..2)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
+            .collect();
+        let (main, metrics) = (
+            listeners[0].local_addr().unwrap(),
+            listeners[1].local_addr().unwrap(),
+        );
+        let sock = dir.join(format!("upgrade-{}.sock", main.port()));
+        let conf = dir.join(format!("node-{}.yaml", main.port()));
+        let text = format!(
+            "version: 1\nthreads: 2\npid_file: {dir}/pid\nupgrade_sock: {sock}\n\
+             grace_period_seconds: 0\ngraceful_shutdown_timeout_seconds: 10\n\
+             board_api:\n  provider:\n    origin: {origin}\n{api}\
+             \n  watch:\n    jobs:\n      - id: trip\n        url_env: SBAPI_TEST_WATCH_LINK\n\
+             \x20       every: 10s\n        max_attempts: {max_attempts}\n        webhook:\n\
+             \x20         url_env: SBAPI_TEST_WATCH_URL\n          secret_env: SBAPI_TEST_WATCH_SECRET\n\
+             \x20 server:\n    listen: [\"{main}\"]\n    metrics:\n      listen: \"{metrics}\"\n",
+            dir = dir.display(),
+            sock = sock.display(),
+            origin = upstream.origin(),
+        );
+        std::fs::write(&conf, text).expect("write the configuration");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shared-board-api"))
+            .arg("-u")
+            .arg("-c")
+            .arg(&conf)
+            .env("RUST_LOG", "info")
+            .env("SBAPI_TEST_WATCH_LINK", share_link())
+            .env("SBAPI_TEST_WATCH_URL", receiver.url())
+            .env("SBAPI_TEST_WATCH_SECRET", secret())
+            .env("SBAPI_TEST_FLEET_KEY", "test-fleet-key-0123456789abcdef!")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the binary");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().expect("stderr");
+        let lines = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !sock.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "no upgrade socket: {:?}",
+                log.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let mut fds = Fds::new();
+        for l in &listeners {
+            l.set_nonblocking(true).expect("non-blocking");
+            fds.add(l.local_addr().unwrap().to_string(), l.as_raw_fd());
+        }
+        fds.send_to_sock(sock.to_string_lossy().as_ref())
+            .expect("hand the listeners over");
+        let node = Node {
+            child,
+            metrics,
+            log,
+        };
+        wait_until("the operator listener answers /readyz", || {
+            std::net::TcpStream::connect(metrics).is_ok()
+                && request(metrics, "GET", "/readyz", &[]).status == 200
+        });
+        node
+    }
+
+    /// The job's entry of `GET /watch`.
+    pub fn job(&self) -> Value {
+        let r = request(self.metrics, "GET", "/watch", &[]);
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        r.json()["jobs"][0].clone()
+    }
+
+    pub fn run_now(&self) {
+        let r = request(self.metrics, "POST", "/watch/trip/run", &[]);
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    }
+
+    pub fn metric(&self, line_start: &str) -> f64 {
+        let r = request(
+            self.metrics,
+            "GET",
+            "/metrics",
+            &[("Accept-Encoding", "identity")],
+        );
+        String::from_utf8_lossy(&r.body)
+            .lines()
+            .find(|l| l.starts_with(line_start))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    /// Sends SIGTERM and waits (bounded) for a clean exit that stopped the
+    /// watch jobs.
+    pub fn stop(mut self) {
+        let pid = i32::try_from(self.child.id()).expect("a pid");
+        // SAFETY: a signal to our own child, by its id.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "no exit after SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success(), "{status:?}");
+        wait_until("the log says the watch jobs stopped", || {
+            self.log
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("watch: stopped"))
+        });
+    }
+
+    /// No secret of the job in anything the node logged.
+    pub fn assert_log_is_clean(&self) {
+        let log = self.log.lock().unwrap();
+        for line in log.iter() {
+            for secret in [PERMISSION, HOOK_TOKEN, "/hooks/in", "whsec_"] {
+                assert!(!line.contains(secret), "{secret} logged: {line}");
+            }
+        }
+    }
+}
