@@ -26,7 +26,6 @@ pub mod markdown;
 use flat::{Element, Flat};
 use serde::Serialize;
 
-#[cfg(any(test, feature = "internals"))]
 pub use flat::Unreadable;
 
 /// The changes from one version of a board to another.
@@ -105,7 +104,6 @@ impl Changes {
 ///
 /// # Errors
 /// [`Unreadable`] when either is not a board document.
-#[cfg(any(test, feature = "internals"))]
 pub fn compare(older: &[u8], from: &str, newer: &[u8], to: &str) -> Result<Changes, Unreadable> {
     let old = flat::read(older)?;
     let new = flat::read(newer)?;

@@ -80,7 +80,7 @@ impl RedisOutbox {
             error_ttl: Duration::from_secs(1),
         };
         Ok(RedisOutbox {
-            tier: SharedTier::new(settings.clone(), limits)?,
+            tier: SharedTier::new(settings.clone(), limits, None)?,
         })
     }
 
