@@ -128,9 +128,9 @@ where
         budget
     }
 
-    /// Report bytes, entries and evictions to the API's cache gauges.
-    pub(crate) fn reporting(mut self, metrics: Metrics) -> Self {
-        self.metrics = Some(metrics);
+    /// Report bytes, entries and evictions to the API's cache gauges, if any.
+    pub(crate) fn reporting(mut self, metrics: Option<Metrics>) -> Self {
+        self.metrics = metrics;
         self
     }
 

@@ -204,27 +204,14 @@ pub struct Boards {
     inner: Arc<Inner>,
 }
 
-/// Aborts the task when dropped: the caller of an uncached load went away.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Bytes a render entry costs beside its body: key, ETag, bookkeeping.
 const RENDER_OVERHEAD: usize = 256;
 
 impl Boards {
-    /// `cache: None` turns caching and coalescing off (every request
-    /// loads); `shared` adds the fleet tier below the process cache (it
-    /// needs the cache on, and the `fleet` feature).
+    /// [`Boards::reporting`] to no metrics, for the tests and benches.
     ///
     /// # Errors
-    /// The pool's threads could not be started, the provider client could
-    /// not be built (e.g. an unreadable `ca_file`), or the fleet tier was
-    /// asked for without the process cache or the `fleet` feature.
+    /// As [`Boards::reporting`].
     #[cfg(any(test, feature = "internals"))]
     pub fn new(
         provider: ProviderSettings,
@@ -236,11 +223,15 @@ impl Boards {
         Self::reporting(provider, provider_name, cache, shared, limits, None)
     }
 
-    /// As [`Boards::new`], reporting the cache, pool, cold loads and fleet
-    /// tier to the API's `metrics`.
+    /// `cache: None` turns caching and coalescing off (every request
+    /// loads); `shared` adds the fleet tier below the process cache (it
+    /// needs the cache on, and the `fleet` feature). The cache, pool, cold
+    /// loads and fleet tier report to the API's `metrics`.
     ///
     /// # Errors
-    /// As [`Boards::new`].
+    /// The pool's threads could not be started, the provider client could
+    /// not be built (e.g. an unreadable `ca_file`), or the fleet tier was
+    /// asked for without the process cache or the `fleet` feature.
     pub(crate) fn reporting(
         provider: ProviderSettings,
         provider_name: String,
@@ -275,11 +266,8 @@ impl Boards {
         };
         let loader = Loader::new(provider, provider_name, limits, pace, metrics.clone())?;
         let cache = cache.map(|settings| Cached {
-            budget: match &metrics {
-                Some(m) => Budget::new(settings.budget_bytes, settings.max_entry_bytes)
-                    .reporting(m.clone()),
-                None => Budget::new(settings.budget_bytes, settings.max_entry_bytes),
-            },
+            budget: Budget::new(settings.budget_bytes, settings.max_entry_bytes)
+                .reporting(metrics.clone()),
             failures: Budget::counted(settings.max_error_entries),
             loads: Coalescer::default(),
             settings,
@@ -313,7 +301,7 @@ impl Boards {
             let (b, p) = (board_id.to_owned(), permission_id.to_owned());
             // In a task of its own, as with the cache, and stopped the same
             // way: its only caller gone, nobody waits for it.
-            let mut task = AbortOnDrop(tokio::spawn(async move {
+            let mut task = coalesce::AbortOnDrop(tokio::spawn(async move {
                 let deadline = inner.loader.deadline();
                 inner.loader.load(&b, &p, coverage, deadline).await
             }));
