@@ -7,7 +7,7 @@ Input: the body on stdin; the headers as a JSON object in WEBHOOK_HEADERS
 (whsec_...) in WEBHOOK_SECRET. Exit 0 when the delivery verifies (and the
 body is a board.changed event), 1 when it does not, 2 on bad input.
 
-tests/watch.rs hands every delivery it receives to this script when
+tests/it/watch.rs hands every delivery it receives to this script when
 SBAPI_WEBHOOK_VERIFY_PYTHON names a Python with the library (.ci/run).
 """
 import json

@@ -6,9 +6,7 @@
 //! Every line carries the answer's `X-Request-Id`, and a request whose
 //! client left before its answer is logged as 499.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{BufRead, BufReader};

@@ -6,13 +6,10 @@
 //! answer with every key a capture must scrub, and `--demo DIR` on
 //! directories that are not what a capture writes.
 
-mod common;
-#[path = "capture_replay/hostile_answer.rs"]
 mod hostile_answer;
-#[path = "capture_replay/untrusted_dir.rs"]
 mod untrusted_dir;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use shared_board_api::config::Settings;
 use shared_board_api::demo::{Captured, SampleUpstream};

@@ -7,9 +7,7 @@
 //! permission id of a board link, and the text of trashed and deleted
 //! elements and of what lies below them.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 use serde_json::Value;
 

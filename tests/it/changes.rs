@@ -5,9 +5,8 @@
 //! then corrupts, truncates and fills with foreign rows (each a `410`,
 //! never a `5xx`), and the MCP `board_changes` tool.
 
-mod common;
-use common::mcp::{call, result};
-use common::*;
+use crate::common::mcp::{call, result};
+use crate::common::*;
 use serde_json::{json, Value};
 use shared_board_api::config::Settings;
 use shared_board_api::demo::SampleUpstream;
@@ -247,7 +246,7 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
     changes(gw.addr, &link, "xyz", &[]).assert_error(400, "INVALID_REQUEST", Some("since"));
     let never = "0".repeat(32);
     changes(gw.addr, &link, &never, &[]).assert_error(410, "VERSION_NOT_KEPT", Some("since"));
-    let denied = common::link(BOARD, "fault-denied");
+    let denied = crate::common::link(BOARD, "fault-denied");
     changes(gw.addr, &denied, &v1, &[]).assert_error(403, "BOARD_ACCESS_DENIED", None);
     let r = request(
         gw.addr,
@@ -355,7 +354,7 @@ fn board_changes_answers_as_the_endpoint_does() {
         "GET",
         &format!(
             "/api/changes?url={}&since={v1}",
-            common::link(board, PERMISSION)
+            crate::common::link(board, PERMISSION)
         ),
         &[],
     );
@@ -392,7 +391,7 @@ fn versions_in_the_fleet_tiers_redis_and_hostile_values_there() {
     let node = node(&api);
     let gw = &node.gateway;
     let board = "4Rt5YuNm3BvC6x";
-    let link = common::link(board, PERMISSION);
+    let link = crate::common::link(board, PERMISSION);
     let version = || {
         let r = request(gw.addr, "GET", &format!("/api/detail?url={link}"), &[]);
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));

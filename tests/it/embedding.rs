@@ -3,10 +3,8 @@
 //! (any loopback HTTP server would do). A host's YAML file names the
 //! balancers it trusts, and the binary's other keys there are refused.
 
-mod common;
-
+use crate::common::*;
 use async_trait::async_trait;
-use common::*;
 use pingora_core::upstreams::peer::HttpPeer;
 use pingora_core::Result;
 use pingora_http::ResponseHeader;

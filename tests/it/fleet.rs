@@ -8,10 +8,9 @@
 //! The tests of this file run one at a time (they count every request the
 //! shared sample upstream sees, and each starts servers of its own).
 
-mod common;
-
-use common::redis::{self, cache_level, wait_for, Cluster, Proxy, Redis};
-use common::*;
+use crate::common::redis::{self, cache_level, wait_for, Cluster, Proxy, Redis};
+use crate::common::*;
+use shared_board_api::demo::SampleUpstream;
 use shared_board_api::internals::document::Coverage;
 use shared_board_api::internals::store::shared::keys::BoardKeys;
 use shared_board_api::internals::store::shared::seal::{Seal, Secret};
@@ -41,14 +40,28 @@ fn detail(addr: std::net::SocketAddr, p: &str) -> Response {
     )
 }
 
-/// Requests the sample upstream has seen so far.
+/// The fleet's own sample upstream: its request counts are this file's
+/// alone, whatever the binary's other tests ask theirs.
+fn fleet_sample() -> &'static SampleUpstream {
+    static SAMPLE: std::sync::OnceLock<SampleUpstream> = std::sync::OnceLock::new();
+    SAMPLE.get_or_init(|| {
+        SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).expect("sample upstream starts")
+    })
+}
+
+/// A node of the fleet, in front of [`fleet_sample`].
+fn node(provider_extra: &str, api_extra: &str) -> Gateway {
+    start_gateway_at(&fleet_sample().origin(), provider_extra, api_extra)
+}
+
+/// Requests the fleet's sample upstream has seen so far.
 fn upstream_requests() -> usize {
-    sample().requests().len()
+    fleet_sample().requests().len()
 }
 
 fn token_requests(p: &str) -> usize {
     let prefix = format!("/api/permissions/token/{p}?");
-    sample()
+    fleet_sample()
         .requests()
         .iter()
         .filter(|t| t.starts_with(&prefix))
@@ -82,7 +95,7 @@ fn a_fleet_loads_a_board_once_and_a_new_node_starts_warm() {
     let tier = tier(&proxy.url(), "      timeout_ms: 2000\n");
 
     // What one node costs the provider for this board: the baseline.
-    let single = start_gateway("", "");
+    let single = node("", "");
     let before = upstream_requests();
     for _ in 0..20 {
         assert_eq!(detail(single.addr, "fleet-one").status, 200);
@@ -94,7 +107,7 @@ fn a_fleet_loads_a_board_once_and_a_new_node_starts_warm() {
     );
 
     // Four nodes, 200 concurrent requests spread round-robin.
-    let nodes: Vec<Gateway> = (0..4).map(|_| start_gateway("", &tier)).collect();
+    let nodes: Vec<Gateway> = (0..4).map(|_| node("", &tier)).collect();
     let addrs: Vec<_> = nodes.iter().map(|n| n.addr).collect();
     let before = upstream_requests();
     let answers: Vec<Response> = std::thread::scope(|s| {
@@ -130,7 +143,7 @@ fn a_fleet_loads_a_board_once_and_a_new_node_starts_warm() {
     assert!(answers.iter().any(|r| cache_level(r) == "shared"));
 
     // A node that starts now (a deploy, a crash) adds no upstream request.
-    let restarted = start_gateway("", &tier);
+    let restarted = node("", &tier);
     let before = upstream_requests();
     let r = detail(restarted.addr, "fleet-burst");
     assert_eq!((r.status, cache_level(&r)), (200, "shared".to_owned()));
@@ -168,12 +181,12 @@ fn a_fleet_loads_a_board_once_and_a_new_node_starts_warm() {
 
 #[test]
 fn a_read_board_on_one_node_and_on_another_cost_one_load() {
-    use common::mcp::{call, result};
+    use crate::common::mcp::{call, result};
     let _one = serial();
     let redis = Redis::start();
     let proxy = Proxy::start(&redis.socket());
     let tier = tier(&proxy.url(), "      timeout_ms: 2000\n");
-    let nodes: Vec<Gateway> = (0..2).map(|_| start_gateway("", &tier)).collect();
+    let nodes: Vec<Gateway> = (0..2).map(|_| node("", &tier)).collect();
     let share = format!("https://app.milanote.com/{BOARD}/slug?p=fleet-mcp");
     let args = serde_json::json!({"url": share});
     let before = upstream_requests();
@@ -202,7 +215,7 @@ fn when_the_lock_holder_dies_another_node_loads_after_it_expires() {
     let _one = serial();
     let redis = Redis::start();
     let proxy = Proxy::start(&redis.socket());
-    let node = start_gateway("", &tier(&proxy.url(), ""));
+    let node = node("", &tier(&proxy.url(), ""));
     // A node took the lock (a token sealed with the fleet key, as hex) and
     // died before storing anything.
     let lock = BoardKeys::new("sbapi:", BOARD, "fleet-dead").lock(Coverage::Full);
@@ -236,7 +249,7 @@ fn redis_killed_then_back_every_request_answers_and_the_tier_is_used_again() {
     let _one = serial();
     let mut redis = Redis::start();
     let proxy = Proxy::start(&redis.socket());
-    let node = start_gateway("", &tier(&proxy.url(), ""));
+    let node = node("", &tier(&proxy.url(), ""));
     assert_eq!(detail(node.addr, "fleet-kill-0").status, 200);
     redis.kill();
     for i in 1..=12 {
@@ -266,7 +279,7 @@ fn a_slow_tier_bounds_every_request_and_opens_the_breaker() {
         "  name: fleet-slow\n{}",
         tier(&proxy.url(), "      timeout_ms: 50\n")
     );
-    let node = start_gateway("", &api);
+    let node = node("", &api);
     assert_eq!(detail(node.addr, "fleet-slow-0").status, 200);
     proxy.set_delay(Duration::from_millis(1500));
     let skipped = r#"board_api_fleet_total{api="fleet-slow",result="skipped"}"#;
@@ -295,7 +308,7 @@ fn corrupted_or_foreign_values_are_never_served() {
     let redis = Redis::start();
     let proxy = Proxy::start(&redis.socket());
     let api = format!("  name: fleet-corrupt\n{}", tier(&proxy.url(), ""));
-    let node = start_gateway("", &api);
+    let node = node("", &api);
     let cases = [
         ("fleet-garbage", "not a document at all"),
         // Another format version (byte 4), then enough bytes for a header.
@@ -362,8 +375,8 @@ fn the_documented_acl_user_is_enough_for_two_nodes() {
     let tier = tier(&url, "      timeout_ms: 2000\n");
     // The budget script runs on every load when the fleet budget is on.
     let budget = "    fleet_requests_per_second: 50\n";
-    let a = start_gateway(budget, &tier);
-    let b = start_gateway(budget, &tier);
+    let a = node(budget, &tier);
+    let b = node(budget, &tier);
 
     // A load (lock, budget, store, unlock), then a shared hit on the other.
     let r = detail(a.addr, "fleet-acl");
@@ -398,8 +411,8 @@ fn a_revoked_link_is_refused_once_for_the_whole_fleet() {
     let redis = Redis::start();
     let proxy = Proxy::start(&redis.socket());
     let tier = tier(&proxy.url(), "");
-    let a = start_gateway("", &tier);
-    let b = start_gateway("", &tier);
+    let a = node("", &tier);
+    let b = node("", &tier);
     detail(a.addr, "fault-403").assert_error(403, "BOARD_ACCESS_DENIED", None);
     let failure = BoardKeys::new("sbapi:", BOARD, "fault-403").failure();
     assert!(wait_for(
@@ -433,7 +446,7 @@ fn a_cluster_spreads_documents_over_its_slots_and_reads_them_back() {
         nodes.join(", "),
         redis::fleet_key_var()
     );
-    let a = start_gateway("", &tier);
+    let a = node("", &tier);
     let ps: Vec<String> = (0..12).map(|i| format!("fleet-cluster-{i}")).collect();
     for p in &ps {
         assert_eq!(detail(a.addr, p).status, 200);
@@ -453,7 +466,7 @@ fn a_cluster_spreads_documents_over_its_slots_and_reads_them_back() {
         == ps.len()));
     let used = cluster.ports.iter().filter(|p| holding(**p) > 0).count();
     assert!(used >= 2, "12 boards on {used} of 3 masters");
-    let b = start_gateway("", &tier);
+    let b = node("", &tier);
     let before = upstream_requests();
     for p in &ps {
         let r = detail(b.addr, p);
@@ -474,8 +487,8 @@ fn two_nodes_keep_together_under_the_fleet_budget() {
     let rate = 4.0;
     let tier = tier(&proxy.url(), "");
     let budget = "    fleet_requests_per_second: 4\n";
-    let a = start_gateway(budget, &tier);
-    let b = start_gateway(budget, &tier);
+    let a = node(budget, &tier);
+    let b = node(budget, &tier);
     let before = upstream_requests();
     let started = Instant::now();
     let statuses: Vec<u16> = std::thread::scope(|s| {
@@ -510,8 +523,8 @@ fn a_transient_hole_is_shared_briefly_with_its_completeness() {
     let proxy = Proxy::start(&redis.socket());
     let tier = tier(&proxy.url(), "");
     let deadline = "    fetch_deadline_ms: 1000\n";
-    let a = start_gateway(deadline, &tier);
-    let b = start_gateway(deadline, &tier);
+    let a = node(deadline, &tier);
+    let b = node(deadline, &tier);
     let target = format!("/api/detail?url={}", link("s-hole-slow", "fleet-hole"));
     let r = request(a.addr, "GET", &target, &[]);
     assert_eq!(r.status, 200);

@@ -2,9 +2,7 @@
 //! bundled sample upstream. Every operation, combination, check and
 //! row of the README's error table, with status, headers and body asserted.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn search(query: &str) -> Response {

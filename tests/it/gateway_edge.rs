@@ -2,9 +2,7 @@
 //! rate limit, metrics, compression, the POST form that keeps the share link
 //! out of URLs, and request ids.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::io::Read;
 

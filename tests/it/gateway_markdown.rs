@@ -6,9 +6,7 @@
 //! out without overlaps, every line an edge, no permission id, its ETag and
 //! its errors.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::Read as _;
 
 const MARKDOWN: &str = "text/markdown; charset=utf-8; variant=GFM";

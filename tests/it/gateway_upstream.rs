@@ -2,9 +2,7 @@
 //! gateway, against the sample upstream's fault scenarios (see
 //! `src/provider/sample/mod.rs`), plus coalescing and header hygiene.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::time::{Duration, Instant};
 
 fn detail_of(gw: std::net::SocketAddr, board: &str, p: &str) -> Response {

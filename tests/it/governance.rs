@@ -4,9 +4,7 @@
 //! (gzip, br, zstd) with the same ETag and the same JSON, and a cold load
 //! whose client went away stops.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
@@ -14,42 +12,37 @@ fn detail(board: &str, p: &str) -> String {
     format!("/api/detail?url={}", link(board, p))
 }
 
-/// The queued gauge, read from the process's registry (the gateway runs in
-/// this process).
-fn cold_queued() -> i64 {
+/// A gauge or counter of the API named `api` (this file's gateways have
+/// names of their own, so no other test in the binary moves them), read
+/// from the process's registry (the gateways run in this process).
+fn metric(name: &str, api: &str, state: Option<&str>) -> f64 {
     prometheus::gather()
         .iter()
-        .find(|f| f.name() == "board_api_cold_loads")
-        .and_then(|f| {
-            f.get_metric()
-                .iter()
-                .find(|m| m.get_label().iter().any(|l| l.value() == "queued"))
-                .map(|m| m.get_gauge().value() as i64)
+        .filter(|f| f.name() == name)
+        .flat_map(|f| f.get_metric().iter())
+        .find(|m| {
+            let label = |n: &str| {
+                m.get_label()
+                    .iter()
+                    .find(|l| l.name() == n)
+                    .map(|l| l.value())
+            };
+            label("api") == Some(api) && state.is_none_or(|s| label("state") == Some(s))
         })
-        .unwrap_or(0)
-}
-
-/// `board_api_overloaded_total`, from the process's registry.
-fn overloaded_total() -> f64 {
-    prometheus::gather()
-        .iter()
-        .find(|f| f.name() == "board_api_overloaded_total")
-        .and_then(|f| f.get_metric().first().map(|m| m.get_counter().value()))
+        .map(|m| m.get_gauge().value() + m.get_counter().value())
         .unwrap_or(0.0)
 }
 
-/// Work-pool jobs waiting for a thread, from the process's registry.
+fn cold_queued() -> i64 {
+    metric("board_api_cold_loads", "gov-overload", Some("queued")) as i64
+}
+
+fn overloaded_total() -> f64 {
+    metric("board_api_overloaded_total", "gov-overload", None)
+}
+
 fn pool_queued() -> i64 {
-    prometheus::gather()
-        .iter()
-        .find(|f| f.name() == "board_api_pool_jobs")
-        .and_then(|f| {
-            f.get_metric()
-                .iter()
-                .find(|m| m.get_label().iter().any(|l| l.value() == "queued"))
-                .map(|m| m.get_gauge().value() as i64)
-        })
-        .unwrap_or(0)
+    metric("board_api_pool_jobs", "gov-gone", Some("queued")) as i64
 }
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
@@ -64,7 +57,7 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 fn overloaded_past_the_cold_queue_then_200_once_it_drains() {
     let gw = start_gateway(
         "    fetch_deadline_ms: 3000\n",
-        "  limits:\n    max_cold_loads: 1\n    cold_queue: 1\n",
+        "  name: gov-overload\n  limits:\n    max_cold_loads: 1\n    cold_queue: 1\n",
     );
     let addr = gw.addr;
     // A board cached before the flood.
@@ -198,7 +191,7 @@ fn a_cold_load_whose_client_disconnects_stops_asking_the_provider() {
     // only the client going away can end the request before it.
     let gw = start_gateway(
         "    read_timeout_ms: 120000\n    fetch_deadline_ms: 120000\n",
-        "",
+        "  name: gov-gone\n",
     );
     // `fault-slow` as the permission holds back the token answer; the
     // board id, in the token request's target, tells this test's apart.

@@ -8,9 +8,7 @@
 //! The HTTP/2 client is the `h2` crate, the one Pingora's own HTTP/2 server
 //! is built on, so what the server sent is seen frame by frame.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::net::SocketAddr;

@@ -6,9 +6,7 @@
 //! path and never the query, and the board id where a board was read. MCP
 //! tool calls, whose arguments carry the share link, are held to the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -49,6 +47,10 @@ impl log::Log for Capture {
 
 #[test]
 fn no_log_line_carries_a_secret() {
+    // The process's one logger is this test's: it runs alone in a child.
+    if !in_own_process(module_path!(), "no_log_line_carries_a_secret") {
+        return;
+    }
     log::set_boxed_logger(Box::new(Raw(shared_board_api::logging::Redacting::new(
         Capture,
     ))))
@@ -118,13 +120,13 @@ fn no_log_line_carries_a_secret() {
                 serde_json::json!({"url": url, "query": "porto"}),
             ),
         ] {
-            let r = common::mcp::call(gw.addr, tool, args);
+            let r = crate::common::mcp::call(gw.addr, tool, args);
             assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
             assert!(!String::from_utf8_lossy(&r.body).contains(p));
             sent.push(("/api/mcp".into(), 200, Some(board.to_string())));
         }
     }
-    let refused = common::mcp::call(
+    let refused = crate::common::mcp::call(
         gw.addr,
         "read_board",
         serde_json::json!({"url": format!("https://evil.example/{BOARD}?p={p}")}),

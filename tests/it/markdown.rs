@@ -4,7 +4,7 @@
 //! hostile board text stays text: no HTML, no link to anything but a web
 //! URL, no heading, list or table cell the board did not have.
 //!
-//! `UPDATE_GOLDEN=1 cargo test --test markdown` rewrites the golden files;
+//! `UPDATE_GOLDEN=1 cargo test --test it markdown::` rewrites the golden files;
 //! review the diff by eye before committing it.
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};

@@ -2,12 +2,10 @@
 //! raw HTTP cases an SDK never sends (bad JSON, a batch, an unknown method,
 //! `GET`, a foreign `Origin`, a huge body), both eras' flows, the tools'
 //! answers against the endpoints' own, and their errors.
-//! (`tests/mcp_sdk.rs` drives the same endpoint with the official Python SDK.)
+//! (`tests/it/mcp_sdk.rs` drives the same endpoint with the official Python SDK.)
 
-mod common;
-
-use common::mcp::{call, handshake, modern, post, result, MODERN};
-use common::*;
+use crate::common::mcp::{call, handshake, modern, post, result, MODERN};
+use crate::common::*;
 use serde_json::{json, Value};
 
 fn share(p: &str) -> String {

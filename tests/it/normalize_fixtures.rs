@@ -2,7 +2,7 @@
 //! client does it, normalizes deterministically into a
 //! document that validates against `schema/board-document.schema.json`.
 //!
-//! `PRINT_FIXTURE=<boardId> cargo test --test normalize_fixtures` prints that
+//! `PRINT_FIXTURE=<boardId> cargo test --test it normalize_fixtures::` prints that
 //! board's document.
 
 use serde_json::{json, Value};

@@ -5,9 +5,7 @@
 //! that validates against the operation's response schema (which `$ref`s
 //! `schema/board-document.schema.json` and `schema/json-canvas-1.0.schema.json`).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use jsonschema::{Registry, Validator};
 use serde_json::{json, Value};
 use shared_board_api::internals::api::error::ApiError;
@@ -608,7 +606,7 @@ fn timeouts_and_rate_limits_match_the_spec() {
 
 #[test]
 fn mcp_answers_match_the_spec() {
-    use common::mcp::{call, modern, post};
+    use crate::common::mcp::{call, modern, post};
     let gw = gateway();
     let share = format!("https://app.milanote.com/{BOARD}/demo?p={PERMISSION}");
     let mut statuses = BTreeSet::new();

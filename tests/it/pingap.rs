@@ -9,9 +9,7 @@
 //! runs them: `scripts/pingap-host.sh --build`, then `cargo test --test
 //! pingap -- --ignored`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::HashSet;
 use std::io::Read;
 use std::net::SocketAddr;

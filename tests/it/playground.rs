@@ -1,9 +1,7 @@
 //! The playground page (`board_api.server.playground`): served at `GET /` and
 //! `HEAD /` by the standalone service only, never by the embedded module.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use shared_board_api::config::Settings;
 use shared_board_api::{BoardApi, RequestParts};
 

@@ -18,9 +18,7 @@
 //! stderr, batched (held until the log's thread has drained its queue):
 //! every line arrives, in order, without a flush from outside.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use pingora_core::server::Fds;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

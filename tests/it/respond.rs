@@ -1,9 +1,7 @@
 //! The transport-neutral entry: `BoardApi::respond` answers from plain
 //! request parts, with no Pingora `Session`, as a gateway plugin calls it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use http::{header, HeaderMap, HeaderValue, Method};
 use shared_board_api::config::Settings;
 use shared_board_api::{BoardApi, RequestParts};

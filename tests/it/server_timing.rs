@@ -2,9 +2,7 @@
 //! and build times), `hit` after it, `coalesced` for requests that joined a
 //! load in flight, and on a `304`; exposed to other origins.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,9 +2,7 @@
 //! made in the test, the real service on loopback, and a rustls client that
 //! trusts only that certificate.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

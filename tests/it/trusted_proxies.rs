@@ -4,9 +4,7 @@
 //! the headers are ignored and every request is the peer's. The test's
 //! connections come from 127.0.0.1.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::PathBuf;
 
 /// A gateway limited to one request per second per client, logging to a

@@ -12,9 +12,7 @@
 //! succeed; a refused connection and every other error is a failure. Then the same with the two steps the other way round, and the
 //! unit's own reload.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -231,8 +229,8 @@ fn serves_after_the_fork(api: SocketAddr, permission: &str) {
     let timing = cached.header("server-timing").unwrap_or_default();
     assert!(timing.contains("hit"), "a cached answer: {timing}");
     let share = format!("https://app.milanote.com/{BOARD}/slug?p={permission}-mcp");
-    let r = common::mcp::call(api, "read_board", serde_json::json!({"url": share}));
-    let result = common::mcp::result(&r);
+    let r = crate::common::mcp::call(api, "read_board", serde_json::json!({"url": share}));
+    let result = crate::common::mcp::result(&r);
     assert_eq!(result["isError"], false, "{result}");
 }
 

@@ -13,15 +13,12 @@
 //! bound. With `SBAPI_WEBHOOK_VERIFY_PYTHON` set (CI sets it), each
 //! delivery is also checked by the Standard Webhooks Python library.
 
-mod common;
-#[path = "watch/node.rs"]
 mod node;
-#[path = "watch/receiver.rs"]
 mod receiver;
 
+use crate::common::redis::{Proxy, Redis};
+use crate::common::{request, BOARD};
 use base64::Engine as _;
-use common::redis::{Proxy, Redis};
-use common::{request, BOARD};
 use node::{temp_dir, Node};
 use receiver::{hmac_sha256, sha256, Received, Receiver, Reply};
 use serde_json::Value;

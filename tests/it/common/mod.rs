@@ -77,9 +77,25 @@ impl Drop for Gateway {
 /// under `board_api` (keys at column 2), `server_extra` under
 /// `board_api.server` (keys at column 4).
 pub fn config_with(port: u16, provider_extra: &str, api_extra: &str, server_extra: &str) -> String {
+    config_at(
+        &upstream_origin(),
+        port,
+        provider_extra,
+        api_extra,
+        server_extra,
+    )
+}
+
+/// [`config_with`] in front of the provider at `origin`.
+pub fn config_at(
+    origin: &str,
+    port: u16,
+    provider_extra: &str,
+    api_extra: &str,
+    server_extra: &str,
+) -> String {
     format!(
-        "version: 1\nthreads: 2\nboard_api:\n  server:\n    listen: [\"127.0.0.1:{port}\"]\n{server_extra}  provider:\n    name: milanote\n    share_host: app.milanote.com\n    origin: {}\n{provider_extra}{api_extra}",
-        upstream_origin()
+        "version: 1\nthreads: 2\nboard_api:\n  server:\n    listen: [\"127.0.0.1:{port}\"]\n{server_extra}  provider:\n    name: milanote\n    share_host: app.milanote.com\n    origin: {origin}\n{provider_extra}{api_extra}"
     )
 }
 
@@ -91,6 +107,19 @@ pub fn config(port: u16, provider_extra: &str, api_extra: &str) -> String {
 /// Starts the real service (the binary's `host::service`) in this process.
 pub fn start_gateway(provider_extra: &str, api_extra: &str) -> Gateway {
     start_gateway_with(provider_extra, api_extra, "")
+}
+
+/// [`start_gateway`] in front of the provider at `origin`: tests that count
+/// what the provider was asked give their gateways a sample of their own,
+/// which no other test of the binary talks to.
+pub fn start_gateway_at(origin: &str, provider_extra: &str, api_extra: &str) -> Gateway {
+    let origin = origin.to_owned();
+    start_server(1, move |server, addrs| {
+        let text = config_at(&origin, addrs[0].port(), provider_extra, api_extra, "");
+        let settings = Settings::from_yaml(&text).expect("test config is valid");
+        shared_board_api::host::service::add_services(server, &settings).expect("services build");
+    })
+    .0
 }
 
 /// [`start_gateway`] with `board_api.server` keys too.
@@ -418,4 +447,32 @@ pub fn wait_for_lines(path: &std::path::Path, count: usize) -> Vec<String> {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// Runs one test alone in a child process of this test binary, for a test
+/// that needs the process to itself: it installs the process's one logger
+/// and reads every line it gets. `module` is the test's `module_path!()`,
+/// `name` its function's name. In the child (the variable below names the
+/// test) it returns true: run the test's body. In the parent it runs the
+/// child, asserts that exactly that test passed there, and returns false.
+pub fn in_own_process(module: &str, name: &str) -> bool {
+    const VAR: &str = "SBAPI_TEST_OWN_PROCESS";
+    let module = module.split_once("::").map_or("", |(_, rest)| rest);
+    let test = format!("{module}::{name}");
+    if std::env::var(VAR).as_deref() == Ok(test.as_str()) {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([test.as_str(), "--exact", "--test-threads=1", "--nocapture"])
+        .env(VAR, &test)
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "{test} in its own process:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
 }

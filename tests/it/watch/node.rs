@@ -2,9 +2,9 @@
 //! listeners bound to port 0 here and handed over through Pingora's upgrade
 //! socket, its stderr kept.
 
-use super::common::request;
 use super::receiver::Receiver;
 use super::{secret, share_link, wait_until, HOOK_TOKEN, PERMISSION};
+use crate::common::request;
 use pingora_core::server::Fds;
 use serde_json::Value;
 use shared_board_api::demo::SampleUpstream;

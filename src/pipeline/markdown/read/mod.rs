@@ -11,9 +11,9 @@
 //! the value that [`V::parse`] gives for the same bytes: strings borrowed
 //! from the input unless they hold escapes, numbers as serde_json reads
 //! them, the members in [`skipped`] left out, nesting limited to 127
-//! containers as serde_json limits it. `tests/pipeline_differential.rs`
+//! containers as serde_json limits it. `tests/it/pipeline_differential.rs`
 //! (every fixture, every kind of selection), a proptest in
-//! `tests/select_props.rs`, the unit cases in `tests.rs` and the `pipeline` fuzz
+//! `tests/it/select_props.rs`, the unit cases in `tests.rs` and the `pipeline` fuzz
 //! target hold the value read here, and the Markdown written from it, to
 //! the selected JSON read by [`V::parse`].
 

@@ -1,5 +1,5 @@
 //! The tier's document check on hand-written documents; every fixture the
-//! normalizer writes passes it too (`tests/pipeline_differential.rs`).
+//! normalizer writes passes it too (`tests/it/pipeline_differential.rs`).
 
 use super::*;
 use crate::document::sanitize::SENSITIVE_KEYS;
