@@ -289,13 +289,16 @@ mod tests {
         assert!(alive <= 5, "{alive} values held by a 1 MiB budget");
     }
 
-    #[test]
-    fn too_heavy_is_not_kept_and_expired_is_gone() {
+    /// Expiry reads tokio's clock: paused here, and moved by the test.
+    #[tokio::test(start_paused = true)]
+    async fn too_heavy_is_not_kept_and_expired_is_gone() {
         let budget: Budget<&'static str, u8> = Budget::new(1 << 20, 1 << 18);
         assert!(!budget.put("big", 1, (1 << 18) + 1, Duration::from_secs(60)));
         assert_eq!(budget.get(&"big"), None);
-        assert!(budget.put("brief", 2, 100, Duration::from_millis(1)));
-        std::thread::sleep(Duration::from_millis(5));
+        assert!(budget.put("brief", 2, 100, Duration::from_secs(30)));
+        tokio::time::advance(Duration::from_secs(29)).await;
+        assert_eq!(budget.get(&"brief"), Some(2), "kept until its TTL");
+        tokio::time::advance(Duration::from_secs(1)).await;
         assert_eq!(budget.get(&"brief"), None);
         assert_eq!((budget.bytes(), budget.entries()), (0, 0));
         assert!(budget.put("kept", 3, 100, Duration::from_secs(60)));
