@@ -113,6 +113,10 @@ fn requests_that_join_a_load_in_flight_say_coalesced() {
         gate.first
             .recv_timeout(Duration::from_secs(20))
             .expect("the load reached the provider");
+        // Joining a load is the gateway's inner state, with nothing outside
+        // it to wait on: the other five were sent with the first, and this
+        // pause gives them time to arrive. Whatever the timing, the answers
+        // below must be one miss and the rest coalesced or hits.
         std::thread::sleep(Duration::from_millis(500));
         gate.open.store(true, Ordering::SeqCst);
         handles
