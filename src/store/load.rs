@@ -32,11 +32,20 @@ pub(crate) struct Loader {
     pool: WorkPool,
     admission: Admission,
     fetch_deadline: Duration,
+    /// Resident bytes below which a load's freed heap is kept for the next
+    /// one (see [`trim_heap`]).
+    retain_bytes: usize,
 }
+
+/// Resident memory kept for loads beside the cache's budget before freed
+/// heap is handed back: the process itself and a few cold loads of a large
+/// board (one of a 5 MB board peaks at about three times its size).
+pub(crate) const LOAD_HEADROOM_BYTES: usize = 64 << 20;
 
 impl Loader {
     /// The provider client is built here, handed the pool for its CPU work,
-    /// the upstream cap of `limits` and the fleet's `pace` if any.
+    /// the upstream cap of `limits` and the fleet's `pace` if any;
+    /// `cache_bytes` is the cache's byte budget (0 without a cache).
     ///
     /// # Errors
     /// The pool's threads could not be started, or the provider client
@@ -46,6 +55,7 @@ impl Loader {
         provider_name: String,
         limits: &Limits,
         pace: Option<Arc<dyn Pace>>,
+        cache_bytes: usize,
     ) -> Result<Self, String> {
         let pool = WorkPool::new(limits.work_threads, limits.work_queue)
             .map_err(|e| format!("work pool: {e}"))?;
@@ -63,6 +73,7 @@ impl Loader {
             pool,
             admission: Admission::new(limits.max_cold_loads, limits.cold_queue),
             fetch_deadline,
+            retain_bytes: cache_bytes.saturating_add(LOAD_HEADROOM_BYTES),
         })
     }
 
@@ -108,12 +119,13 @@ impl Loader {
         let build_started = Instant::now();
         let name = self.provider_name.clone();
         let board_id = board_id.to_owned();
+        let retain = self.retain_bytes;
         let board = self
             .pool
             .run(move || {
                 // `build` drops the raw answers as soon as it no longer needs them.
                 let built = build(fetched, &board_id, &name, coverage);
-                trim_heap(false);
+                trim_heap(retain, false);
                 built
             })
             .await
@@ -121,9 +133,9 @@ impl Loader {
             .map_err(LoadError::Fetch)?;
         let build = build_started.elapsed();
         // The last load of a burst may have come within a second of the
-        // previous trim: trim once more, so what the burst freed is returned.
+        // previous trim: trim once more if the process is over its bound.
         if self.admission.running() <= 1 && self.admission.queued() == 0 {
-            let _ = self.pool.run(|| trim_heap(true)).await;
+            let _ = self.pool.run(move || trim_heap(retain, true)).await;
         }
         Ok(Doc::new(board, LoadTiming { upstream, build }))
     }

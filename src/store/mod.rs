@@ -255,7 +255,8 @@ impl Boards {
             Some(_) => return Err("cache.shared needs the `fleet` feature of this build".into()),
             None => None,
         };
-        let loader = Loader::new(provider, provider_name, limits, pace)?;
+        let budget_bytes = cache.as_ref().map_or(0, |c| c.budget_bytes);
+        let loader = Loader::new(provider, provider_name, limits, pace, budget_bytes)?;
         let cache = cache.map(|settings| Cached {
             budget: Budget::new(settings.budget_bytes, settings.max_entry_bytes).reporting(),
             failures: Budget::counted(settings.max_error_entries),
