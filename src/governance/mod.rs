@@ -12,8 +12,10 @@
 //!   Plain threads rather than `spawn_blocking`: the pool's size is a hard
 //!   bound the host can plan for, independent of whichever runtime calls.
 //!   Pool threads run at a lower scheduling priority (Linux nice 10), so the
-//!   async threads answering cached requests get the CPU first, and after a
-//!   cold load freed heap is handed back to the OS ([`trim_heap`]).
+//!   async threads answering cached requests get the CPU first; the heap a
+//!   cold load frees is kept warm for the next one, and handed back to the
+//!   OS only once the process is over the cache's budget plus a headroom
+//!   ([`trim_heap`]).
 //! - **Admission** ([`Admission`]): at most `max_cold_loads` loads run at
 //!   once; up to `cold_queue` more wait in arrival order, and past that a
 //!   caller is refused at once; a queued caller gives up at its own

@@ -257,17 +257,26 @@ fn lower_priority() {
     }
 }
 
-/// Returns freed heap to the operating system (glibc keeps it otherwise,
-/// and a cold load of a large board frees tens of MB of small objects).
-/// Cheap next to a cold load; called after one, at most once a second
-/// unless `now` (the last load of a burst: nothing after it would trim).
-pub fn trim_heap(now: bool) {
+/// Returns freed heap to the operating system once the process holds more
+/// than `retain` bytes resident, at most once a second unless `now` (the
+/// last load of a burst: nothing after it would trim).
+///
+/// glibc keeps what a cold load frees (tens of MB of small objects for a
+/// large board) in its free lists, and `malloc_trim` hands those pages
+/// back: the next load then faults every one of them in again and has them
+/// zeroed. So the pages are kept warm for the next load while the process
+/// stays under `retain` (the cache's byte budget plus room for loads:
+/// what the operator already set aside), and trimmed only past it.
+pub fn trim_heap(retain: usize, now: bool) {
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = now;
+    let _ = (retain, now);
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         use std::sync::atomic::AtomicU64;
         static LAST: AtomicU64 = AtomicU64::new(0);
+        if resident_bytes().is_some_and(|rss| rss <= retain) {
+            return;
+        }
         let second = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -278,6 +287,16 @@ pub fn trim_heap(now: bool) {
             }
         }
     }
+}
+
+/// The process's resident set in bytes (`/proc/self/statm`, in pages).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn resident_bytes() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf reads a constant of the system, no pointers.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages.saturating_mul(usize::try_from(page).ok()?))
 }
 
 fn worker(queue: &Queue) {

@@ -5,7 +5,7 @@
 //! The admission gate stands here, in front of the provider only: requests
 //! answered by the process cache or the fleet tier never take a slot.
 
-use super::{Doc, LoadError, LoadTiming};
+use super::{CacheSettings, Doc, LoadError, LoadTiming};
 use crate::document::Coverage;
 use crate::governance::{trim_heap, Admission, Limits, Refused, WorkPool};
 use crate::metrics::Metrics;
@@ -33,11 +33,20 @@ pub(crate) struct Loader {
     pool: WorkPool,
     admission: Admission,
     fetch_deadline: Duration,
+    /// Resident bytes below which a load's freed heap is kept for the next
+    /// one (see [`trim_heap`]).
+    retain_bytes: usize,
 }
+
+/// Resident memory kept for loads beside the cache's budget before freed
+/// heap is handed back: the process itself and a few cold loads of a large
+/// board (one of a 5 MB board peaks at about three times its size).
+pub(crate) const LOAD_HEADROOM_BYTES: usize = 64 << 20;
 
 impl Loader {
     /// The provider client is built here, handed the pool for its CPU work,
-    /// the upstream cap of `limits` and the fleet's `pace` if any.
+    /// the upstream cap of `limits` and the fleet's `pace` if any;
+    /// `cache` gives the byte budget the heap may keep beyond a load.
     ///
     /// # Errors
     /// The pool's threads could not be started, or the provider client
@@ -47,7 +56,8 @@ impl Loader {
         provider_name: String,
         limits: &Limits,
         pace: Option<Arc<dyn Pace>>,
-        metrics: Option<Metrics>,
+        cache: &Option<CacheSettings>,
+        metrics: &Option<Metrics>,
     ) -> Result<Self, String> {
         let pool = WorkPool::reporting(limits.work_threads, limits.work_queue, metrics.clone())
             .map_err(|e| format!("work pool: {e}"))?;
@@ -63,8 +73,16 @@ impl Loader {
             client,
             provider_name,
             pool,
-            admission: Admission::reporting(limits.max_cold_loads, limits.cold_queue, metrics),
+            admission: Admission::reporting(
+                limits.max_cold_loads,
+                limits.cold_queue,
+                metrics.clone(),
+            ),
             fetch_deadline,
+            retain_bytes: cache
+                .as_ref()
+                .map_or(0, |c| c.budget_bytes)
+                .saturating_add(LOAD_HEADROOM_BYTES),
         })
     }
 
@@ -106,12 +124,13 @@ impl Loader {
         let build_started = Instant::now();
         let name = self.provider_name.clone();
         let board_id = board_id.to_owned();
+        let retain = self.retain_bytes;
         let board = self
             .pool
             .run(move || {
                 // `build` drops the raw answers as soon as it no longer needs them.
                 let built = build(fetched, &board_id, &name, coverage);
-                trim_heap(false);
+                trim_heap(retain, false);
                 built
             })
             .await
@@ -119,9 +138,9 @@ impl Loader {
             .map_err(LoadError::Fetch)?;
         let build = build_started.elapsed();
         // The last load of a burst may have come within a second of the
-        // previous trim: trim once more, so what the burst freed is returned.
+        // previous trim: trim once more if the process is over its bound.
         if self.admission.running() <= 1 && self.admission.queued() == 0 {
-            let _ = self.pool.run(|| trim_heap(true)).await;
+            let _ = self.pool.run(move || trim_heap(retain, true)).await;
         }
         Ok(Doc::new(board, LoadTiming { upstream, build }))
     }

@@ -264,7 +264,7 @@ impl Boards {
             Some(_) => return Err("cache.shared needs the `fleet` feature of this build".into()),
             None => None,
         };
-        let loader = Loader::new(provider, provider_name, limits, pace, metrics.clone())?;
+        let loader = Loader::new(provider, provider_name, limits, pace, &cache, &metrics)?;
         let cache = cache.map(|settings| Cached {
             budget: Budget::new(settings.budget_bytes, settings.max_entry_bytes)
                 .reporting(metrics.clone()),

@@ -184,9 +184,18 @@ impl JsonText {
         &self.0
     }
 
+    /// The text as a str: UTF-8 is checked once for the whole text, in
+    /// one pass, rather than string by string while it is parsed (a
+    /// slice parse validates each string on its own; a rich text is
+    /// thousands of short ones). `None` exactly when a slice parse would
+    /// refuse the text for its encoding.
+    pub fn text(&self) -> Option<&str> {
+        std::str::from_utf8(&self.0).ok()
+    }
+
     /// The text as a value.
     pub fn value(&self) -> Option<Value> {
-        serde_json::from_slice(&self.0).ok()
+        serde_json::from_str(self.text()?).ok()
     }
 }
 

@@ -323,16 +323,37 @@ impl Transport {
                 length.unwrap_or_default()
             ))));
         }
-        // Trust an announced length for the first allocation only up to 1 MiB.
-        let initial = length.map_or(8 * 1024, |n| usize::try_from(n).unwrap_or(max));
-        let mut body = Vec::with_capacity(initial.min(1024 * 1024));
-        while let Some(chunk) = session.read_response_body().await? {
-            if body.len() + chunk.len() > max {
-                return Ok(Exchanged::Refused(FetchError::upstream(format!(
-                    "HTTP {status} body over the {max}-byte limit"
-                ))));
+        // One buffer for the whole body, sized from the announced length
+        // (already held to `max`): a large allocation is mapped lazily, so a
+        // length that overstates the body costs address space, not memory.
+        // Without a length it grows by doubling.
+        let initial = length.map_or(64 * 1024, |n| usize::try_from(n).unwrap_or(max));
+        let mut body = Vec::with_capacity(initial.min(max));
+        let over = || {
+            Exchanged::Refused(FetchError::upstream(format!(
+                "HTTP {status} body over the {max}-byte limit"
+            )))
+        };
+        match session {
+            // HTTP/1.1: each read is copied once, from the connection's
+            // buffer into the body (`read_response_body` copies it into a
+            // new chunk first).
+            HttpSession::H1(h1) => {
+                while let Some(chunk) = h1.read_body_ref().await? {
+                    if body.len() + chunk.len() > max {
+                        return Ok(over());
+                    }
+                    body.extend_from_slice(chunk);
+                }
             }
-            body.extend_from_slice(&chunk);
+            _ => {
+                while let Some(chunk) = session.read_response_body().await? {
+                    if body.len() + chunk.len() > max {
+                        return Ok(over());
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+            }
         }
         let decoded = match (&self.offload, encoding.as_deref()) {
             // Inflating is CPU work: off the async threads when a pool is set.

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Instructions per cold load, counted by callgrind over the whole service
+# (every thread: the socket reads, the answer's reader, the build, the
+# render and the response write), so two builds compare on a busy machine.
+#
+#   benches/cold_callgrind.sh [loads=3] [endpoint=detail]
+#   BIN=/path/to/other/shared-board-api benches/cold_callgrind.sh
+#
+# Needs the release binary, valgrind, nginx, curl, python3. The service
+# starts under callgrind (slowly: allow a minute), answers one unrecorded
+# cold load of the 7,000-card board (5.3 MB raw), then its counters are
+# zeroed and `loads` cold loads (a new permission id each) are counted.
+# What callgrind cannot see: the kernel's side (page faults, socket copies).
+source "$(dirname "$0")/lib_upstream.sh"
+N=${1:-3}
+EP=${2:-detail}
+watchdog $(( 150 + N * 30 ))
+command -v callgrind_control >/dev/null || { echo "needs valgrind" >&2; exit 1; }
+gen_boards 7000 26
+start_nginx
+detect_conf_form
+port=$(rand_port)
+write_conf "$TMP/cg.yaml" "$CONF_FORM" "$port"
+RUST_LOG=warn valgrind --tool=callgrind --dump-instr=no --callgrind-out-file="$TMP/cg.out" \
+  "$BIN" -c "$TMP/cg.yaml" > "$TMP/cg.log" 2>&1 &
+pid=$!
+PIDS+=("$pid")
+for _ in $(seq 600); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/search?url=x")" = 400 ] && break
+  sleep 0.2
+done
+curl -s -o /dev/null --max-time 120 "http://127.0.0.1:$port/api/$EP?$(share_q "$BIG" "w$RANDOM$$")"
+callgrind_control -z "$pid" >/dev/null 2>&1
+for i in $(seq "$N"); do
+  code=$(curl -s -o /dev/null --max-time 120 -w '%{http_code}' "http://127.0.0.1:$port/api/$EP?$(share_q "$BIG" "c$RANDOM$$x$i")")
+  [ "$code" = 200 ] || echo "load $i: HTTP $code" >&2
+done
+callgrind_control -d "$pid" >/dev/null 2>&1
+sleep 1
+total=$(grep -h '^summary:' "$(ls -t "$TMP"/cg.out* | head -1)" | awk '{print $2}')
+echo "$BIN: cold /api/$EP, $(( total / N )) instructions per load ($N loads)"
