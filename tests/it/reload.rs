@@ -95,7 +95,14 @@ fn fifty_apis_built_used_and_dropped_leave_no_threads_and_bounded_memory() {
         let api = BoardApi::new(&settings).expect("api");
         // The pool starts its threads with its first job (so that a process
         // that forks after making the API still has them).
-        assert_eq!(threads(), before, "no thread before the first job");
+        // (Counted by name: the runtime's own blocking threads come and go
+        // on their keep-alive, so the process's total is no measure here.)
+        assert!(
+            !thread_names()
+                .iter()
+                .any(|n| n.starts_with("board-api-work")),
+            "no pool thread before the first job"
+        );
         runtime.block_on(async {
             for _ in 0..2 {
                 // A cold load fills the cache; the second is a hit from it.
