@@ -28,25 +28,8 @@ fi
 FILTER=${FILTER:-'render/tiptap-7000/(json|markdown)/(full|standard|compact)$'}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-for round in $(seq "$ROUNDS"); do
-    for bin in "$@"; do
-        "$bin" --bench "$FILTER" --warm-up-time 1 --measurement-time 2 2>/dev/null |
-            python3 -c '
-import re, sys
-name = None
-for line in sys.stdin:
-    m = re.match(r"^(render/\S+)", line)
-    if m:
-        name = m.group(1)
-    t = re.search(r"time:\s+\[\S+ \S+ (\S+) (\S+)", line)
-    if t and name:
-        value = float(t.group(1)) * {"ns": 1e-6, "µs": 1e-3, "us": 1e-3, "ms": 1.0, "s": 1e3}[t.group(2)]
-        print(sys.argv[1], sys.argv[2], name, value)
-        name = None
-' "$round" "$(basename "$bin")" >>"$out"
-    done
-    echo "round $round of $ROUNDS done" >&2
-done
+. benches/rounds.sh
+run_rounds "$ROUNDS" "$FILTER" 2 "$out" "$@"
 python3 - "$out" <<'EOF'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
