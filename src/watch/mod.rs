@@ -149,7 +149,13 @@ impl Watches {
     /// Runs every job (the first run at once, then every `every`, with
     /// jitter) and the delivery loop until `shutdown` turns true. What is
     /// pending when it stops stays stored for the next start.
+    ///
+    /// `watch: stopped` is logged however the run ends: after `shutdown`,
+    /// or when its runtime drops this future. Pingora with a grace period
+    /// of 0 shuts the runtimes down right after it broadcasts the shutdown,
+    /// which can come before this future is polled again.
     pub async fn run(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        let _stopped = LogOnDrop("watch: stopped");
         log::info!(
             "watch: {} job(s), deliveries kept in {}",
             self.jobs.len(),
@@ -169,7 +175,6 @@ impl Watches {
         }
         // An attempt cut short stays pending: at least once, by design.
         tasks.shutdown().await;
-        log::info!("watch: stopped");
     }
 
     /// One job's schedule: a run at start, then one per interval, and one
@@ -264,6 +269,16 @@ fn rfc3339(ms: u64) -> String {
     chrono::DateTime::from_timestamp_millis(i64::try_from(ms).unwrap_or(0))
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
         .unwrap_or_default()
+}
+
+/// Logs its line at `INFO` when dropped: at the end of a future, whether it
+/// ran to its end or was dropped by its runtime.
+struct LogOnDrop(&'static str);
+
+impl Drop for LogOnDrop {
+    fn drop(&mut self) {
+        log::info!("{}", self.0);
+    }
 }
 
 #[cfg(test)]
