@@ -149,17 +149,31 @@ pub fn compare_flat(old: &Flat<'_>, from: &str, new: &Flat<'_>, to: &str) -> Cha
 }
 
 /// The names of the fields that differ, in the newer element's order, then
-/// those only the older one has.
+/// those only the older one has. While both elements' fields have the same
+/// names in the same order (as the service writes them), fields are
+/// compared pair by pair; from the first that does not, by name, the first
+/// field of a name (as [`Element::field`]).
 fn differing(before: &Element<'_>, after: &Element<'_>) -> Vec<String> {
     let mut names = Vec::new();
-    for (name, value) in &after.fields {
-        if before.field(name).map(|v| v.get()) != Some(value.get()) {
+    // Whether every field so far sits at its own index in both.
+    let mut aligned = before.fields.len() == after.fields.len();
+    for (at, (name, value)) in after.fields.iter().enumerate() {
+        let old = match before.fields.get(at) {
+            Some((same, v)) if aligned && same == name => Some(*v),
+            _ => {
+                aligned = false;
+                before.field(name)
+            }
+        };
+        if old.map(|v| v.get()) != Some(value.get()) {
             names.push(name.to_string());
         }
     }
-    for (name, _) in &before.fields {
-        if after.field(name).is_none() {
-            names.push(name.to_string());
+    if !aligned {
+        for (name, _) in &before.fields {
+            if after.field(name).is_none() {
+                names.push(name.to_string());
+            }
         }
     }
     names

@@ -12,10 +12,11 @@
 //! was written otherwise can only make a field look changed.
 
 use crate::document::reading::{numeric, reading_order, ReadingKey};
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 /// Elements nested deeper than this are left out: no document the service
@@ -162,10 +163,11 @@ impl<'de> Deserialize<'de> for Coord {
 }
 
 /// Reads `doc`, the compact JSON of a sanitized full document, in one
-/// pass over its bytes: each element's members are kept as raw slices,
-/// its `children` read as elements again (serde_json's nesting limit, 128
-/// containers, bounds the reader's recursion: a deeper document is
-/// unreadable, and none the service writes or a store accepts is).
+/// pass over its bytes: each element's fields are kept as raw slices as
+/// its members are read, its `children` read as elements again
+/// (serde_json's nesting limit, 128 containers, bounds the reader's
+/// recursion: a deeper document is unreadable, and none the service writes
+/// or a store accepts is).
 ///
 /// # Errors
 /// [`Unreadable`] when `doc` is not an object with a `board` object.
@@ -177,38 +179,46 @@ pub fn read(doc: &[u8]) -> Result<Flat<'_>, Unreadable> {
         .source
         .and_then(|s| serde_json::from_str::<Members<'_>>(s.get()).ok())
         .and_then(|s| string(s.get("boardId")).map(Cow::into_owned));
+    if board.element.is_none() {
+        return Err(Unreadable("the board is not an object with an id".into()));
+    }
     let mut flat = Flat {
         elements: Vec::new(),
         by_id: HashMap::default(),
         board_id: String::new(),
     };
-    let Some(root) = pending(board, None, 0) else {
-        return Err(Unreadable("the board is not an object with an id".into()));
-    };
-    // Elements read, their children not yet placed; pushed in reverse
-    // reading order, so popped in reading order.
-    let mut stack = vec![root];
-    while let Some(next) = stack.pop() {
+    // Elements read, not yet placed, with their parent and depth; pushed
+    // in reverse reading order, so popped in reading order.
+    let mut stack = vec![(board, None, 0)];
+    while let Some((tree, parent, depth)) = stack.pop() {
+        let Some(mut element) = tree.element else {
+            continue;
+        };
         let index = flat.elements.len();
-        let id = next.element.key;
-        if id.is_empty() || flat.by_id.contains_key(id) {
-            // Never written by the service: the first element of an id wins.
+        // Never written by the service: an empty id, an id seen before
+        // (the first element of an id wins).
+        match flat.by_id.entry(element.key) {
+            Entry::Vacant(slot) if !element.key.is_empty() => slot.insert(index),
+            _ => continue,
+        };
+        element.parent = parent;
+        flat.elements.push(element);
+        if depth >= MAX_NESTED || tree.children.is_empty() {
             continue;
         }
-        flat.by_id.insert(id, index);
-        flat.elements.push(next.element);
-        if next.depth >= MAX_NESTED {
-            continue;
-        }
-        let children: Vec<Pending<'_>> = next
+        // Children without an id are left out, with what is below them.
+        let children: Vec<Tree<'_>> = tree
             .children
             .into_iter()
-            .filter_map(|c| pending(c, Some(index), next.depth + 1))
+            .filter(|c| c.element.is_some())
             .collect();
-        let keys: Vec<ReadingKey> = children.iter().map(|c| c.element.reading_key()).collect();
-        let mut slots: Vec<Option<Pending<'_>>> = children.into_iter().map(Some).collect();
+        let keys: Vec<ReadingKey> = children
+            .iter()
+            .filter_map(|c| c.element.as_ref().map(Element::reading_key))
+            .collect();
+        let mut slots: Vec<Option<Tree<'_>>> = children.into_iter().map(Some).collect();
         for i in reading_order(&keys).into_iter().rev() {
-            stack.extend(slots[i].take());
+            stack.extend(slots[i].take().map(|c| (c, Some(index), depth + 1)));
         }
     }
     flat.board_id = source_board
@@ -225,12 +235,12 @@ struct Top<'a> {
     source: Option<&'a RawValue>,
 }
 
-/// An element as read in the one pass: its members but `children` raw, and
-/// its children as trees; anything that is not an object reads as an
-/// empty tree (no id: left out, with what is below it).
+/// An element as read in the one pass (its parent not yet known), and its
+/// children; anything that is not an object, or has no string `id`, reads
+/// as no element (left out, with what is below it).
 #[derive(Default)]
 struct Tree<'a> {
-    members: Vec<(Cow<'a, str>, &'a RawValue)>,
+    element: Option<Element<'a>>,
     children: Vec<Tree<'a>>,
 }
 
@@ -300,22 +310,8 @@ impl<'de> Deserialize<'de> for Tree<'de> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(Tree::default())
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut tree = Tree {
-                    members: Vec::with_capacity(map.size_hint().unwrap_or(12)),
-                    children: Vec::new(),
-                };
-                let mut seen_children = false;
-                while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
-                    if key == "children" && !seen_children {
-                        seen_children = true;
-                        tree.children = map.next_value::<Forest<'de>>()?.0;
-                        continue;
-                    }
-                    let value: &'de RawValue = map.next_value()?;
-                    tree.members.push((key, value));
-                }
-                Ok(tree)
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                element(map)
             }
         }
         d.deserialize_any(V)
@@ -336,7 +332,8 @@ impl<'de> Deserialize<'de> for Forest<'de> {
                 Ok(Forest(Vec::new()))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(8));
+                // No capacity up front: most elements' lists are empty.
+                let mut out = Vec::new();
                 while let Some(tree) = seq.next_element::<Tree<'de>>()? {
                     out.push(tree);
                 }
@@ -347,70 +344,119 @@ impl<'de> Deserialize<'de> for Forest<'de> {
     }
 }
 
-/// An element read, its children not yet placed.
-struct Pending<'a> {
-    element: Element<'a>,
-    children: Vec<Tree<'a>>,
-    depth: usize,
-}
-
-/// The element of `tree` under `parent`; `None` without a string `id`
-/// (left out, with what is below it).
-fn pending(tree: Tree<'_>, parent: Option<usize>, depth: usize) -> Option<Pending<'_>> {
-    let members = Members(tree.members);
-    let element = element(&members, parent)?;
-    Some(Pending {
-        element,
-        children: tree.children,
-        depth,
-    })
-}
-
-/// One element from its members; `None` without a string `id`.
-fn element<'a>(members: &Members<'a>, parent: Option<usize>) -> Option<Element<'a>> {
-    let raw_id = members.get("id")?;
-    let id = string(Some(raw_id))?;
-    let key = match &id {
-        Cow::Borrowed(id) => *id,
-        Cow::Owned(_) => raw_id.get(),
-    };
-    let kind = string(members.get("type")).unwrap_or(Cow::Borrowed("UNKNOWN"));
+/// One element from its members, read once: the first `id` (`None` when it
+/// is not a string) and `type`, the fields as [`Element::fields`] says, its
+/// section, and its children. One vector per element: its fields.
+fn element<'de, A: MapAccess<'de>>(mut map: A) -> Result<Tree<'de>, A::Error> {
+    let mut id: Option<Option<(Cow<'de, str>, &'de str)>> = None;
+    let mut kind: Option<Cow<'de, str>> = None;
+    let mut children: Option<Vec<Tree<'de>>> = None;
     let mut section = None;
-    let mut fields = Vec::with_capacity(members.0.len());
+    let mut fields = Vec::with_capacity(8);
     let mut unloaded = false;
-    for (name, value) in &members.0 {
+    while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
         match name.as_ref() {
-            "id" | "type" | "children" | "timestamps" => {}
+            "children" if children.is_none() => children = Some(map.next_value::<Forest<'de>>()?.0),
+            "id" if id.is_none() => {
+                let raw: &'de RawValue = map.next_value()?;
+                id = Some(string(Some(raw)).map(|id| {
+                    // An id written with escapes is held under its raw text.
+                    let key = match &id {
+                        Cow::Borrowed(id) => *id,
+                        Cow::Owned(_) => raw.get(),
+                    };
+                    (id, key)
+                }));
+            }
+            "type" if kind.is_none() => {
+                let raw: &'de RawValue = map.next_value()?;
+                kind = Some(string(Some(raw)).unwrap_or(Cow::Borrowed("UNKNOWN")));
+            }
+            "id" | "type" | "children" | "timestamps" => {
+                map.next_value::<IgnoredAny>()?;
+            }
             "location" => {
-                let Ok(location) = serde_json::from_str::<Members<'_>>(value.get()) else {
-                    fields.push((Cow::Borrowed("location"), *value));
-                    continue;
-                };
-                for (inner, v) in location.0 {
-                    match inner.as_ref() {
-                        "parentId" => {}
-                        "section" => section = string(Some(v)),
-                        "position" => fields.push((Cow::Borrowed("position"), v)),
-                        other => fields.push((Cow::Owned(format!("location.{other}")), v)),
-                    }
+                let raw: &'de RawValue = map.next_value()?;
+                if !location(raw, &mut fields, &mut section) {
+                    fields.push((name, raw));
                 }
             }
             "childrenLoaded" => {
-                unloaded = value.get() == "false";
-                fields.push((name.clone(), *value));
+                let raw: &'de RawValue = map.next_value()?;
+                unloaded = raw.get() == "false";
+                fields.push((name, raw));
             }
-            _ => fields.push((name.clone(), *value)),
+            _ => fields.push((name, map.next_value()?)),
         }
     }
-    Some(Element {
+    let element = id.flatten().map(|(id, key)| Element {
         id,
         key,
-        kind,
-        parent,
+        kind: kind.unwrap_or(Cow::Borrowed("UNKNOWN")),
+        parent: None,
         section,
         fields,
         unloaded,
+    });
+    Ok(Tree {
+        element,
+        children: children.unwrap_or_default(),
     })
+}
+
+/// Adds the members of a `location` object to `fields` (`position`, and
+/// `location.<name>` but for `parentId` and `section`) and sets `section`;
+/// false, with `fields` as it was, when `raw` is not an object.
+fn location<'a>(
+    raw: &'a RawValue,
+    fields: &mut Vec<(Cow<'a, str>, &'a RawValue)>,
+    section: &mut Option<Cow<'a, str>>,
+) -> bool {
+    if !raw.get().starts_with('{') {
+        return false;
+    }
+    let before = fields.len();
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    let read = LocationInto { fields, section }.deserialize(&mut de);
+    if read.and_then(|()| de.end()).is_err() {
+        fields.truncate(before);
+        return false;
+    }
+    true
+}
+
+/// Reads a `location` object straight into an element's fields.
+struct LocationInto<'f, 'a> {
+    fields: &'f mut Vec<(Cow<'a, str>, &'a RawValue)>,
+    section: &'f mut Option<Cow<'a, str>>,
+}
+
+impl<'de> DeserializeSeed<'de> for LocationInto<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for LocationInto<'_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a location")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Text(inner)) = map.next_key::<Text<'de>>()? {
+            let v: &'de RawValue = map.next_value()?;
+            match inner.as_ref() {
+                "parentId" => {}
+                "section" => *self.section = string(Some(v)),
+                "position" => self.fields.push((Cow::Borrowed("position"), v)),
+                other => self
+                    .fields
+                    .push((Cow::Owned(format!("location.{other}")), v)),
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Element<'_> {
@@ -482,41 +528,4 @@ impl Element<'_> {
 const LABEL_CHARS: usize = 40;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn elements_come_in_reading_order_with_their_parents() {
-        let doc = br#"{"version":1,"source":{"provider":"m","boardId":"b"},"fetchedAt":"t","board":{"id":"b","type":"BOARD","title":"Root","children":[
-            {"id":"low","type":"CARD","location":{"parentId":"b","section":"CANVAS","position":{"x":0,"y":9}},"richText":{"plainText":"  second   card ","blocks":[]},"children":[]},
-            {"id":"col","type":"COLUMN","title":"Col","location":{"parentId":"b","section":"CANVAS","position":{"x":5,"y":1}},"children":[
-                {"id":"n2","type":"CARD","location":{"parentId":"col","section":"INBOX","position":{"index":2}},"children":[]},
-                {"id":"n1","type":"CARD","location":{"parentId":"col","section":"INBOX","position":{"index":1}},"timestamps":{"createdAt":"x"},"children":[]}]}]}}"#;
-        let flat = read(doc).expect("reads");
-        let ids: Vec<&str> = flat.elements.iter().map(|e| e.id.as_ref()).collect();
-        assert_eq!(ids, ["b", "col", "n1", "n2", "low"]);
-        assert_eq!(flat.elements[2].parent, Some(1));
-        assert_eq!(flat.elements[2].section.as_deref(), Some("INBOX"));
-        let names: Vec<&str> = flat.elements[2]
-            .fields
-            .iter()
-            .map(|f| f.0.as_ref())
-            .collect();
-        assert_eq!(names, ["position"]);
-        assert_eq!(flat.elements[4].label(), "second card");
-        assert_eq!(flat.elements[3].label(), "CARD");
-        assert_eq!(flat.board_id, "b");
-    }
-
-    #[test]
-    fn what_is_not_a_board_is_unreadable_or_skipped() {
-        for bad in [&b"[]"[..], b"{}", b"{\"board\":[]}", b"not json"] {
-            assert!(read(bad).is_err(), "{}", String::from_utf8_lossy(bad));
-        }
-        let odd =
-            br#"{"board":{"id":"b","children":[1,{"id":2},{"id":"b"},{"id":"c","children":"x"}]}}"#;
-        let flat = read(odd).expect("reads");
-        let ids: Vec<&str> = flat.elements.iter().map(|e| e.id.as_ref()).collect();
-        assert_eq!(ids, ["b", "c"]);
-    }
-}
+mod tests;
