@@ -148,13 +148,18 @@ pub fn compare_flat(old: &Flat<'_>, from: &str, new: &Flat<'_>, to: &str) -> Cha
     changes
 }
 
-/// The names of the fields that differ, in the newer element's order, then
-/// those only the older one has. While both elements' fields have the same
-/// names in the same order (as the service writes them), fields are
-/// compared pair by pair; from the first that does not, by name, the first
-/// field of a name (as [`Element::field`]).
+/// The names of the fields that differ, each once, in the newer element's
+/// order, then those only the older one has. While both elements' fields
+/// have the same names in the same order (as the service writes them),
+/// fields are compared pair by pair; from the first that does not, by
+/// name: the first field of a name on each side (as [`Element::field`]).
 fn differing(before: &Element<'_>, after: &Element<'_>) -> Vec<String> {
-    let mut names = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut note = |name: &str| {
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    };
     // Whether every field so far sits at its own index in both.
     let mut aligned = before.fields.len() == after.fields.len();
     for (at, (name, value)) in after.fields.iter().enumerate() {
@@ -162,17 +167,21 @@ fn differing(before: &Element<'_>, after: &Element<'_>) -> Vec<String> {
             Some((same, v)) if aligned && same == name => Some(*v),
             _ => {
                 aligned = false;
+                if after.fields[..at].iter().any(|(n, _)| n == name) {
+                    // A later field of a name already compared.
+                    continue;
+                }
                 before.field(name)
             }
         };
         if old.map(|v| v.get()) != Some(value.get()) {
-            names.push(name.to_string());
+            note(name);
         }
     }
     if !aligned {
         for (name, _) in &before.fields {
             if after.field(name).is_none() {
-                names.push(name.to_string());
+                note(name);
             }
         }
     }

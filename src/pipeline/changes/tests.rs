@@ -129,6 +129,37 @@ fn times_alone_are_no_change_and_unloaded_boards_make_it_incomplete() {
     assert_eq!(changes.added.len(), 1);
 }
 
+#[test]
+fn fields_named_twice_give_the_same_answer_both_ways() {
+    let board = |members: &str| {
+        format!(
+            r#"{{"board":{{"id":"r","type":"BOARD","children":[{{"id":"x","type":"CARD",{members}}}]}}}}"#
+        )
+    };
+    let changed = |a: &str, b: &str| {
+        let (a, b) = (board(a), board(b));
+        let forth = compare(a.as_bytes(), "a", b.as_bytes(), "b").expect("compares");
+        let back = compare(b.as_bytes(), "b", a.as_bytes(), "a").expect("compares");
+        let fields = |c: &Changes| c.changed.first().and_then(|e| e.fields.clone());
+        assert_eq!(fields(&forth), fields(&back), "{a} / {b}");
+        fields(&forth)
+    };
+    // In step, pair by pair: the second `a` differs, named once.
+    assert_eq!(
+        changed(r#""a":1,"a":2"#, r#""a":2,"a":3"#),
+        Some(vec!["a".to_owned()])
+    );
+    // Out of step, by name: the first of each name.
+    assert_eq!(
+        changed(r#""a":1,"a":2,"t":0"#, r#""a":1,"t":0,"a":1"#),
+        None
+    );
+    assert_eq!(
+        changed(r#""a":1,"t":0"#, r#""t":1,"a":1,"u":2"#),
+        Some(vec!["t".to_owned(), "u".to_owned()])
+    );
+}
+
 /// Up to 10 elements drawn from 14 ids, each under the root or an earlier
 /// element, so two boards share most ids and differ in every way.
 fn board() -> impl Strategy<Value = Vec<Gen>> {
