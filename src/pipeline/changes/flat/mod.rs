@@ -2,14 +2,15 @@
 //! reading order, with its parent, its section and its fields as the raw
 //! JSON bytes the document holds. Called by [`super::compare`].
 //!
-//! The document is read with borrowed slices and no tree of values: each
-//! element's members are kept as `&RawValue`s, its `children` are read one
-//! level at a time by a parser of their own (the walk keeps its own stack,
-//! never recursing), so a deep board costs memory in proportion to its
-//! depth, and comparing two fields is comparing bytes. The service writes a
-//! document deterministically (the same content gives the same bytes), so
-//! equal bytes are equal fields; a document read back from a store that
-//! was written otherwise can only make a field look changed.
+//! The document is read in one pass with borrowed slices and no tree of
+//! values: each element is built as its members are read, its fields kept
+//! as `&RawValue`s in one vector, its `children` read as elements again
+//! (serde_json's nesting limit bounds that recursion). The elements are
+//! then placed in reading order by a walk with its own stack. Comparing two
+//! fields is comparing bytes: the service writes a document
+//! deterministically (the same content gives the same bytes), so equal
+//! bytes are equal fields; a document read back from a store that was
+//! written otherwise can only make a field look changed.
 
 use crate::document::reading::{numeric, reading_order, ReadingKey};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
