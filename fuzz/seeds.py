@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of four fuzz targets (run from anywhere; needs
+"""Writes the seed corpora of five fuzz targets (run from anywhere; needs
 python3 and the `zstd` command):
 
 - fuzz/corpus/tier_value/: board documents as this service writes them
@@ -21,6 +21,9 @@ python3 and the `zstd` command):
   read_board and search_board, ping of the handshake era (2025-06-18,
   2025-11-25); server/discover, tools/list and tools/call of the 2026-07-28
   era with their `_meta`; a batch, a response and a malformed body.
+- fuzz/corpus/kept_version/: kept documents for /api/changes: the target's
+  own document as stored (its mark and zstd), and bare, edited (a card's
+  text, a move) and with repeated members; and tier_value's documents.
 
 Existing files of the same names are overwritten; other corpus files are
 left alone. Then: cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run <target> ...
@@ -113,7 +116,8 @@ def sealed(json_bytes, outline=False, unloaded=0, transient=False):
     return out + hmac.new(key, out, hashlib.sha256).digest()
 
 
-def tier_value():
+def documents():
+    """tier_value's documents, each with its header's flags."""
     every_type = json.loads((ROOT / "tests/golden/markdown/every-type.json").read_text())
     docs = {
         "small": (document("b", "T", [card("c", "alpha")]), {}),
@@ -147,7 +151,11 @@ def tier_value():
         ),
         "outline": (document("o", "Outline", [{"id": "x", "type": "LINE", "children": []}]), {"outline": True}),
     }
-    for name, (doc, header) in docs.items():
+    return docs
+
+
+def tier_value():
+    for name, (doc, header) in documents().items():
         data = compact(doc)
         write("tier_value", f"doc-{name}", flags(**header) + data)
         write("tier_value", f"value-{name}", sealed(data, **header))
@@ -289,10 +297,27 @@ def capture_read():
                               ("03-boards.json", compact(nested_answer))]))
 
 
+# -------------------------------------------------------------- kept_version
+
+
+def kept_version():
+    source = (FUZZ / "fuzz_targets/kept_version.rs").read_text()
+    now = source.split('const NOW: &[u8] = br#"', 1)[1].split('"#;', 1)[0].encode()
+    zstd = subprocess.run(["zstd", "-3", "-c", "-q"], input=now, capture_output=True, check=True)
+    write("kept_version", "stored-now", b"SBV1" + zstd.stdout)
+    write("kept_version", "now", now)
+    edited = now.replace(b"Pack the tent", b"Pack the stove").replace(b'"parentId":"col"', b'"parentId":"b"')
+    write("kept_version", "edited", edited)
+    write("kept_version", "repeated", now.replace(b'"title":"Ideas"', b'"title":"Ideas","title":"Again","id":"x"'))
+    for name, (doc, _) in documents().items():
+        write("kept_version", f"doc-{name}", compact(doc))
+
+
 if __name__ == "__main__":
+    kept_version()
     tier_value()
     select_depth()
     mcp_jsonrpc()
     capture_read()
-    for target in ("tier_value", "select_depth", "mcp_jsonrpc", "capture_read"):
+    for target in ("tier_value", "select_depth", "mcp_jsonrpc", "capture_read", "kept_version"):
         print(target, len(list((CORPUS / target).iterdir())), "files")
