@@ -27,6 +27,22 @@ fn temp_dir(tag: &str) -> PathBuf {
     dir
 }
 
+/// An upstream that serves `captured` (what `--demo DIR` serves), and a
+/// gateway whose provider it is.
+fn replaying(captured: Captured) -> (SampleUpstream, Gateway) {
+    let replay = SampleUpstream::start_in_thread_with(([127, 0, 0, 1], 0).into(), captured)
+        .expect("replay upstream");
+    let (gw, _) = start_server(1, |server, addrs| {
+        let mut settings = Settings::from_yaml(&config(addrs[0].port(), "", "")).expect("config");
+        settings
+            .api_mut()
+            .set_provider_origin(&replay.origin())
+            .expect("origin");
+        shared_board_api::host::service::add_services(server, &settings).expect("services");
+    });
+    (replay, gw)
+}
+
 /// The binary with `args`, `-c` a configuration whose provider is the
 /// sample upstream; exit code and output.
 fn run_binary(dir: &Path, args: &[&str]) -> (i32, String) {
@@ -214,16 +230,7 @@ fn a_captured_board_replays_to_the_same_document_and_holds_no_secret() {
         "{:?}",
         captured.board_ids()
     );
-    let replay = SampleUpstream::start_in_thread_with(([127, 0, 0, 1], 0).into(), captured)
-        .expect("replay upstream");
-    let (gw, _) = start_server(1, |server, addrs| {
-        let mut settings = Settings::from_yaml(&config(addrs[0].port(), "", "")).expect("config");
-        settings
-            .api_mut()
-            .set_provider_origin(&replay.origin())
-            .expect("origin");
-        shared_board_api::host::service::add_services(server, &settings).expect("services");
-    });
+    let (replay, gw) = replaying(captured);
     let expected = document(gateway(), BOARD, PERMISSION, &upstream_origin());
     let replayed = document(gw.addr, BOARD, "any-other-permission", &upstream_origin());
     assert_eq!(replayed, expected);
@@ -350,16 +357,7 @@ fn the_checked_in_captured_shape_board_reads_and_serves() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captured-board");
     let captured = Captured::load(&dir).expect("the fixture capture reads");
     assert_eq!(captured.root(), Some("1XbZEplawr6y02"));
-    let replay = SampleUpstream::start_in_thread_with(([127, 0, 0, 1], 0).into(), captured)
-        .expect("replay upstream");
-    let (gw, _) = start_server(1, |server, addrs| {
-        let mut settings = Settings::from_yaml(&config(addrs[0].port(), "", "")).expect("config");
-        settings
-            .api_mut()
-            .set_provider_origin(&replay.origin())
-            .expect("origin");
-        shared_board_api::host::service::add_services(server, &settings).expect("services");
-    });
+    let (replay, gw) = replaying(captured);
     let doc = document(gw.addr, "1XbZEplawr6y02", "any", &replay.origin());
     let children = doc["data"]["board"]["children"]
         .as_array()

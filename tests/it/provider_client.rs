@@ -10,7 +10,9 @@ use std::time::Duration;
 
 const PERMISSION: &str = "permSECRET42";
 
-async fn setup(tweak: impl FnOnce(&mut ProviderSettings)) -> (SampleUpstream, ProviderClient) {
+/// The sample upstream on loopback and a client for it (a 10 s deadline),
+/// then `tweak`.
+pub async fn setup(tweak: impl FnOnce(&mut ProviderSettings)) -> (SampleUpstream, ProviderClient) {
     let sample = SampleUpstream::start("127.0.0.1:0".parse().unwrap())
         .await
         .expect("sample upstream binds");

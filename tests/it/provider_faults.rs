@@ -11,19 +11,15 @@ use std::time::{Duration, Instant};
 
 const PERMISSION: &str = "permSECRET42";
 
+/// The sample upstream and a client for it with a 5 s deadline and a
+/// 1 MiB body cap, then `tweak`.
 async fn setup(tweak: impl FnOnce(&mut ProviderSettings)) -> (SampleUpstream, ProviderClient) {
-    let sample = SampleUpstream::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .expect("sample upstream binds");
-    let mut settings = ProviderSettings {
-        origin: url::Url::parse(&sample.origin()).unwrap(),
-        fetch_deadline: Duration::from_secs(5),
-        max_response_bytes: 1024 * 1024,
-        ..ProviderSettings::default()
-    };
-    tweak(&mut settings);
-    let client = ProviderClient::new(settings).expect("valid settings");
-    (sample, client)
+    crate::provider_client::setup(|settings| {
+        settings.fetch_deadline = Duration::from_secs(5);
+        settings.max_response_bytes = 1024 * 1024;
+        tweak(settings);
+    })
+    .await
 }
 
 #[derive(Debug, PartialEq)]

@@ -234,6 +234,33 @@ fn serves_after_the_fork(api: SocketAddr, permission: &str) {
     assert_eq!(result["isError"], false, "{result}");
 }
 
+/// A fresh directory for a daemon named `tag`, and its configuration there:
+/// the pid file, upgrade socket and error log in the directory, a 1 s grace
+/// period, the sample upstream as provider, and the API on `127.0.0.1:0`,
+/// followed by what `server_extra` gives for the directory (more
+/// `board_api.server` lines).
+fn daemon_dir(tag: &str, server_extra: impl FnOnce(&Path) -> String) -> (PathBuf, PathBuf) {
+    let dir: PathBuf = std::env::temp_dir().join(format!("sba-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let conf = dir.join("gateway.yaml");
+    let server_extra = server_extra(&dir);
+    std::fs::write(
+        &conf,
+        format!(
+            "version: 1\nthreads: 2\npid_file: {}\nupgrade_sock: {}\nerror_log: {}\n\
+             grace_period_seconds: 1\ngraceful_shutdown_timeout_seconds: 1\n\
+             board_api:\n  provider:\n    origin: {}\n  server:\n    listen: [\"127.0.0.1:0\"]\n{server_extra}",
+            dir.join("pid").display(),
+            dir.join("upgrade.sock").display(),
+            dir.join("error.log").display(),
+            sample().origin(),
+        ),
+    )
+    .expect("write config");
+    (dir, conf)
+}
+
 /// The binary as `deploy/shared-board-api.service` runs it: `-t -d`, then
 /// `-d` (the parent exits once the daemon has forked), then the unit's
 /// reload (`-t -u`, `SIGQUIT` to the old daemon, `-u -d`), then `SIGTERM`.
@@ -242,27 +269,14 @@ fn serves_after_the_fork(api: SocketAddr, permission: &str) {
 #[test]
 fn the_binary_serves_as_the_systemd_unit_runs_it() {
     let bin = env!("CARGO_BIN_EXE_shared-board-api");
-    let dir: PathBuf = std::env::temp_dir().join(format!("sba-daemon-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let pid_file = dir.join("pid");
-    let access = dir.join("access.log");
-    let conf = dir.join("gateway.yaml");
-    std::fs::write(
-        &conf,
+    let (dir, conf) = daemon_dir("daemon", |dir| {
         format!(
-            "version: 1\nthreads: 2\npid_file: {}\nupgrade_sock: {}\nerror_log: {}\n\
-             grace_period_seconds: 1\ngraceful_shutdown_timeout_seconds: 1\n\
-             board_api:\n  provider:\n    origin: {}\n  server:\n    listen: [\"127.0.0.1:0\"]\n\
-             \x20   access_log: {}\n    metrics:\n      listen: \"127.0.0.2:0\"\n",
-            pid_file.display(),
-            dir.join("upgrade.sock").display(),
-            dir.join("error.log").display(),
-            sample().origin(),
-            access.display(),
-        ),
-    )
-    .expect("write config");
+            "    access_log: {}\n    metrics:\n      listen: \"127.0.0.2:0\"\n",
+            dir.join("access.log").display()
+        )
+    });
+    let access = dir.join("access.log");
+    let pid_file = dir.join("pid");
     let _stop = Daemon(pid_file.clone());
     let log = || std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
 
@@ -354,25 +368,9 @@ fn load(addr: SocketAddr, stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle
 #[test]
 fn the_upgrade_typed_as_documented_refuses_no_request() {
     let bin = env!("CARGO_BIN_EXE_shared-board-api");
-    let dir: PathBuf = std::env::temp_dir().join(format!("sba-upgrade-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (dir, conf) = daemon_dir("upgrade", |_| String::new());
     let pid_file = dir.join("pid");
     let error_log = dir.join("error.log");
-    let conf = dir.join("gateway.yaml");
-    std::fs::write(
-        &conf,
-        format!(
-            "version: 1\nthreads: 2\npid_file: {}\nupgrade_sock: {}\nerror_log: {}\n\
-             grace_period_seconds: 1\ngraceful_shutdown_timeout_seconds: 1\n\
-             board_api:\n  provider:\n    origin: {}\n  server:\n    listen: [\"127.0.0.1:0\"]\n",
-            pid_file.display(),
-            dir.join("upgrade.sock").display(),
-            error_log.display(),
-            sample().origin(),
-        ),
-    )
-    .expect("write config");
     let _stop = Daemon(pid_file.clone());
     let log = || std::fs::read_to_string(&error_log).unwrap_or_default();
     let c = conf.display();
