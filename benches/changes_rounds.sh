@@ -16,14 +16,11 @@ set -euo pipefail
 ROUNDS=${1:-5}
 shift || true
 cd "$(dirname "$0")/.."
-if [ $# -eq 0 ]; then
-    bin=$(cargo bench --bench changes --no-run 2>&1 | grep -o '/[^ ()]*/deps/changes-[0-9a-f]*' | tail -1)
-    set -- "$bin"
-fi
+. benches/rounds.sh
+[ $# -gt 0 ] || set -- "$(bench_binary changes)"
 FILTER='changes/(tiptap-7000/(normalize|compare)|cached-s-big/(detail|changes))$'
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-. benches/rounds.sh
 run_rounds "$ROUNDS" "$FILTER" 3 "$out" "$@"
 python3 - "$out" "$@" <<'PY'
 import statistics, sys, os

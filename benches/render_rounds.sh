@@ -21,14 +21,11 @@ set -euo pipefail
 ROUNDS=${1:-5}
 shift || true
 cd "$(dirname "$0")/.."
-if [ $# -eq 0 ]; then
-    bin=$(cargo bench --bench pipeline --no-run 2>&1 | grep -o '/[^ ()]*/deps/pipeline-[0-9a-f]*' | tail -1)
-    set -- "$bin"
-fi
+. benches/rounds.sh
+[ $# -gt 0 ] || set -- "$(bench_binary pipeline)"
 FILTER=${FILTER:-'render/tiptap-7000/(json|markdown)/(full|standard|compact)$'}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-. benches/rounds.sh
 run_rounds "$ROUNDS" "$FILTER" 2 "$out" "$@"
 python3 - "$out" <<'EOF'
 import statistics, sys

@@ -4,6 +4,12 @@
 # `<round> <binary> <benchmark> <median ms>`.
 #
 #   run_rounds ROUNDS FILTER MEASUREMENT_SECONDS OUT BINARY...
+#   bench_binary NAME   (prints the current tree's benches/NAME.rs binary,
+#                        built with cargo bench --no-run)
+bench_binary() {
+    cargo bench --bench "$1" --no-run 2>&1 | grep -o "[^ ()]*/deps/$1-[0-9a-f]*" | tail -1
+}
+
 run_rounds() {
     local rounds=$1 filter=$2 measure=$3 out=$4 round bin
     shift 4
