@@ -23,6 +23,12 @@ use std::time::{Duration, Instant};
 pub const MAX_BODY: usize = 1 << 20;
 /// Pending deliveries kept at most; a delivery past this is dropped.
 pub const MAX_PENDING: usize = 10_000;
+/// Bytes of pending deliveries kept at most (bodies): a delivery past this
+/// is dropped, as past [`MAX_PENDING`].
+pub const MAX_PENDING_BYTES: usize = 64 << 20;
+/// How long a delivery of a job no configuration here knows is left for a
+/// node that knows it (a rolling deploy) before it is dropped.
+pub const MAX_DELIVERY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// What a job saw last of one board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,6 +185,12 @@ impl Outbox {
         each!(self, s => s.lease(name, life).await)
     }
 
+    /// Extends `lease` to `life` from now if it is still this node's;
+    /// false when it is not (lost: the work it guards should stop).
+    pub async fn renew(&self, lease: &Lease, life: Duration) -> bool {
+        each!(self, s => s.renew(lease, life).await)
+    }
+
     /// Releases `lease` if it is still this node's.
     pub async fn release(&self, lease: &Lease) {
         each!(self, s => s.release(lease).await)
@@ -205,6 +217,17 @@ impl LocalLeases {
             name: name.to_owned(),
             token,
         })
+    }
+
+    pub fn renew(&self, lease: &Lease, life: Duration) -> bool {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        match held.get_mut(&lease.name) {
+            Some((token, until)) if *token == lease.token => {
+                *until = Instant::now() + life;
+                true
+            }
+            _ => false,
+        }
     }
 
     pub fn release(&self, lease: &Lease) {

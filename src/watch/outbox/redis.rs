@@ -36,6 +36,10 @@ const TAKE: &str = "local t = redis.call('PTTL', KEYS[1]) \
      if t == -2 or t == -1 or t > tonumber(ARGV[3]) then \
      redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0";
 
+/// Extends a lease only if it still holds the caller's token.
+const RENEW: &str = "if redis.pcall('GET', KEYS[1]) == ARGV[1] then \
+     return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
+
 /// Releases a lease only if it still holds the caller's token.
 const RELEASE: &str = "local v = redis.pcall('GET', KEYS[1]) \
      if v == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
@@ -288,6 +292,14 @@ impl RedisOutbox {
             Ok(1) => Some(Lease { name: key, token }),
             _ => None,
         }
+    }
+
+    pub async fn renew(&self, lease: &Lease, life: Duration) -> bool {
+        let args = vec![
+            lease.token.clone(),
+            ms(life.max(Duration::from_millis(1))).to_string(),
+        ];
+        matches!(self.script(RENEW, lease.name.clone(), args).await, Ok(1))
     }
 
     pub async fn release(&self, lease: &Lease) {
