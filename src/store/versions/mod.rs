@@ -28,7 +28,6 @@ use crate::governance::WorkPool;
 use crate::pipeline::LoadedBoard;
 use crate::store::sqlite::Db;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
@@ -36,13 +35,17 @@ use tokio::sync::mpsc;
 /// Versions waiting to be written at most; past it a version is not kept.
 pub const QUEUE: usize = 4;
 
-/// Versions not kept because the queue was full (process-wide).
-static DROPPED: AtomicU64 = AtomicU64::new(0);
-
-/// Versions not kept because the writer's queue was full, since start.
-pub fn dropped() -> u64 {
-    DROPPED.load(Ordering::Relaxed)
-}
+/// `board_api_versions_not_kept_total`: the same count, for Prometheus
+/// (process-wide, as the writer's queue is per store and a host may run
+/// several APIs).
+static NOT_KEPT: std::sync::LazyLock<Option<prometheus::IntCounter>> =
+    std::sync::LazyLock::new(|| {
+        prometheus::register_int_counter!(
+            "board_api_versions_not_kept_total",
+            "Versions not kept because the store was slower than new versions came"
+        )
+        .ok()
+    });
 
 /// The store did not answer: not the same as "not kept".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +149,8 @@ pub struct Versions {
     queue: OnceLock<mpsc::Sender<ToKeep>>,
     /// The state file, with `store: sqlite`: the watches share it.
     db: Option<Arc<Db>>,
+    /// Versions this store did not keep because its queue was full.
+    not_kept: std::sync::atomic::AtomicU64,
 }
 
 impl Versions {
@@ -187,6 +192,7 @@ impl Versions {
             bounds,
             queue: OnceLock::new(),
             db,
+            not_kept: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -219,7 +225,11 @@ impl Versions {
             pool: pool.clone(),
         };
         if queue.try_send(job).is_err() {
-            DROPPED.fetch_add(1, Ordering::Relaxed);
+            self.not_kept
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Some(c) = NOT_KEPT.as_ref() {
+                c.inc();
+            }
             warn_at_most_every_minute(
                 "kept versions: the store is slower than new versions come; a version was not kept",
             );
@@ -233,6 +243,7 @@ impl Versions {
             return Some(queue);
         }
         let runtime = tokio::runtime::Handle::try_current().ok()?;
+        std::sync::LazyLock::force(&NOT_KEPT);
         let (tx, rx) = mpsc::channel(QUEUE);
         if self.queue.set(tx).is_ok() {
             runtime.spawn(write_versions(Arc::clone(&self.backend), rx));
@@ -449,4 +460,64 @@ fn warn_at_most_every_minute(line: &str) {
     }
     *last = Some(Instant::now());
     log::warn!("{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(n: usize) -> Arc<LoadedBoard> {
+        let doc = format!(
+            r#"{{"version":1,"source":{{"provider":"milanote","boardId":"B"}},"fetchedAt":"t","board":{{"id":"B","type":"BOARD","title":"v{n}","children":[]}}}}"#
+        );
+        Arc::new(LoadedBoard::from_json(doc.into_bytes()))
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_store_slower_than_new_versions_holds_at_most_the_queue() {
+        let settings = VersionSettings {
+            store: StoreKind::Memory,
+            bounds: Bounds {
+                keep_versions: 100,
+                keep: Duration::from_secs(60),
+                max_bytes: 1 << 20,
+                max_document_bytes: 1 << 20,
+            },
+        };
+        let versions = Versions::open(&settings, None).expect("memory");
+        let pool = WorkPool::new(1, 16).expect("a pool");
+        let counted = NOT_KEPT.as_ref().map_or(0, prometheus::IntCounter::get);
+        // Nothing yields: the writer cannot take one before all are offered.
+        let boards: Vec<_> = (0..10).map(board).collect();
+        for b in &boards {
+            versions.keep(&pool, "B:x", b);
+        }
+        let not_kept = versions.not_kept.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(not_kept, (10 - QUEUE) as u64, "the rest is counted");
+        let metric = NOT_KEPT.as_ref().map_or(0, prometheus::IntCounter::get);
+        assert!(metric >= counted + not_kept, "and in the metric");
+        // The queued ones are written, the last queued among them.
+        let last = boards[QUEUE - 1].version().expect("a version").to_owned();
+        let mut found = None;
+        for _ in 0..200 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            found = versions.get(&pool, "B:x", &last).await.ok().flatten();
+            if found.is_some() {
+                break;
+            }
+        }
+        assert!(found.is_some(), "a queued version is kept");
+        let dropped = boards[QUEUE].version().expect("a version").to_owned();
+        assert_eq!(versions.get(&pool, "B:x", &dropped).await, Ok(None));
+    }
+
+    #[test]
+    fn the_owner_key_keeps_links_apart_and_shows_no_permission() {
+        let a = owner("B", "perm-one");
+        assert_eq!(a, owner("B", "perm-one"));
+        assert_ne!(a, owner("B", "perm-two"));
+        assert_ne!(owner("ab", "c"), owner("a", "bc"));
+        assert!(a.starts_with("B:") && !a.contains("perm"));
+        assert_eq!(a.len(), 2 + 32);
+    }
 }
