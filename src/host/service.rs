@@ -219,7 +219,10 @@ impl BackgroundService for WatchService {
 /// `/metrics`, `/healthz`, and `/readyz`, which follows `server`'s execution
 /// phase, and with watch jobs (`board_api.watch.jobs`) `GET /watch` and
 /// `POST /watch/<id>/run`; the watch jobs as a background service.
-/// Nothing listens until the server runs. Returns the handles of
+/// With `board_api.changes.store: sqlite`, the state file is opened as the
+/// server starts (after the fork of `-d`); a file that cannot be opened
+/// ends the process with status 2 and its reason in the log
+/// (docs/durability.md). Nothing listens until the server runs. Returns the handles of
 /// the listening services, so that a server bootstrapped as a service
 /// (`Server::bootstrap_as_a_service`, as the binary is) can make them wait
 /// for it.

@@ -28,7 +28,7 @@ use crate::governance::WorkPool;
 use crate::pipeline::LoadedBoard;
 use crate::store::sqlite::Db;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
@@ -145,8 +145,8 @@ pub struct Versions {
     backend: Arc<Backend>,
     bounds: Bounds,
     /// The writer's queue, made with the writer on the first keep (in a
-    /// runtime of the process that serves).
-    queue: OnceLock<mpsc::Sender<ToKeep>>,
+    /// runtime of the process that serves), and again if that runtime ended.
+    queue: Mutex<Option<mpsc::Sender<ToKeep>>>,
     /// The state file, with `store: sqlite`: the watches share it.
     db: Option<Arc<Db>>,
     /// Versions this store did not keep because its queue was full.
@@ -190,7 +190,7 @@ impl Versions {
         Ok(Versions {
             backend: Arc::new(backend),
             bounds,
-            queue: OnceLock::new(),
+            queue: Mutex::new(None),
             db,
             not_kept: std::sync::atomic::AtomicU64::new(0),
         })
@@ -225,6 +225,8 @@ impl Versions {
             pool: pool.clone(),
         };
         if queue.try_send(job).is_err() {
+            // Full (the writer is behind), or closed (its runtime ended: the
+            // next keep starts a writer in the caller's).
             self.not_kept
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if let Some(c) = NOT_KEPT.as_ref() {
@@ -236,19 +238,20 @@ impl Versions {
         }
     }
 
-    /// The writer's queue, starting the writer on the first call in a
-    /// runtime; `None` outside one.
-    fn queue(&self) -> Option<&mpsc::Sender<ToKeep>> {
-        if let Some(queue) = self.queue.get() {
-            return Some(queue);
+    /// The writer's queue, starting the writer in the caller's runtime on
+    /// the first call (or when the runtime of the last one ended); `None`
+    /// outside a runtime.
+    fn queue(&self) -> Option<mpsc::Sender<ToKeep>> {
+        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = queue.as_ref().filter(|tx| !tx.is_closed()) {
+            return Some(tx.clone());
         }
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         std::sync::LazyLock::force(&NOT_KEPT);
         let (tx, rx) = mpsc::channel(QUEUE);
-        if self.queue.set(tx).is_ok() {
-            runtime.spawn(write_versions(Arc::clone(&self.backend), rx));
-        }
-        self.queue.get()
+        runtime.spawn(write_versions(Arc::clone(&self.backend), rx));
+        *queue = Some(tx.clone());
+        Some(tx)
     }
 
     /// The document kept as `version` of the board key `owner`, checked:

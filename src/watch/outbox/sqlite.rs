@@ -239,7 +239,9 @@ impl SqliteOutbox {
                      older than {} days, dropped",
                     MAX_DELIVERY_AGE.as_secs() / 86_400
                 );
-                super::super::metrics::delivery("expired");
+                for _ in 0..stale {
+                    super::super::metrics::delivery("expired");
+                }
             }
             let mut stmt = conn.prepare(
                 "SELECT id, job, value, seal FROM watch_outbox WHERE job IN (SELECT value FROM json_each(?1))
@@ -395,9 +397,15 @@ fn delivery_parts<'a>(id: &'a str, job: &'a str, value: &'a [u8]) -> [&'a [u8]; 
     [b"delivery", id.as_bytes(), job.as_bytes(), value]
 }
 
+/// The seal a delivery row of `job` carries (what [`open_delivery`]
+/// checks).
+pub fn seal_delivery(key: &hmac::Key, id: &str, job: &str, value: &[u8]) -> Vec<u8> {
+    seal(key, &delivery_parts(id, job, value))
+}
+
 /// The delivery of a row, when its seal checks for its job and its value
 /// is one this service writes, for this id and job.
-fn open_delivery(
+pub fn open_delivery(
     keys: &HashMap<String, hmac::Key>,
     id: &str,
     job: &str,
