@@ -75,6 +75,7 @@ impl BoardApi {
 
     /// The kept versions, when they are on (the watches share their
     /// state file).
+    #[cfg(feature = "sqlite")]
     pub(crate) fn versions(&self) -> Option<&crate::store::Versions> {
         self.boards.versions()
     }

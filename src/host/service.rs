@@ -115,6 +115,7 @@ pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Bui
     // The watch jobs load boards through the same API value (its cache,
     // coalescing, fleet tier and limits).
     let watches = Watches::new(Arc::clone(&api), &settings.api)?;
+    #[cfg(feature = "sqlite")]
     let state_file = api.versions().and_then(|v| v.state_file()).cloned();
     let server = &settings.server;
     let mut app = BoardApiService::new(api, server.compression_level);
@@ -161,6 +162,7 @@ pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Bui
     Ok(Built {
         api: service,
         watches,
+        #[cfg(feature = "sqlite")]
         state_file,
     })
 }
@@ -172,6 +174,7 @@ pub(crate) struct Built {
     pub(crate) watches: Option<Arc<Watches>>,
     /// The state file (`board_api.changes.store: sqlite`), opened by
     /// [`StateFileService`] in the process that serves.
+    #[cfg(feature = "sqlite")]
     pub(crate) state_file: Option<Arc<crate::store::sqlite::Db>>,
 }
 
@@ -179,8 +182,10 @@ pub(crate) struct Built {
 /// `-d` (SQLite forbids carrying a connection across `fork`), and before
 /// the first request needs it, so that a file that cannot be used stops
 /// the start with a clear message instead of failing requests one by one.
+#[cfg(feature = "sqlite")]
 struct StateFileService(Arc<crate::store::sqlite::Db>);
 
+#[cfg(feature = "sqlite")]
 #[async_trait]
 impl BackgroundService for StateFileService {
     async fn start(&self, _shutdown: ShutdownWatch) {
@@ -247,14 +252,12 @@ pub fn add_services(
     server: &mut pingora_core::server::Server,
     settings: &Settings,
 ) -> Result<Vec<pingora_core::services::ServiceHandle>, ConfigError> {
-    let Built {
-        api,
-        watches,
-        state_file,
-    } = service(&server.configuration, settings)?;
-    if let Some(db) = state_file {
+    let built = service(&server.configuration, settings)?;
+    #[cfg(feature = "sqlite")]
+    if let Some(db) = built.state_file {
         server.add_service(background_service("state file", StateFileService(db)));
     }
+    let (api, watches) = (built.api, built.watches);
     let mut handles = vec![server.add_service(api)];
     if let Some(addr) = settings.server.metrics_listen {
         let readiness = probes::Readiness::new(server.watch_execution_phase());

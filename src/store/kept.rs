@@ -41,6 +41,7 @@ impl Boards {
     }
 
     /// The kept versions, when they are on.
+    #[cfg(feature = "sqlite")]
     pub fn versions(&self) -> Option<&Versions> {
         self.inner.versions.as_ref()
     }

@@ -31,6 +31,7 @@ mod coalesce;
 mod kept;
 mod load;
 pub mod shared;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod versions;
 

@@ -109,6 +109,14 @@ impl Watches {
         }
         let outbox = match &settings.changes.store {
             StoreKind::Memory => Outbox::Memory(outbox::memory::Memory::default()),
+            #[cfg(not(feature = "sqlite"))]
+            StoreKind::Sqlite(_) => {
+                return Err(ConfigError::new(
+                    "board_api.changes.store",
+                    "sqlite needs the `sqlite` feature of this build",
+                ))
+            }
+            #[cfg(feature = "sqlite")]
             StoreKind::Sqlite(_) => {
                 // The kept versions' state file: one connection per process.
                 let Some(db) = api.versions().and_then(|v| v.state_file()) else {

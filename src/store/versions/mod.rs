@@ -22,10 +22,12 @@ pub mod codec;
 pub mod memory;
 #[cfg(feature = "fleet")]
 pub mod redis;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 
 use crate::governance::WorkPool;
 use crate::pipeline::LoadedBoard;
+#[cfg(feature = "sqlite")]
 use crate::store::sqlite::Db;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -110,7 +112,9 @@ pub struct VersionSettings {
     pub bounds: Bounds,
 }
 
-/// What a store holds under a (board, version).
+/// What a store holds under a (board, version). (A build with neither
+/// SQLite nor Redis keeps only the memory store, which never rejects.)
+#[cfg_attr(not(any(feature = "sqlite", feature = "fleet")), allow(dead_code))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kept {
     /// A value, not yet checked.
@@ -127,6 +131,7 @@ pub enum Kept {
 #[allow(clippy::large_enum_variant)]
 enum Backend {
     Memory(memory::Memory),
+    #[cfg(feature = "sqlite")]
     Sqlite(sqlite::Sqlite),
     #[cfg(feature = "fleet")]
     Redis(redis::RedisVersions),
@@ -148,6 +153,7 @@ pub struct Versions {
     /// runtime of the process that serves), and again if that runtime ended.
     queue: Mutex<Option<mpsc::Sender<ToKeep>>>,
     /// The state file, with `store: sqlite`: the watches share it.
+    #[cfg(feature = "sqlite")]
     db: Option<Arc<Db>>,
     /// Versions this store did not keep because its queue was full.
     not_kept: std::sync::atomic::AtomicU64,
@@ -166,13 +172,19 @@ impl Versions {
         shared: Option<&super::SharedSettings>,
     ) -> Result<Self, String> {
         let bounds = settings.bounds.clone();
+        #[cfg(feature = "sqlite")]
         let mut db = None;
         let backend = match &settings.store {
             StoreKind::Memory => Backend::Memory(memory::Memory::new(bounds.clone())),
+            #[cfg(feature = "sqlite")]
             StoreKind::Sqlite(path) => {
                 let file = Arc::new(Db::new(path));
                 db = Some(Arc::clone(&file));
                 Backend::Sqlite(sqlite::Sqlite::new(file, bounds.clone()))
+            }
+            #[cfg(not(feature = "sqlite"))]
+            StoreKind::Sqlite(_) => {
+                return Err("store sqlite needs the `sqlite` feature of this build".into())
             }
             #[cfg(feature = "fleet")]
             StoreKind::Redis => match shared {
@@ -191,12 +203,14 @@ impl Versions {
             backend: Arc::new(backend),
             bounds,
             queue: Mutex::new(None),
+            #[cfg(feature = "sqlite")]
             db,
             not_kept: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
     /// The state file (`store: sqlite`), which the watches' outbox shares.
+    #[cfg(feature = "sqlite")]
     pub fn state_file(&self) -> Option<&Arc<Db>> {
         self.db.as_ref()
     }
@@ -296,19 +310,6 @@ impl Versions {
             Err(_) => Err(Unavailable),
         }
     }
-
-    /// Deletes kept versions (the oldest of the largest holder first) to
-    /// free about `bytes` in the state file: a full disk makes versions
-    /// give way before deliveries. Blocking; 0 outside `store: sqlite`.
-    pub fn shed(&self, bytes: usize) -> usize {
-        match &*self.backend {
-            Backend::Sqlite(s) => s.shed(bytes).unwrap_or_else(|e| {
-                s.report(&e);
-                0
-            }),
-            _ => 0,
-        }
-    }
 }
 
 /// The writer: one version at a time, so a slow store holds at most the
@@ -375,6 +376,7 @@ impl Backend {
     ) -> Result<bool, Unavailable> {
         match &**self {
             Backend::Memory(m) => Ok(m.touch(board, version, now)),
+            #[cfg(feature = "sqlite")]
             Backend::Sqlite(_) => {
                 let (me, b, v) = (Arc::clone(self), board.to_owned(), version.to_owned());
                 let job = tokio::task::spawn_blocking(move || match &*me {
@@ -393,6 +395,7 @@ impl Backend {
     async fn put(self: &Arc<Self>, board: &str, version: &str, value: Vec<u8>, now: u64) {
         match &**self {
             Backend::Memory(m) => m.put(board, version, value, now),
+            #[cfg(feature = "sqlite")]
             Backend::Sqlite(_) => {
                 let (me, b, v) = (Arc::clone(self), board.to_owned(), version.to_owned());
                 let _ = tokio::task::spawn_blocking(move || {
@@ -412,6 +415,7 @@ impl Backend {
     async fn get(self: &Arc<Self>, board: &str, version: &str, now: u64) -> Kept {
         match &**self {
             Backend::Memory(m) => m.get(board, version, now),
+            #[cfg(feature = "sqlite")]
             Backend::Sqlite(_) => {
                 let (me, b, v) = (Arc::clone(self), board.to_owned(), version.to_owned());
                 let job = tokio::task::spawn_blocking(move || match &*me {
@@ -427,7 +431,10 @@ impl Backend {
 
     async fn forget(self: &Arc<Self>, board: &str, version: &str) {
         match &**self {
-            Backend::Memory(_) => {}
+            Backend::Memory(_) => {
+                let _ = (board, version);
+            }
+            #[cfg(feature = "sqlite")]
             Backend::Sqlite(_) => {
                 let (me, b, v) = (Arc::clone(self), board.to_owned(), version.to_owned());
                 let _ = tokio::task::spawn_blocking(move || {
@@ -522,5 +529,25 @@ mod tests {
         assert_ne!(owner("ab", "c"), owner("a", "bc"));
         assert!(a.starts_with("B:") && !a.contains("perm"));
         assert_eq!(a.len(), 2 + 32);
+    }
+}
+
+#[cfg(all(test, not(feature = "sqlite")))]
+mod without_sqlite {
+    use super::*;
+
+    #[test]
+    fn store_sqlite_is_refused_by_a_build_without_the_feature() {
+        let settings = VersionSettings {
+            store: StoreKind::Sqlite(PathBuf::from("/tmp/never-made.sqlite")),
+            bounds: Bounds {
+                keep_versions: 1,
+                keep: Duration::from_secs(60),
+                max_bytes: 1 << 20,
+                max_document_bytes: 1 << 20,
+            },
+        };
+        let refused = Versions::open(&settings, None).err().expect("refused");
+        assert!(refused.contains("`sqlite` feature"), "{refused}");
     }
 }

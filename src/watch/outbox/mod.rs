@@ -5,12 +5,16 @@
 //! tier's Redis ([`redis`], sealed, with leases every node of a fleet
 //! honours), or in the process ([`memory`], lost with it).
 //!
+//! (A build with neither SQLite nor Redis has only the memory outbox,
+//! which reads nothing back: the readers below are then unused.)
+//!
 //! Everything read back is untrusted: a row or value that does not parse
 //! or check out is deleted with a warning, never followed.
 
 pub mod memory;
 #[cfg(feature = "fleet")]
 pub mod redis;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 
 use crate::pipeline::version::is_version;
@@ -28,6 +32,7 @@ pub const MAX_PENDING: usize = 10_000;
 pub const MAX_PENDING_BYTES: usize = 64 << 20;
 /// How long a delivery of a job no configuration here knows is left for a
 /// node that knows it (a rolling deploy) before it is dropped.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub const MAX_DELIVERY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// What a job saw last of one board.
@@ -44,6 +49,7 @@ pub struct JobState {
     pub last_change_ms: Option<u64>,
 }
 
+#[cfg_attr(not(any(feature = "sqlite", feature = "fleet")), allow(dead_code))]
 impl JobState {
     fn checked(self) -> Option<Self> {
         is_version(&self.version).then_some(self)
@@ -66,6 +72,7 @@ pub struct Delivery {
     pub created_ms: u64,
 }
 
+#[cfg_attr(not(any(feature = "sqlite", feature = "fleet")), allow(dead_code))]
 impl Delivery {
     /// Whether a value read back is one this service could have written.
     fn checked(self) -> Option<Self> {
@@ -82,11 +89,13 @@ impl Delivery {
 }
 
 /// Parses a stored job state; `None` for anything not ours.
+#[cfg_attr(not(any(feature = "sqlite", feature = "fleet")), allow(dead_code))]
 pub fn read_state(bytes: &[u8]) -> Option<JobState> {
     serde_json::from_slice::<JobState>(bytes).ok()?.checked()
 }
 
 /// Parses a stored delivery; `None` for anything not ours.
+#[cfg_attr(not(any(feature = "sqlite", feature = "fleet")), allow(dead_code))]
 pub fn read_delivery(bytes: &[u8]) -> Option<Delivery> {
     serde_json::from_slice::<Delivery>(bytes).ok()?.checked()
 }
@@ -108,6 +117,7 @@ pub struct Lease {
 #[allow(clippy::large_enum_variant)]
 pub enum Outbox {
     Memory(memory::Memory),
+    #[cfg(feature = "sqlite")]
     Sqlite(sqlite::SqliteOutbox),
     #[cfg(feature = "fleet")]
     Redis(redis::RedisOutbox),
@@ -117,6 +127,7 @@ macro_rules! each {
     ($self:ident, $s:ident => $e:expr) => {
         match $self {
             Outbox::Memory($s) => $e,
+            #[cfg(feature = "sqlite")]
             Outbox::Sqlite($s) => $e,
             #[cfg(feature = "fleet")]
             Outbox::Redis($s) => $e,
@@ -129,6 +140,7 @@ impl Outbox {
     pub fn kind(&self) -> &'static str {
         match self {
             Outbox::Memory(_) => "memory",
+            #[cfg(feature = "sqlite")]
             Outbox::Sqlite(_) => "sqlite",
             #[cfg(feature = "fleet")]
             Outbox::Redis(_) => "redis",
@@ -267,6 +279,7 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 /// Logs a rejected stored value at WARN at most once a minute.
+#[cfg_attr(not(any(feature = "sqlite", feature = "fleet")), allow(dead_code))]
 pub fn warn_rejected(what: &str) {
     static LAST: Mutex<Option<Instant>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
