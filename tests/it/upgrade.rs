@@ -117,7 +117,7 @@ fn client(addr: SocketAddr, keep_alive: bool, stop: Arc<AtomicBool>) -> Outcome 
 
 /// The TCP addresses `pid` listens on (sorted), read back from the kernel: the inodes of
 /// its socket descriptors matched with `/proc/net/tcp`'s listening sockets.
-fn listening_addrs(pid: u32) -> Vec<SocketAddr> {
+pub(crate) fn listening_addrs(pid: u32) -> Vec<SocketAddr> {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return Vec::new();
     };
@@ -164,7 +164,7 @@ fn daemon_pid(pid_file: &Path, old: Option<u32>) -> u32 {
 }
 
 /// Polls `probe` every 20 ms until it gives a value or `within` passes.
-fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+pub(crate) fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + within;
     loop {
         if let Some(v) = probe() {
@@ -349,7 +349,7 @@ fn sh_ok(line: &str) {
 }
 
 /// Whether process `pid` is gone (or a zombie nobody reaped).
-fn gone(pid: u32) -> bool {
+pub(crate) fn gone(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map_or(true, |stat| stat.split_whitespace().nth(2) == Some("Z"))
 }
