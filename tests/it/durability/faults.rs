@@ -66,8 +66,9 @@ pub enum Action {
         jobs: Jobs,
         after: Duration,
     },
-    /// Redis paused at these offsets from the edit (`true`: `DEBUG SLEEP
-    /// 0.3`, else `CLIENT PAUSE 300`).
+    /// Redis paused at these offsets from the change's first attempt
+    /// (the delivery queued; the receiver fails it, so it is pending):
+    /// `true` is `DEBUG SLEEP 0.3`, else `CLIENT PAUSE 300`.
     Pauses(Vec<(Duration, bool)>),
 }
 
@@ -134,16 +135,19 @@ pub fn plan(s: &Scenario, changes: usize, rng: &mut Rng) -> Vec<Step> {
                 Fault::SlowRedis => {
                     let count = 3 + rng.below(4);
                     let mut at: Vec<(Duration, bool)> =
-                        (0..count).map(|_| (rng.ms(0, 2500), rng.coin())).collect();
+                        (0..count).map(|_| (rng.ms(0, 3000), rng.coin())).collect();
                     at.sort();
                     Some(Action::Pauses(at))
                 }
             };
-            // In a rolling back, deliveries are kept pending throughout.
-            let fail = if s.fault == Fault::RollBack {
-                Some(rng.ms(1500, 3000))
-            } else {
-                fail
+            // Deliveries kept pending across the fault: in a rolling
+            // deploy long enough for a node without the job to scan them
+            // (every 5 s when idle) while they are due again; with a slow
+            // Redis across the pauses.
+            let fail = match s.fault {
+                Fault::RollAdd | Fault::RollBack => Some(rng.ms(4000, 10_000)),
+                Fault::SlowRedis => Some(rng.ms(2000, 5000)),
+                _ => fail,
             };
             Step { fail, action }
         })
@@ -151,8 +155,7 @@ pub fn plan(s: &Scenario, changes: usize, rng: &mut Rng) -> Vec<Step> {
 }
 
 /// Acts out `action` for change `k`.
-pub fn act(world: &World, action: Action, k: usize) {
-    let start = Instant::now();
+pub fn act(world: &World, action: Action, k: usize, version: &str) {
     let count = |n: usize| world.tally.lock().unwrap().faults += n;
     match action {
         Action::Kill { node, after, down } => {
@@ -206,6 +209,13 @@ pub fn act(world: &World, action: Action, k: usize) {
         }
         Action::Pauses(at) => {
             let Some(redis) = &world.redis else { return };
+            // From the change's first attempt (bounded).
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while Instant::now() < deadline && !world.receiver.got().iter().any(|g| g.to == version)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let start = Instant::now();
             for (offset, debug_sleep) in &at {
                 if let Some(wait) = offset.checked_sub(start.elapsed()) {
                     std::thread::sleep(wait);

@@ -93,8 +93,19 @@ impl Tally {
                 1 => {}
                 _ => {
                     self.two_ids += 1;
-                    self.notes
-                        .push(format!("change {k} under {} ids: {ids:?}", ids.len()));
+                    let sent: Vec<String> = ids
+                        .iter()
+                        .map(|id| {
+                            let g = by_id[id].1;
+                            let (from, to) = (index[g.from.as_str()], index[g.to.as_str()]);
+                            format!("{id} (V{from} -> V{to}, from node {})", g.node)
+                        })
+                        .collect();
+                    self.notes.push(format!(
+                        "change {k} under {} ids: {}",
+                        ids.len(),
+                        sent.join(", ")
+                    ));
                 }
             }
         }
@@ -198,7 +209,11 @@ pub fn table(rows: &[(String, Vec<(u64, Tally)>)]) -> String {
             sum.two_ids,
             sum.faults,
             integrity(&sum),
-            format!("{}/{}", runs.iter().filter(|(_, t)| t.holds()).count(), runs.len())
+            format!(
+                "{}/{}",
+                runs.iter().filter(|(_, t)| t.holds()).count(),
+                runs.len()
+            )
         );
         let _ = writeln!(
             out,

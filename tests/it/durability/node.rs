@@ -146,7 +146,10 @@ impl Node {
             None => {
                 let _ = child.kill();
                 let _ = child.wait();
-                Err(format!("node {} {args:?}: still running after 60 s", self.name))
+                Err(format!(
+                    "node {} {args:?}: still running after 60 s",
+                    self.name
+                ))
             }
         }
     }
@@ -200,7 +203,9 @@ impl Node {
     /// rolling deploy changes it): `-t -u`, `SIGQUIT` to the running
     /// process, `-u -d`; returns once the old process is gone.
     pub fn upgrade(&mut self) -> Result<(), String> {
-        let old = self.pid.ok_or_else(|| format!("node {} is down", self.name))?;
+        let old = self
+            .pid
+            .ok_or_else(|| format!("node {} is down", self.name))?;
         self.write_conf();
         self.run_bin(&["-t", "-u", "-c"])?;
         let logged = self.error_log().len();
@@ -211,7 +216,13 @@ impl Node {
                 .is_some_and(|l| l.contains("SIGQUIT: waiting"))
                 .then_some(())
         })
-        .ok_or_else(|| format!("node {}: SIGQUIT not taken\n{}", self.name, self.error_log()))?;
+        .ok_or_else(|| {
+            format!(
+                "node {}: SIGQUIT not taken\n{}",
+                self.name,
+                self.error_log()
+            )
+        })?;
         self.run_bin(&["-u", "-d", "-c"])?;
         self.adopt(Some(old))?;
         wait_until(Duration::from_secs(30), || gone(old).then_some(()))
@@ -225,7 +236,11 @@ impl Node {
             return None;
         }
         let v: Value = serde_json::from_slice(&body).ok()?;
-        v["jobs"].as_array()?.iter().find(|j| j["id"] == JOB).cloned()
+        v["jobs"]
+            .as_array()?
+            .iter()
+            .find(|j| j["id"] == JOB)
+            .cloned()
     }
 
     /// `POST /watch/trip/run`, when the node has the job (best effort).

@@ -184,9 +184,7 @@ async fn serve(mut conn: tokio::net::TcpStream, state: Arc<State>) {
         tokio::time::sleep(Duration::from_secs(30)).await;
         return;
     }
-    let answer = format!(
-        "HTTP/1.1 {status} X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-    );
+    let answer = format!("HTTP/1.1 {status} X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
     let _ = conn.write_all(answer.as_bytes()).await;
     let _ = conn.shutdown().await;
 }

@@ -96,10 +96,8 @@ impl World {
 }
 
 fn temp_dir(name: &str, seed: u64) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "sba-faults-{}-{name}-{seed:x}",
-        std::process::id()
-    ));
+    let dir =
+        std::env::temp_dir().join(format!("sba-faults-{}-{name}-{seed:x}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temporary folder");
     dir
@@ -133,8 +131,8 @@ pub fn run(s: &Scenario, size: &Size, seed: u64) -> Tally {
         "  cache:\n    ttl_seconds: 0\n  changes:\n    store: memory\n",
     );
     let receiver = Receiver::start();
-    let redis = (s.store == Store::Redis)
-        .then(|| Redis::start_with(&["--enable-debug-command", "local"]));
+    let redis =
+        (s.store == Store::Redis).then(|| Redis::start_with(&["--enable-debug-command", "local"]));
     // The nodes reach Redis over loopback TCP (the proxy of common/redis.rs).
     let proxy = redis.as_ref().map(|r| Proxy::start(&r.socket()));
     let sqlite = dir.join("versions.sqlite");
@@ -206,12 +204,12 @@ pub fn run(s: &Scenario, size: &Size, seed: u64) -> Tally {
         assert!(!versions.contains(&v), "each edit makes a new version");
         versions.push(v.clone());
         let seen = std::thread::scope(|scope| {
-            let w = &world;
+            let (w, v) = (&world, v.as_str());
             let fault = step
                 .action
                 .clone()
-                .map(|a| scope.spawn(move || super::faults::act(w, a, k)));
-            let seen = wait_seen(&world, &v, size.seen_within);
+                .map(|a| scope.spawn(move || super::faults::act(w, a, k, &v)));
+            let seen = wait_seen(&world, v, size.seen_within);
             if let Some(f) = fault {
                 f.join().expect("a fault thread");
             }
@@ -249,9 +247,18 @@ pub fn run(s: &Scenario, size: &Size, seed: u64) -> Tally {
     }
     let last = versions.last().cloned().unwrap_or_default();
     if !quiesce(&world, &last, size.quiesce_within) {
+        let jobs: Vec<String> = world
+            .nodes
+            .iter()
+            .map(|n| {
+                let n = n.lock().unwrap();
+                format!("{}: {}", n.name, n.job().unwrap_or_default())
+            })
+            .collect();
         world.note(format!(
-            "not quiet within {:?}: still pending or behind",
-            size.quiesce_within
+            "not quiet within {:?} (pending, or behind the last version {last}); /watch: {}",
+            size.quiesce_within,
+            jobs.join("; ")
         ));
     }
     for node in &world.nodes {
@@ -263,7 +270,11 @@ pub fn run(s: &Scenario, size: &Size, seed: u64) -> Tally {
     drop(world);
     drop(proxy);
     drop(oracle);
-    let _ = std::fs::remove_dir_all(&dir);
+    if std::env::var_os("SBAPI_FAULT_KEEP").is_some() {
+        eprintln!("  kept: {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     tally
 }
 
