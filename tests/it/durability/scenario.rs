@@ -208,7 +208,7 @@ pub fn run(s: &Scenario, size: &Size, seed: u64) -> Tally {
             let fault = step
                 .action
                 .clone()
-                .map(|a| scope.spawn(move || super::faults::act(w, a, k, &v)));
+                .map(|a| scope.spawn(move || super::faults::act(w, a, k, v)));
             let seen = wait_seen(&world, v, size.seen_within);
             if let Some(f) = fault {
                 f.join().expect("a fault thread");
