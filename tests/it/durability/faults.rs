@@ -89,7 +89,7 @@ pub fn plan(s: &Scenario, changes: usize, rng: &mut Rng) -> Vec<Step> {
         .map(|k| {
             let fail = rng.coin().then(|| rng.ms(300, 2500));
             let action = match s.fault {
-                Fault::Kill if n > 1 && rng.coin() => Some(Action::KillHolder {
+                Fault::KillHolder => Some(Action::KillHolder {
                     fallback: rng.below(n) as usize,
                     down: rng.ms(0, 800),
                 }),
@@ -172,6 +172,8 @@ pub fn act(world: &World, action: Action, k: usize, version: &str) {
                 std::thread::sleep(Duration::from_millis(20));
             }
             world.receiver.hang_next(false);
+            // The run that queued the delivery has released its lease.
+            std::thread::sleep(Duration::from_millis(300));
             let node = holder
                 .and_then(|name| {
                     world

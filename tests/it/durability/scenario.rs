@@ -26,10 +26,12 @@ pub enum Store {
 /// What goes wrong while the changes are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
-    /// SIGKILL of a node at a random moment after each change (in a fleet,
-    /// every other time the node whose attempt the receiver holds), and
-    /// a start again.
+    /// SIGKILL of a node at a random moment after each change (during a
+    /// run, a delivery, or idle), and a start again.
     Kill,
+    /// SIGKILL of the node whose delivery attempt the receiver holds
+    /// unanswered (its attempt's lease held), and a start again.
+    KillHolder,
     /// The documented upgrade (`-t -u`, `SIGQUIT`, `-u -d`) after each
     /// change.
     Upgrade,
