@@ -17,8 +17,9 @@
 //! upgrade (read-only; goal: ok).
 //!
 //! - `cargo test --test it durability::` runs the small variant (one run
-//!   of 3 changes per scenario that holds on main; the ones that fail on
-//!   main are `#[ignore]`d with the reason, see TODO below).
+//!   of 3 changes, 5 for `sqlite_upgrade`, per scenario that holds on
+//!   main; the ones that fail on main are `#[ignore]`d with the reason,
+//!   see TODO below).
 //! - `scripts/fault-injection.sh` (or `cargo test --test it
 //!   durability::full -- --ignored --exact --nocapture`) runs every
 //!   scenario `SBAPI_FAULT_RUNS` times with `SBAPI_FAULT_CHANGES` changes
@@ -139,12 +140,17 @@ fn scenario(name: &str) -> &'static Scenario {
 /// The small variant of scenario `name`: one run of 3 changes; asserts the
 /// goals.
 fn ci(name: &str) {
+    ci_sized(name, 3);
+}
+
+/// [`ci`] with `changes` changes.
+fn ci_sized(name: &str, changes: usize) {
     let s = scenario(name);
     let base = base_seed();
     let seed = faults::seed_for(base, name, 0);
     eprintln!("durability::{name}: SBAPI_FAULT_SEED={base} (run seed {seed})");
     let size = Size {
-        changes: 3,
+        changes,
         seen_within: Duration::from_secs(20),
         quiesce_within: Duration::from_secs(75),
     };
@@ -177,7 +183,8 @@ fn sqlite_kill() {
 #[test]
 #[ignore = "fails on main (issue 45): across an upgrade two processes run the job on the SQLite file"]
 fn sqlite_upgrade() {
-    ci("sqlite_upgrade");
+    // On main the file's indexes break from the fourth upgrade on.
+    ci_sized("sqlite_upgrade", 5);
 }
 
 #[test]
