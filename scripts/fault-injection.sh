@@ -14,7 +14,9 @@
 # Knobs: SBAPI_FAULT_RUNS (runs per scenario, default 3), SBAPI_FAULT_CHANGES
 # (changes per run, default 6), SBAPI_FAULT_SEED (replays a plan of faults;
 # printed by every run), SBAPI_FAULT_SCENARIOS (names, comma-separated),
-# SBAPI_FAULT_ASSERT=1 (exit non-zero when a run misses a goal).
+# SBAPI_FAULT_ASSERT=1 (exit non-zero when a run misses a goal),
+# SBAPI_FAULT_KEEP=1 (keep each run's folder: the nodes' configurations and
+# error logs, the SQLite file; the path is printed).
 # Needs redis-server and redis-cli (apt-get install redis-server).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -25,7 +25,9 @@
 //!   scenario `SBAPI_FAULT_RUNS` times with `SBAPI_FAULT_CHANGES` changes
 //!   and prints the table; `SBAPI_FAULT_SEED` replays a plan,
 //!   `SBAPI_FAULT_SCENARIOS` (names, comma-separated) picks scenarios,
-//!   `SBAPI_FAULT_ASSERT=1` makes a run that misses a goal fail the test.
+//!   `SBAPI_FAULT_ASSERT=1` makes a run that misses a goal fail the test,
+//!   `SBAPI_FAULT_KEEP=1` keeps each run's folder (the nodes' error logs,
+//!   the SQLite file) and prints its path.
 //!
 //! TODO (issue 45): the CI scenarios that fail on main, to turn on (remove
 //! the `#[ignore]`) as their fixes land:
