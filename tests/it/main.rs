@@ -15,6 +15,7 @@ mod changes;
 mod cli;
 mod deploy;
 mod docs;
+mod durability;
 mod embedding;
 mod fleet;
 mod fleet_hostile;

@@ -349,7 +349,7 @@ fn sh_ok(line: &str) {
 }
 
 /// Whether process `pid` is gone (or a zombie nobody reaped).
-fn gone(pid: u32) -> bool {
+pub(crate) fn gone(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map_or(true, |stat| stat.split_whitespace().nth(2) == Some("Z"))
 }

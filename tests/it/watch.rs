@@ -14,7 +14,7 @@
 //! delivery is also checked by the Standard Webhooks Python library.
 
 mod node;
-mod receiver;
+pub(crate) mod receiver;
 
 use crate::common::redis::{Proxy, Redis};
 use crate::common::{request, BOARD};

@@ -118,13 +118,22 @@ pub fn wait_for(mut check: impl FnMut() -> bool) -> bool {
 pub struct Redis {
     dir: PathBuf,
     child: Option<Child>,
+    /// More `redis-server` arguments, given on every (re)start.
+    extra: Vec<String>,
 }
 
 impl Redis {
     pub fn start() -> Redis {
+        Redis::start_with(&[])
+    }
+
+    /// [`Redis::start`] with more `redis-server` arguments (e.g.
+    /// `--enable-debug-command local`, which `DEBUG SLEEP` needs).
+    pub fn start_with(extra: &[&str]) -> Redis {
         let mut redis = Redis {
             dir: temp_dir("single"),
             child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
         };
         redis.restart();
         redis
@@ -136,7 +145,7 @@ impl Redis {
 
     /// Starts it again (after [`Redis::kill`]) on the same socket.
     pub fn restart(&mut self) {
-        let args: Vec<String> = [
+        let mut args: Vec<String> = [
             "--port",
             "0",
             "--unixsocket",
@@ -153,6 +162,7 @@ impl Redis {
         .iter()
         .map(|s| s.to_string())
         .collect();
+        args.extend(self.extra.iter().cloned());
         self.child = Some(spawn_ready(&args).unwrap_or_else(|e| panic!("{e}")));
     }
 
