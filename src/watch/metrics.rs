@@ -17,11 +17,12 @@ static RUNS: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
 });
 
 /// `board_api_watch_deliveries_total{outcome}`: `delivered`, `retried`,
-/// `failed` (given up), `dropped` (the outbox full).
+/// `failed` (given up), `dropped` (the outbox full), `expired` (a delivery
+/// of a job no node here knows, older than the longest a delivery waits).
 static DELIVERIES: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
     register_int_counter_vec!(
         "board_api_watch_deliveries_total",
-        "Webhook delivery attempts' outcomes (delivered, retried, failed, dropped)",
+        "Webhook delivery attempts' outcomes (delivered, retried, failed, dropped, expired)",
         &["outcome"]
     )
     .ok()
@@ -46,7 +47,7 @@ pub fn register(jobs: &[String]) {
         }
     }
     if let Some(m) = DELIVERIES.as_ref() {
-        for outcome in ["delivered", "retried", "failed", "dropped"] {
+        for outcome in ["delivered", "retried", "failed", "dropped", "expired"] {
             m.with_label_values(&[outcome]);
         }
     }

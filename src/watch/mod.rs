@@ -161,6 +161,8 @@ impl Watches {
             self.jobs.len(),
             self.outbox.kind()
         );
+        // Said once at start: a store that can lose deliveries (issue 45).
+        self.outbox.check_fitness().await;
         let mut tasks = tokio::task::JoinSet::new();
         for job in &self.jobs {
             let (me, job) = (Arc::clone(&self), Arc::clone(job));
@@ -210,7 +212,11 @@ impl Watches {
             .iter()
             .map(|j| j.status.lock().unwrap_or_else(|e| e.into_inner()).clone())
             .collect();
-        let body = serde_json::json!({ "store": self.outbox.kind(), "jobs": jobs });
+        let body = serde_json::json!({
+            "store": self.outbox.kind(),
+            "storeWarnings": self.outbox.warnings(),
+            "jobs": jobs,
+        });
         let mut out = serde_json::to_vec_pretty(&body).unwrap_or_default();
         out.push(b'\n');
         out
