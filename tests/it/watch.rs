@@ -362,6 +362,7 @@ fn two_nodes_on_one_redis_make_one_delivery_per_change() {
     let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     let job = hex(&sha256(b"trip")[..16]);
     redis.cli(&["SET", "sbapi:watch:pending", "not a set"]);
+    redis.cli(&["SET", "sbapi:watch:due", "not a sorted set"]);
     let pinned = format!("sbapi:watch:{{{job}}}:lease:run:{job}");
     redis.cli(&["SET", &pinned, "forged"]);
     let a = Node::start(&dir, &upstream, &receiver, &fleet, 8);
@@ -372,6 +373,7 @@ fn two_nodes_on_one_redis_make_one_delivery_per_change() {
             // Members that name nothing, or nothing of ours.
             let ghost = format!("trip/msg_{}", "f".repeat(32));
             redis.cli(&["SADD", "sbapi:watch:pending", "garbage", &ghost]);
+            redis.cli(&["ZADD", "sbapi:watch:due", "0", "garbage", "0", &ghost]);
         }
         edit(&upstream);
         run_until_delivered(&[&a, &b], &receiver, round);
