@@ -39,10 +39,6 @@ const LEASED_ELSEWHERE: u64 = 1000;
 /// it. The delivery is also stored as due only when it ends, so a node
 /// that dies mid-attempt delays it by this much.
 pub const ATTEMPT_LEASE: Duration = ATTEMPT_DEADLINE.saturating_add(Duration::from_secs(15));
-/// A delivery of a job this node does not know (a rolling deploy, a job
-/// removed) is left to the nodes that know it; one older than this, that
-/// no node made meanwhile, is dropped.
-pub const MAX_DELIVERY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The attempts this node has under way, by task: each delivery's id and
 /// job, so none is started twice and each job's share is bounded.
@@ -139,11 +135,12 @@ impl Watches {
         })
     }
 
-    /// Drops the deliveries of jobs this node does not know once they are
-    /// older than [`MAX_DELIVERY_AGE`] (a node that knows the job would
-    /// have made or given them up): logged and counted as `expired`.
+    /// Drops the deliveries of jobs this node does not know (a rolling
+    /// deploy, a job removed: left to the nodes that know them) once they
+    /// are older than `max_delivery_age_seconds` (a node that knows the job
+    /// would have made or given them up): logged and counted as `expired`.
     async fn drop_old(&self, unknown: Vec<Delivery>, now: u64) {
-        let age = u64::try_from(MAX_DELIVERY_AGE.as_millis()).unwrap_or(u64::MAX);
+        let age = u64::try_from(self.max_delivery_age.as_millis()).unwrap_or(u64::MAX);
         for d in unknown {
             if now.saturating_sub(d.created_ms) <= age {
                 continue;
@@ -153,7 +150,7 @@ impl Watches {
                     "watch: delivery {} of job {}, which no node made within {} s: dropped",
                     d.id,
                     d.job,
-                    MAX_DELIVERY_AGE.as_secs()
+                    self.max_delivery_age.as_secs()
                 );
                 metrics::delivery("expired");
             }

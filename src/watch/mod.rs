@@ -70,6 +70,8 @@ pub struct Watches {
     /// a store that failed to take an attempt's outcome must not make the
     /// next scan hammer the receiver. Only ids still pending are kept.
     holds: Mutex<HashMap<String, u64>>,
+    /// `board_api.watch.max_delivery_age_seconds` (issue 45).
+    max_delivery_age: Duration,
 }
 
 impl Watches {
@@ -143,6 +145,7 @@ impl Watches {
             sender: http::Sender::default(),
             queued: Notify::new(),
             holds: Mutex::new(HashMap::new()),
+            max_delivery_age: settings.watch.max_delivery_age,
         })))
     }
 

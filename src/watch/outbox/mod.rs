@@ -178,10 +178,12 @@ impl Outbox {
         if let Outbox::Redis(s) = self {
             return s.scan(limit, known, now).await;
         }
-        // One node's store: what `pending` reads, sorted out here.
-        let all = self.pending(usize::MAX).await?;
+        // One node's store: what `pending` reads (a few times the limit,
+        // so other jobs' deliveries rarely crowd out the due ones), sorted
+        // out here. (A query by due time of the known jobs would be exact.)
+        let all = self.pending(limit.saturating_mul(5)).await?;
         let mut scan = Scan {
-            count: all.len(),
+            count: self.count().await.unwrap_or(all.len()),
             ..Scan::default()
         };
         for d in all {
