@@ -189,3 +189,26 @@ fn junk_a_pinned_run_lease_and_an_unfit_redis_neither_stop_a_delivery_nor_go_uns
     assert!(node.logged("keeps nothing on disk"));
     node.assert_log_is_clean();
 }
+
+#[test]
+fn an_attempt_cut_short_by_a_crash_keeps_its_number() {
+    let redis = Redis::start();
+    let proxy = Proxy::start(&redis.socket());
+    // The first attempt is never answered: the node dies during it.
+    let (dir, upstream, receiver) = started("crash", &[Reply::Hang]);
+    let node = Node::start(&dir, &upstream, &receiver, &fleet(&proxy), 8);
+    first_run(&node);
+    edit(&upstream);
+    run_until_delivered(&[&node], &receiver, 1);
+    drop(node);
+    let id = receiver.seen()[0].header("webhook-id").to_owned();
+
+    let restarted = Node::start(&dir, &upstream, &receiver, &fleet(&proxy), 8);
+    wait_until("the delivery is made again", || receiver.count() >= 2);
+    assert_eq!(receiver.seen()[1].header("webhook-id"), id);
+    wait_until("the attempt is logged", || restarted.logged(&id));
+    assert!(
+        restarted.logged(&format!("delivery {id} made (HTTP 200, attempt 2)")),
+        "the second attempt is numbered 2"
+    );
+}
