@@ -133,4 +133,8 @@ pub mod internals {
     pub mod select {
         pub use crate::select::*;
     }
+    /// Watches: their outbox, signatures and payloads.
+    pub mod watch {
+        pub use crate::watch::*;
+    }
 }

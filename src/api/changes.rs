@@ -201,7 +201,11 @@ impl BoardApi {
                 let older = if since == current {
                     None
                 } else {
-                    let kept = self.boards.kept_version(board_id, since).await;
+                    let kept = self
+                        .boards
+                        .kept_version(board_id, &request.link.permission_id, since)
+                        .await
+                        .map_err(|_| store_unavailable())?;
                     Some(kept.ok_or_else(not_kept)?)
                 };
                 let (board, from) = (board_id.clone(), since.to_owned());
@@ -244,6 +248,15 @@ pub(super) fn set_version(response: &mut ApiResponse, doc: &Doc) {
 
 fn not_kept() -> ApiError {
     ApiError::VersionNotKept
+}
+
+/// The store of kept versions did not answer (busy, locked, unreachable):
+/// `503` with `Retry-After`, never `410`, which would tell the client its
+/// version is gone for good.
+fn store_unavailable() -> ApiError {
+    ApiError::Overloaded {
+        retry_after: std::time::Duration::from_secs(2),
+    }
 }
 
 /// A rendered answer as the bytes the cache keeps: the ETag, a newline,

@@ -58,10 +58,25 @@ impl BoardApi {
         self.load_full(link, &mut served).await.map(|(doc, _)| doc)
     }
 
-    /// The document kept as `version` of `board_id`, checked; `None` when
-    /// not kept.
-    pub(crate) async fn kept_version(&self, board_id: &str, version: &str) -> Option<Vec<u8>> {
-        self.boards.kept_version(board_id, version).await
+    /// The document kept as `version` of the board behind `link`, as that
+    /// link loaded it, checked; `Ok(None)` when not kept.
+    ///
+    /// # Errors
+    /// The store did not answer.
+    pub(crate) async fn kept_version(
+        &self,
+        link: &ShareLink,
+        version: &str,
+    ) -> Result<Option<Vec<u8>>, crate::store::versions::Unavailable> {
+        self.boards
+            .kept_version(&link.board_id, &link.permission_id, version)
+            .await
+    }
+
+    /// The kept versions, when they are on (the watches share their
+    /// state file).
+    pub(crate) fn versions(&self) -> Option<&crate::store::Versions> {
+        self.boards.versions()
     }
 
     /// The work pool, for CPU work beside the API's (comparing versions).

@@ -4,7 +4,7 @@
 //! file unless the file asks for it); with it, the store is `sqlite` unless
 //! named.
 
-use super::{fail, within, writable_file, ConfigError};
+use super::{fail, files::state_file, within, ConfigError};
 use crate::store::versions::{Bounds, StoreKind, VersionSettings};
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -66,7 +66,7 @@ impl ChangesConf {
                         "required with store sqlite (the SQLite file, created at start)",
                     );
                 };
-                writable_file("board_api.changes.path", &path)?;
+                state_file("board_api.changes.path", &path)?;
                 StoreKind::Sqlite(path)
             }
             (Some("redis"), _) if fleet => StoreKind::Redis,

@@ -79,6 +79,40 @@ pub(crate) fn writable_file(key: &str, path: &Path) -> Result<(), ConfigError> {
     )
 }
 
+/// A state file's path (`board_api.changes.path`): as [`writable_file`],
+/// but its directory may be missing when its parent exists and is
+/// writable: the service makes it (`0700`) when it first opens the file.
+/// Nothing is created here (`-t` writes nothing).
+pub(crate) fn state_file(key: &str, path: &Path) -> Result<(), ConfigError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if dir.exists() || path.exists() {
+        return writable_file(key, path);
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(ConfigError::new(
+            key,
+            format!(
+                "{}: neither the directory {} nor its parent exists",
+                path.display(),
+                dir.display()
+            ),
+        ));
+    }
+    may(
+        key,
+        parent,
+        libc::W_OK | libc::X_OK,
+        "is a directory this process cannot make the state directory in",
+    )
+}
+
 /// `access(2)` for `mode`, as the process's real user.
 fn may(key: &str, path: &Path, mode: libc::c_int, what: &str) -> Result<(), ConfigError> {
     let c = CString::new(path.as_os_str().as_bytes())

@@ -19,20 +19,12 @@ pub const DEFAULT_EVERY: Duration = Duration::from_secs(300);
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 8;
 /// The most jobs one file may configure.
 pub const MAX_JOBS: usize = 100;
-/// How long a delivery of a job a node does not know waits for a node that
-/// knows it (`max_delivery_age_seconds`): 7 days.
-pub const DEFAULT_MAX_DELIVERY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WatchConf {
     #[serde(default)]
     pub jobs: Vec<JobConf>,
-    /// A delivery of a job this node does not know (a rolling deploy, a
-    /// job removed) is dropped once older than this (default 7 days; 3600
-    /// to 31536000).
-    #[serde(default)]
-    pub max_delivery_age_seconds: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -86,20 +78,9 @@ impl std::fmt::Debug for JobSettings {
 }
 
 /// `board_api.watch`, validated: no jobs when the section is absent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WatchSettings {
     pub jobs: Vec<JobSettings>,
-    /// `max_delivery_age_seconds`.
-    pub max_delivery_age: Duration,
-}
-
-impl Default for WatchSettings {
-    fn default() -> Self {
-        WatchSettings {
-            jobs: Vec::new(),
-            max_delivery_age: DEFAULT_MAX_DELIVERY_AGE,
-        }
-    }
 }
 
 impl WatchConf {
@@ -118,16 +99,6 @@ impl WatchConf {
         freshest: Duration,
     ) -> Result<WatchSettings, ConfigError> {
         let conf = conf.unwrap_or_default();
-        let max_delivery_age = match conf.max_delivery_age_seconds {
-            None => DEFAULT_MAX_DELIVERY_AGE,
-            Some(n) if (3600..=31_536_000).contains(&n) => Duration::from_secs(n),
-            Some(_) => {
-                return fail(
-                    "board_api.watch.max_delivery_age_seconds",
-                    "must be between 3600 and 31536000",
-                )
-            }
-        };
         if conf.jobs.len() > MAX_JOBS {
             return fail("board_api.watch.jobs", format!("at most {MAX_JOBS} jobs"));
         }
@@ -191,10 +162,7 @@ impl WatchConf {
                 max_attempts,
             });
         }
-        Ok(WatchSettings {
-            jobs,
-            max_delivery_age,
-        })
+        Ok(WatchSettings { jobs })
     }
 }
 
@@ -321,29 +289,6 @@ mod tests {
     }
 
     #[test]
-    fn the_longest_a_delivery_of_an_unknown_job_waits_is_bounded() {
-        let age = |n: Option<u64>| {
-            WatchConf::validate(
-                Some(WatchConf {
-                    jobs: Vec::new(),
-                    max_delivery_age_seconds: n,
-                }),
-                Duration::ZERO,
-            )
-            .map(|s| s.max_delivery_age.as_secs())
-        };
-        assert_eq!(age(None), Ok(7 * 24 * 3600));
-        assert_eq!(age(Some(3600)), Ok(3600));
-        for bad in [0, 3599, 31_536_001] {
-            let e = age(Some(bad)).expect_err("out of range");
-            assert!(
-                format!("{e:?}").contains("max_delivery_age_seconds"),
-                "{e:?}"
-            );
-        }
-    }
-
-    #[test]
     fn ids() {
         assert!(valid_id("trip-plan_2.v1"));
         for bad in ["", "a b", "é", &"x".repeat(65)] {
@@ -364,7 +309,6 @@ mod tests {
                 },
                 max_attempts: None,
             }],
-            max_delivery_age_seconds: None,
         };
         let e = WatchConf::validate(Some(conf("5s")), Duration::from_secs(1)).unwrap_err();
         assert_eq!(e.key, "board_api.watch.jobs[0].every");

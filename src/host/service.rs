@@ -104,10 +104,7 @@ pub(crate) type ApiService = Service<HttpProxy<BoardApiService>>;
 /// # Errors
 /// The provider client cannot be built, TLS files cannot be loaded, a
 /// watch job's link is not a share link or its store cannot be opened.
-pub(crate) fn service(
-    conf: &Arc<ServerConf>,
-    settings: &Settings,
-) -> Result<(ApiService, Option<Arc<Watches>>), ConfigError> {
+pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Built, ConfigError> {
     let api = Arc::new(
         BoardApi::new(&settings.api)?
             .answer_all_paths()
@@ -118,6 +115,7 @@ pub(crate) fn service(
     // The watch jobs load boards through the same API value (its cache,
     // coalescing, fleet tier and limits).
     let watches = Watches::new(Arc::clone(&api), &settings.api)?;
+    let state_file = api.versions().and_then(|v| v.state_file()).cloned();
     let server = &settings.server;
     let mut app = BoardApiService::new(api, server.compression_level);
     app.access_log = match &server.access_log {
@@ -160,7 +158,43 @@ pub(crate) fn service(
             None => service.add_tcp(&addr),
         }
     }
-    Ok((service, watches))
+    Ok(Built {
+        api: service,
+        watches,
+        state_file,
+    })
+}
+
+/// What [`service`] builds: nothing of it runs, listens or opens a file
+/// until the server runs it.
+pub(crate) struct Built {
+    pub(crate) api: ApiService,
+    pub(crate) watches: Option<Arc<Watches>>,
+    /// The state file (`board_api.changes.store: sqlite`), opened by
+    /// [`StateFileService`] in the process that serves.
+    pub(crate) state_file: Option<Arc<crate::store::sqlite::Db>>,
+}
+
+/// Opens the state file as the server starts: after Pingora's fork with
+/// `-d` (SQLite forbids carrying a connection across `fork`), and before
+/// the first request needs it, so that a file that cannot be used stops
+/// the start with a clear message instead of failing requests one by one.
+struct StateFileService(Arc<crate::store::sqlite::Db>);
+
+#[async_trait]
+impl BackgroundService for StateFileService {
+    async fn start(&self, _shutdown: ShutdownWatch) {
+        let db = Arc::clone(&self.0);
+        let opened = tokio::task::spawn_blocking(move || db.open_now()).await;
+        match opened {
+            Ok(Ok(())) => log::info!("state file: {}", self.0.path().display()),
+            Ok(Err(e)) => {
+                log::error!("cannot start: board_api.changes.path: {e}");
+                std::process::exit(2);
+            }
+            Err(e) => log::error!("state file: the opening task failed: {e}"),
+        }
+    }
 }
 
 /// The watch jobs as a Pingora background service: they run until the
@@ -185,7 +219,10 @@ impl BackgroundService for WatchService {
 /// `/metrics`, `/healthz`, and `/readyz`, which follows `server`'s execution
 /// phase, and with watch jobs (`board_api.watch.jobs`) `GET /watch` and
 /// `POST /watch/<id>/run`; the watch jobs as a background service.
-/// Nothing listens until the server runs. Returns the handles of
+/// With `board_api.changes.store: sqlite`, the state file is opened as the
+/// server starts (after the fork of `-d`); a file that cannot be opened
+/// ends the process with status 2 and its reason in the log
+/// (docs/durability.md). Nothing listens until the server runs. Returns the handles of
 /// the listening services, so that a server bootstrapped as a service
 /// (`Server::bootstrap_as_a_service`, as the binary is) can make them wait
 /// for it.
@@ -210,7 +247,14 @@ pub fn add_services(
     server: &mut pingora_core::server::Server,
     settings: &Settings,
 ) -> Result<Vec<pingora_core::services::ServiceHandle>, ConfigError> {
-    let (api, watches) = service(&server.configuration, settings)?;
+    let Built {
+        api,
+        watches,
+        state_file,
+    } = service(&server.configuration, settings)?;
+    if let Some(db) = state_file {
+        server.add_service(background_service("state file", StateFileService(db)));
+    }
     let mut handles = vec![server.add_service(api)];
     if let Some(addr) = settings.server.metrics_listen {
         let readiness = probes::Readiness::new(server.watch_execution_phase());

@@ -3,6 +3,7 @@
 //! the request's path, and `/changes` reads a kept version back through
 //! [`Boards::kept_version`].
 
+use super::versions::{owner, Unavailable};
 use super::{Boards, Inner, Loaded, Versions};
 use std::sync::Arc;
 
@@ -18,21 +19,40 @@ impl Boards {
         self
     }
 
-    /// The document kept as `version` of `board_id`, checked; `None` when
-    /// no version is kept there (or none of this one, or what is kept is
-    /// not it).
-    pub async fn kept_version(&self, board_id: &str, version: &str) -> Option<Vec<u8>> {
-        let versions = self.inner.versions.as_ref()?;
-        versions.get(self.pool(), board_id, version).await
+    /// The document kept as `version` of `board_id` as loaded through
+    /// `permission_id` (another link's versions are not read), checked;
+    /// `Ok(None)` when no version is kept there (or none of this one, or
+    /// what is kept is not it).
+    ///
+    /// # Errors
+    /// [`Unavailable`]: the store did not answer.
+    pub async fn kept_version(
+        &self,
+        board_id: &str,
+        permission_id: &str,
+        version: &str,
+    ) -> Result<Option<Vec<u8>>, Unavailable> {
+        let Some(versions) = self.inner.versions.as_ref() else {
+            return Ok(None);
+        };
+        versions
+            .get(self.pool(), &owner(board_id, permission_id), version)
+            .await
+    }
+
+    /// The kept versions, when they are on.
+    pub fn versions(&self) -> Option<&Versions> {
+        self.inner.versions.as_ref()
     }
 }
 
 impl Inner {
     /// Hands a full document just loaded (or read from the fleet tier) to
     /// the kept versions, if they are on: once per load, not per request.
-    pub(super) fn keep_version(&self, board_id: &str, outcome: &Loaded) {
+    pub(super) fn keep_version(&self, board_id: &str, permission_id: &str, outcome: &Loaded) {
         if let (Some(versions), Ok(doc)) = (&self.versions, outcome) {
-            versions.keep(self.loader.pool(), board_id, &doc.board);
+            let owner = owner(board_id, permission_id);
+            versions.keep(self.loader.pool(), &owner, &doc.board);
         }
     }
 }

@@ -31,6 +31,7 @@ mod coalesce;
 mod kept;
 mod load;
 pub mod shared;
+pub mod sqlite;
 pub mod versions;
 
 pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
@@ -308,7 +309,7 @@ impl Boards {
             let outcome = (&mut task.0)
                 .await
                 .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))));
-            self.inner.keep_version(board_id, &outcome);
+            self.inner.keep_version(board_id, permission_id, &outcome);
             return (outcome, Source::Miss);
         };
         let key = (board_id.to_owned(), permission_id.to_owned());
@@ -585,7 +586,7 @@ impl Inner {
         };
         #[cfg(not(feature = "fleet"))]
         let outcome = self.loader.load(&key.0, &key.1, coverage, deadline).await;
-        self.keep_version(&key.0, &outcome);
+        self.keep_version(&key.0, &key.1, &outcome);
         cache.remember(key, coverage, &outcome, ttl);
         outcome
     }

@@ -8,7 +8,7 @@
 //! delivery of a job this node does not know is left to the nodes that do.
 
 use super::http::{Attempt, ATTEMPT_DEADLINE};
-use super::outbox::{Delivery, Unavailable};
+use super::outbox::{Delivery, Unavailable, MAX_DELIVERY_AGE};
 use super::{metrics, now_ms, sign, Watches};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -137,10 +137,10 @@ impl Watches {
 
     /// Drops the deliveries of jobs this node does not know (a rolling
     /// deploy, a job removed: left to the nodes that know them) once they
-    /// are older than `max_delivery_age_seconds` (a node that knows the job
-    /// would have made or given them up): logged and counted as `expired`.
+    /// are older than [`MAX_DELIVERY_AGE`] (a node that knows the job would
+    /// have made or given them up): logged and counted as `expired`.
     async fn drop_old(&self, unknown: Vec<Delivery>, now: u64) {
-        let age = u64::try_from(self.max_delivery_age.as_millis()).unwrap_or(u64::MAX);
+        let age = u64::try_from(MAX_DELIVERY_AGE.as_millis()).unwrap_or(u64::MAX);
         for d in unknown {
             if now.saturating_sub(d.created_ms) <= age {
                 continue;
@@ -150,7 +150,7 @@ impl Watches {
                     "watch: delivery {} of job {}, which no node made within {} s: dropped",
                     d.id,
                     d.job,
-                    self.max_delivery_age.as_secs()
+                    MAX_DELIVERY_AGE.as_secs()
                 );
                 metrics::delivery("expired");
             }

@@ -17,8 +17,8 @@ static RUNS: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
 });
 
 /// `board_api_watch_deliveries_total{outcome}`: `delivered`, `retried`,
-/// `failed` (given up), `dropped` (the outbox full), `expired` (a delivery
-/// of a job no node here knows, older than the longest a delivery waits).
+/// `failed` (given up), `dropped` (the outbox full), `expired` (of a job
+/// no node ran for `MAX_DELIVERY_AGE`).
 static DELIVERIES: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
     register_int_counter_vec!(
         "board_api_watch_deliveries_total",

@@ -70,8 +70,6 @@ pub struct Watches {
     /// a store that failed to take an attempt's outcome must not make the
     /// next scan hammer the receiver. Only ids still pending are kept.
     holds: Mutex<HashMap<String, u64>>,
-    /// `board_api.watch.max_delivery_age_seconds` (issue 45).
-    max_delivery_age: Duration,
 }
 
 impl Watches {
@@ -111,10 +109,23 @@ impl Watches {
         }
         let outbox = match &settings.changes.store {
             StoreKind::Memory => Outbox::Memory(outbox::memory::Memory::default()),
-            StoreKind::Sqlite(path) => Outbox::Sqlite(
-                outbox::sqlite::SqliteOutbox::open(path)
-                    .map_err(|e| ConfigError::new("board_api.changes.path", e))?,
-            ),
+            StoreKind::Sqlite(_) => {
+                // The kept versions' state file: one connection per process.
+                let Some(db) = api.versions().and_then(|v| v.state_file()) else {
+                    return Err(ConfigError::new(
+                        "board_api.changes.store",
+                        "sqlite: the state file is not open",
+                    ));
+                };
+                let keys: Vec<(String, Vec<u8>)> = configured
+                    .iter()
+                    .map(|j| (j.id.clone(), j.key.clone()))
+                    .collect();
+                Outbox::Sqlite(outbox::sqlite::SqliteOutbox::new(
+                    std::sync::Arc::clone(db),
+                    &keys,
+                ))
+            }
             #[cfg(feature = "fleet")]
             StoreKind::Redis => match &settings.shared {
                 Some(shared) => Outbox::Redis(
@@ -145,7 +156,6 @@ impl Watches {
             sender: http::Sender::default(),
             queued: Notify::new(),
             holds: Mutex::new(HashMap::new()),
-            max_delivery_age: settings.watch.max_delivery_age,
         })))
     }
 

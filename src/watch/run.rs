@@ -176,7 +176,11 @@ impl Watches {
         now: u64,
     ) -> Result<String, String> {
         let board_id = job.link.board_id.clone();
-        let older = self.api.kept_version(&board_id, from).await;
+        let older = self
+            .api
+            .kept_version(&job.link, from)
+            .await
+            .map_err(|_| "the store of kept versions did not answer".to_owned())?;
         let (newer, from_owned, to_owned) =
             (std::sync::Arc::clone(board), from.to_owned(), to.to_owned());
         let id = job.settings.id.clone();

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use shared_board_api::config::Settings;
 use shared_board_api::demo::SampleUpstream;
 use shared_board_api::internals::pipeline::version::version_of;
-use shared_board_api::internals::store::versions::codec;
+use shared_board_api::internals::store::versions::{codec, owner};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,32 @@ impl TempDb {
             name.push(side);
             let _ = std::fs::remove_file(PathBuf::from(name));
         }
-        let _ = std::fs::remove_file(self.0.with_extension("unreadable"));
+        for aside in self.moved_aside() {
+            let _ = std::fs::remove_file(aside);
+        }
+    }
+
+    /// The files the service moved aside (`<file>.unreadable-<secs>`, its
+    /// `-wal` and `-shm`).
+    fn moved_aside(&self) -> Vec<PathBuf> {
+        let name = self
+            .0
+            .file_name()
+            .expect("a name")
+            .to_string_lossy()
+            .into_owned();
+        let Ok(dir) = std::fs::read_dir(self.0.parent().expect("a directory")) else {
+            return Vec::new();
+        };
+        dir.filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name().is_some_and(|n| {
+                    n.to_string_lossy()
+                        .starts_with(&format!("{name}.unreadable-"))
+                })
+            })
+            .collect()
     }
 
     fn conn(&self) -> rusqlite::Connection {
@@ -45,13 +70,15 @@ impl TempDb {
         conn
     }
 
+    /// The versions kept of `board` as the tests' link ([`PERMISSION`])
+    /// loads it.
     fn versions(&self, board: &str) -> Vec<String> {
         let conn = self.conn();
         let mut stmt = conn
             .prepare("SELECT version FROM board_versions WHERE board = ?1")
             .expect("the service's table");
         let rows = stmt
-            .query_map([board], |r| r.get::<_, String>(0))
+            .query_map([owner(board, PERMISSION)], |r| r.get::<_, String>(0))
             .expect("reads");
         rows.filter_map(Result::ok).collect()
     }
@@ -258,8 +285,9 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
 
     // What the file holds is untrusted: each bad row is a 410, never a 5xx.
     let conn = db.conn();
+    let key = owner(BOARD, PERMISSION);
     let bad = |sql: &str, version: &str| {
-        conn.execute(sql, rusqlite::params![BOARD, version])
+        conn.execute(sql, rusqlite::params![key, version])
             .expect("the test writes");
         let r = changes(gw.addr, &link, version, &[]);
         r.assert_error(410, "VERSION_NOT_KEPT", Some("since"));
@@ -293,7 +321,7 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
     let sealed = codec::seal(other).expect("seals");
     conn.execute(
         "INSERT INTO board_versions VALUES (?1, ?2, 9999999999999, ?3, ?4)",
-        rusqlite::params![BOARD, &*token, sealed.len() as i64, sealed],
+        rusqlite::params![key, &*token, sealed.len() as i64, sealed],
     )
     .expect("the test writes");
     let r = changes(gw.addr, &link, &token, &[]);
@@ -316,7 +344,34 @@ fn a_file_that_is_not_a_store_is_moved_aside_and_the_service_starts_afresh() {
     assert_eq!(r.status, 200);
     let v = r.header("board-version").expect("a version").to_owned();
     assert!(wait_for(|| db.versions("3Hq7ZsWd2KpL8c").contains(&v)));
-    assert!(db.0.with_extension("unreadable").exists(), "moved aside");
+    let aside = db.moved_aside();
+    assert_eq!(aside.len(), 1, "moved aside, not deleted: {aside:?}");
+    assert_eq!(
+        std::fs::read(&aside[0]).expect("kept"),
+        b"not a database at all, just some bytes ....",
+    );
+}
+
+#[test]
+fn a_kept_version_is_read_only_through_the_link_that_loaded_it() {
+    let db = TempDb::new("owner");
+    let node = node_on(&db.0);
+    let gw = &node.gateway;
+    let board = "3Hq7ZsWd2KpL8c";
+    let mine = link(board, PERMISSION);
+    let first = request(gw.addr, "GET", &format!("/api/detail?url={mine}"), &[]);
+    assert_eq!(first.status, 200);
+    let v1 = first.header("board-version").expect("a version").to_owned();
+    assert!(wait_for(|| db.versions(board).contains(&v1)), "v1 kept");
+    node.edit(board);
+    // Another link to the same board: it opens the board now, but the
+    // version kept is the first link's.
+    let theirs = link(board, "another-permission");
+    let other = changes(gw.addr, &theirs, &v1, &[]);
+    other.assert_error(410, "VERSION_NOT_KEPT", Some("since"));
+    let own = changes(gw.addr, &mine, &v1, &[]);
+    assert_eq!(own.status, 200, "{}", String::from_utf8_lossy(&own.body));
+    assert_eq!(own.json()["data"]["from"], v1.as_str());
 }
 
 #[test]

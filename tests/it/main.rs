@@ -48,6 +48,7 @@ mod respond;
 mod select_props;
 mod select_semantics;
 mod server_timing;
+mod state_file;
 mod tls_listener;
 mod trusted_proxies;
 mod upgrade;

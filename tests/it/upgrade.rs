@@ -117,7 +117,7 @@ fn client(addr: SocketAddr, keep_alive: bool, stop: Arc<AtomicBool>) -> Outcome 
 
 /// The TCP addresses `pid` listens on (sorted), read back from the kernel: the inodes of
 /// its socket descriptors matched with `/proc/net/tcp`'s listening sockets.
-fn listening_addrs(pid: u32) -> Vec<SocketAddr> {
+pub(crate) fn listening_addrs(pid: u32) -> Vec<SocketAddr> {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return Vec::new();
     };
@@ -151,7 +151,7 @@ fn listening_addrs(pid: u32) -> Vec<SocketAddr> {
 }
 
 /// The pid a daemon wrote to `pid_file` once it differs from `old`.
-fn daemon_pid(pid_file: &Path, old: Option<u32>) -> u32 {
+pub(crate) fn daemon_pid(pid_file: &Path, old: Option<u32>) -> u32 {
     let found = wait_until(Duration::from_secs(30), || {
         let pid: u32 = std::fs::read_to_string(pid_file)
             .ok()?
@@ -164,7 +164,7 @@ fn daemon_pid(pid_file: &Path, old: Option<u32>) -> u32 {
 }
 
 /// Polls `probe` every 20 ms until it gives a value or `within` passes.
-fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+pub(crate) fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + within;
     loop {
         if let Some(v) = probe() {
@@ -179,7 +179,7 @@ fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> Opti
 
 /// Stops the daemons this test started (by the pid in their file) if it
 /// fails before it stops them itself.
-struct Daemon(PathBuf);
+pub(crate) struct Daemon(pub(crate) PathBuf);
 
 impl Drop for Daemon {
     fn drop(&mut self) {
@@ -191,7 +191,7 @@ impl Drop for Daemon {
 
 /// A run of the binary that must succeed, within a minute (a daemon's
 /// parent exits 0 once the daemon is ready for its sockets).
-fn run_ok(bin: &str, args: &[&str], conf: &Path) {
+pub(crate) fn run_ok(bin: &str, args: &[&str], conf: &Path) {
     let mut child = Command::new(bin)
         .args(args)
         .arg(conf)

@@ -1,15 +1,22 @@
 //! Kept versions: each version of a board the service produces (for an
-//! endpoint, for MCP) is stored once, as its sanitized full document sealed
-//! by [`codec`], keyed by board id and version token, so that `/changes`
-//! can compare a version a client saw with the board now.
+//! endpoint, for MCP, for a watch) is stored once, as its sanitized full
+//! document sealed by [`codec`], so that `/changes` can compare a version a
+//! client saw with the board now.
 //!
-//! Bounded by count per board (`keep_versions`), age (`keep`) and total
-//! bytes (`max_bytes`), in the store the configuration names: [`sqlite`]
-//! (a file), [`memory`] (the process), or the fleet tier's Redis
-//! ([`redis`], with the `fleet` feature). Writing is off the request's
-//! path (a task of its own; compressing on the work pool, the store's I/O
-//! on tokio's blocking threads) and never fails a request; reading back
-//! trusts nothing ([`codec::open`]).
+//! - **Keyed by the link that loaded it**: a board id and a hash of the
+//!   permission id ([`owner`]), so a link that is denied a nested board
+//!   never reads it through a version another link loaded.
+//! - **Bounded** by count per board key (`keep_versions`), age (`keep`)
+//!   and bytes (`max_bytes`), in the store the configuration names:
+//!   [`sqlite`] (the state file, [`crate::store::sqlite`]), [`memory`] (the
+//!   process), or the fleet tier's Redis ([`redis`], `fleet` feature).
+//! - **Written off the request's path** through a bounded queue and one
+//!   writer: a slow store never holds more than [`QUEUE`] documents, and a
+//!   version that finds the queue full is not kept (counted, logged once a
+//!   minute). Compressing runs on the work pool, the store's I/O on tokio's
+//!   blocking threads; nothing fails a request.
+//! - **Read back as untrusted** ([`codec::open`]); a store that does not
+//!   answer is [`Unavailable`], never "not kept".
 
 pub mod codec;
 pub mod memory;
@@ -19,9 +26,51 @@ pub mod sqlite;
 
 use crate::governance::WorkPool;
 use crate::pipeline::LoadedBoard;
+use crate::store::sqlite::Db;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+
+/// Versions waiting to be written at most; past it a version is not kept.
+pub const QUEUE: usize = 4;
+
+/// `board_api_versions_not_kept_total`: the same count, for Prometheus
+/// (process-wide, as the writer's queue is per store and a host may run
+/// several APIs).
+static NOT_KEPT: std::sync::LazyLock<Option<prometheus::IntCounter>> =
+    std::sync::LazyLock::new(|| {
+        prometheus::register_int_counter!(
+            "board_api_versions_not_kept_total",
+            "Versions not kept because the store was slower than new versions came"
+        )
+        .ok()
+    });
+
+/// The store did not answer: not the same as "not kept".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unavailable;
+
+/// The key kept versions are stored under for the board `board_id` as the
+/// permission `permission_id` opens it: the board id, `:`, and 32 hex
+/// digits of a SHA-256 of both (length-prefixed), so no permission id is
+/// stored and two links to one board keep apart.
+pub fn owner(board_id: &str, permission_id: &str) -> String {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    ctx.update(b"kept-versions\0");
+    ctx.update(&(board_id.len() as u64).to_le_bytes());
+    ctx.update(board_id.as_bytes());
+    ctx.update(permission_id.as_bytes());
+    let digest = ctx.finish();
+    let mut key = String::with_capacity(board_id.len() + 33);
+    key.push_str(board_id);
+    key.push(':');
+    for b in &digest.as_ref()[..16] {
+        use std::fmt::Write as _;
+        let _ = write!(key, "{b:02x}");
+    }
+    key
+}
 
 /// How many versions are kept, and for how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,10 +115,12 @@ pub struct VersionSettings {
 pub enum Kept {
     /// A value, not yet checked.
     Value(Vec<u8>),
-    /// Nothing (never kept, expired, evicted, or the store failed).
+    /// Nothing (never kept, expired, evicted).
     Missing,
     /// Something that is not a value of ours (deleted).
     Rejected,
+    /// The store did not answer (busy, locked, I/O, unreachable).
+    Unavailable,
 }
 
 // One per process, behind an `Arc`: the variants' sizes do not matter.
@@ -81,28 +132,48 @@ enum Backend {
     Redis(redis::RedisVersions),
 }
 
+/// One version waiting for the writer.
+struct ToKeep {
+    owner: String,
+    version: String,
+    board: Arc<LoadedBoard>,
+    pool: WorkPool,
+}
+
 /// The kept versions of every board. Cheap to share (`Arc`).
 pub struct Versions {
     backend: Arc<Backend>,
     bounds: Bounds,
+    /// The writer's queue, made with the writer on the first keep (in a
+    /// runtime of the process that serves), and again if that runtime ended.
+    queue: Mutex<Option<mpsc::Sender<ToKeep>>>,
+    /// The state file, with `store: sqlite`: the watches share it.
+    db: Option<Arc<Db>>,
+    /// Versions this store did not keep because its queue was full.
+    not_kept: std::sync::atomic::AtomicU64,
 }
 
 impl Versions {
-    /// Opens the store `settings` name: the SQLite file is created (with
-    /// its directory's permission) and its table made; `redis` connects
-    /// through the fleet tier's settings.
+    /// The store `settings` name, opened on first use: the SQLite file is
+    /// not touched here (the binary builds this before Pingora's fork);
+    /// `redis` connects through the fleet tier's settings on first use.
     ///
     /// # Errors
-    /// The SQLite file can be neither opened nor made; `redis` without the
-    /// fleet tier (`shared` is `None`) or the `fleet` feature.
+    /// `redis` without the fleet tier (`shared` is `None`) or the `fleet`
+    /// feature.
     pub fn open(
         settings: &VersionSettings,
         shared: Option<&super::SharedSettings>,
     ) -> Result<Self, String> {
         let bounds = settings.bounds.clone();
+        let mut db = None;
         let backend = match &settings.store {
             StoreKind::Memory => Backend::Memory(memory::Memory::new(bounds.clone())),
-            StoreKind::Sqlite(path) => Backend::Sqlite(sqlite::Sqlite::open(path, bounds.clone())?),
+            StoreKind::Sqlite(path) => {
+                let file = Arc::new(Db::new(path));
+                db = Some(Arc::clone(&file));
+                Backend::Sqlite(sqlite::Sqlite::new(file, bounds.clone()))
+            }
             #[cfg(feature = "fleet")]
             StoreKind::Redis => match shared {
                 Some(shared) => Backend::Redis(redis::RedisVersions::new(shared, bounds.clone())?),
@@ -119,15 +190,24 @@ impl Versions {
         Ok(Versions {
             backend: Arc::new(backend),
             bounds,
+            queue: Mutex::new(None),
+            db,
+            not_kept: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
+    /// The state file (`store: sqlite`), which the watches' outbox shares.
+    pub fn state_file(&self) -> Option<&Arc<Db>> {
+        self.db.as_ref()
+    }
+
     /// Keeps `board` (a full document with its version) as a version of
-    /// `board_id`, in a task of its own: a version already kept is only
-    /// marked as seen (so it is the last to age out); a new one is sealed on
-    /// `pool` and written. Nothing is waited for and nothing fails a
-    /// request; a store that fails logs it.
-    pub fn keep(&self, pool: &WorkPool, board_id: &str, board: &Arc<LoadedBoard>) {
+    /// the board key `owner` ([`owner`]), through the writer's bounded
+    /// queue: a version already kept is only marked as seen (so it is the
+    /// last to age out); a new one is sealed on `pool` and written. Nothing
+    /// is waited for and nothing fails a request; a full queue or a store
+    /// that fails is counted and logged.
+    pub fn keep(&self, pool: &WorkPool, owner: &str, board: &Arc<LoadedBoard>) {
         let Some(version) = board.version().map(str::to_owned) else {
             return;
         };
@@ -135,38 +215,62 @@ impl Versions {
         if board.document_json().len() > self.bounds.max_document_bytes {
             return;
         }
-        if tokio::runtime::Handle::try_current().is_err() {
+        let Some(queue) = self.queue() else {
             return;
+        };
+        let job = ToKeep {
+            owner: owner.to_owned(),
+            version,
+            board: Arc::clone(board),
+            pool: pool.clone(),
+        };
+        if queue.try_send(job).is_err() {
+            // Full (the writer is behind), or closed (its runtime ended: the
+            // next keep starts a writer in the caller's).
+            self.not_kept
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Some(c) = NOT_KEPT.as_ref() {
+                c.inc();
+            }
+            warn_at_most_every_minute(
+                "kept versions: the store is slower than new versions come; a version was not kept",
+            );
         }
-        let backend = Arc::clone(&self.backend);
-        let (pool, board_id, board) = (pool.clone(), board_id.to_owned(), Arc::clone(board));
-        tokio::spawn(async move {
-            let now = now_ms();
-            if backend.touch(&board_id, &version, now).await {
-                return;
-            }
-            let sealer = Arc::clone(&backend);
-            let (b, v) = (board_id.clone(), version.clone());
-            let sealed = pool
-                .run(move || {
-                    codec::seal(board.document_json()).map(|value| sealer.seal(&b, &v, value))
-                })
-                .await;
-            match sealed {
-                Ok(Ok(value)) => backend.put(&board_id, &version, value, now).await,
-                Ok(Err(e)) => log::warn!("board {board_id}: version not kept: {e}"),
-                Err(e) => log::warn!("board {board_id}: version not kept: {e}"),
-            }
-        });
     }
 
-    /// The document kept as `version` of `board_id`, checked: `None` when
-    /// it is not kept, or what is kept there is not that version (then it
-    /// is deleted). Inflating and checking run on `pool`.
-    pub async fn get(&self, pool: &WorkPool, board_id: &str, version: &str) -> Option<Vec<u8>> {
+    /// The writer's queue, starting the writer in the caller's runtime on
+    /// the first call (or when the runtime of the last one ended); `None`
+    /// outside a runtime.
+    fn queue(&self) -> Option<mpsc::Sender<ToKeep>> {
+        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = queue.as_ref().filter(|tx| !tx.is_closed()) {
+            return Some(tx.clone());
+        }
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        std::sync::LazyLock::force(&NOT_KEPT);
+        let (tx, rx) = mpsc::channel(QUEUE);
+        runtime.spawn(write_versions(Arc::clone(&self.backend), rx));
+        *queue = Some(tx.clone());
+        Some(tx)
+    }
+
+    /// The document kept as `version` of the board key `owner`, checked:
+    /// `Ok(None)` when it is not kept, or what is kept there is not that
+    /// version (then it is deleted). Inflating and checking run on `pool`.
+    ///
+    /// # Errors
+    /// [`Unavailable`]: the store did not answer (ask again later).
+    pub async fn get(
+        &self,
+        pool: &WorkPool,
+        owner: &str,
+        version: &str,
+    ) -> Result<Option<Vec<u8>>, Unavailable> {
+        let board_id = owner;
         let value = match self.backend.get(board_id, version, now_ms()).await {
             Kept::Value(value) => value,
-            Kept::Missing | Kept::Rejected => return None,
+            Kept::Missing | Kept::Rejected => return Ok(None),
+            Kept::Unavailable => return Err(Unavailable),
         };
         let (wanted, max) = (version.to_owned(), self.bounds.max_document_bytes);
         let (opener, board) = (Arc::clone(&self.backend), board_id.to_owned());
@@ -179,15 +283,60 @@ impl Versions {
             })
             .await;
         match opened {
-            Ok(Ok(document)) => Some(document),
+            Ok(Ok(document)) => Ok(Some(document)),
             Ok(Err(rejected)) => {
                 warn_at_most_every_minute(&format!(
                     "board {board_id}: a kept version was rejected ({rejected}) and deleted"
                 ));
                 self.backend.forget(board_id, version).await;
-                None
+                Ok(None)
             }
-            Err(_) => None,
+            // The pool refused (overloaded, shutting down): not an answer
+            // about the version.
+            Err(_) => Err(Unavailable),
+        }
+    }
+
+    /// Deletes kept versions (the oldest of the largest holder first) to
+    /// free about `bytes` in the state file: a full disk makes versions
+    /// give way before deliveries. Blocking; 0 outside `store: sqlite`.
+    pub fn shed(&self, bytes: usize) -> usize {
+        match &*self.backend {
+            Backend::Sqlite(s) => s.shed(bytes).unwrap_or_else(|e| {
+                s.report(&e);
+                0
+            }),
+            _ => 0,
+        }
+    }
+}
+
+/// The writer: one version at a time, so a slow store holds at most the
+/// queue's documents and the one being written.
+async fn write_versions(backend: Arc<Backend>, mut queue: mpsc::Receiver<ToKeep>) {
+    while let Some(job) = queue.recv().await {
+        let ToKeep {
+            owner,
+            version,
+            board,
+            pool,
+        } = job;
+        let now = now_ms();
+        match backend.touch(&owner, &version, now).await {
+            Ok(true) => continue,
+            Ok(false) => {}
+            // Written again below: a duplicate write is one row.
+            Err(Unavailable) => {}
+        }
+        let sealer = Arc::clone(&backend);
+        let (b, v) = (owner.clone(), version.clone());
+        let sealed = pool
+            .run(move || codec::seal(board.document_json()).map(|value| sealer.seal(&b, &v, value)))
+            .await;
+        match sealed {
+            Ok(Ok(value)) => backend.put(&owner, &version, value, now).await,
+            Ok(Err(e)) => log::warn!("kept versions: a version was not kept: {e}"),
+            Err(e) => log::warn!("kept versions: a version was not kept: {e}"),
         }
     }
 }
@@ -218,19 +367,26 @@ impl Backend {
         }
     }
 
-    async fn touch(self: &Arc<Self>, board: &str, version: &str, now: u64) -> bool {
+    async fn touch(
+        self: &Arc<Self>,
+        board: &str,
+        version: &str,
+        now: u64,
+    ) -> Result<bool, Unavailable> {
         match &**self {
-            Backend::Memory(m) => m.touch(board, version, now),
+            Backend::Memory(m) => Ok(m.touch(board, version, now)),
             Backend::Sqlite(_) => {
                 let (me, b, v) = (Arc::clone(self), board.to_owned(), version.to_owned());
                 let job = tokio::task::spawn_blocking(move || match &*me {
-                    Backend::Sqlite(s) => s.touch(&b, &v, now),
-                    _ => false,
+                    Backend::Sqlite(s) => s.touch(&b, &v, now).map_err(|e| s.report(&e)),
+                    _ => Ok(false),
                 });
-                job.await.unwrap_or(false)
+                job.await
+                    .map_err(|_| Unavailable)?
+                    .map_err(|()| Unavailable)
             }
             #[cfg(feature = "fleet")]
-            Backend::Redis(r) => r.touch(board, version, now).await,
+            Backend::Redis(r) => Ok(r.touch(board, version, now).await),
         }
     }
 
@@ -241,7 +397,9 @@ impl Backend {
                 let (me, b, v) = (Arc::clone(self), board.to_owned(), version.to_owned());
                 let _ = tokio::task::spawn_blocking(move || {
                     if let Backend::Sqlite(s) = &*me {
-                        s.put(&b, &v, &value, now);
+                        if let Err(e) = s.put(&b, &v, &value, now) {
+                            s.report(&e);
+                        }
                     }
                 })
                 .await;
@@ -260,7 +418,7 @@ impl Backend {
                     Backend::Sqlite(s) => s.get(&b, &v, now),
                     _ => Kept::Missing,
                 });
-                job.await.unwrap_or(Kept::Missing)
+                job.await.unwrap_or(Kept::Unavailable)
             }
             #[cfg(feature = "fleet")]
             Backend::Redis(r) => r.get(board, version).await,
@@ -274,7 +432,9 @@ impl Backend {
                 let (me, b, v) = (Arc::clone(self), board.to_owned(), version.to_owned());
                 let _ = tokio::task::spawn_blocking(move || {
                     if let Backend::Sqlite(s) = &*me {
-                        s.forget(&b, &v);
+                        if let Err(e) = s.forget(&b, &v) {
+                            s.report(&e);
+                        }
                     }
                 })
                 .await;
@@ -303,4 +463,64 @@ fn warn_at_most_every_minute(line: &str) {
     }
     *last = Some(Instant::now());
     log::warn!("{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(n: usize) -> Arc<LoadedBoard> {
+        let doc = format!(
+            r#"{{"version":1,"source":{{"provider":"milanote","boardId":"B"}},"fetchedAt":"t","board":{{"id":"B","type":"BOARD","title":"v{n}","children":[]}}}}"#
+        );
+        Arc::new(LoadedBoard::from_json(doc.into_bytes()))
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_store_slower_than_new_versions_holds_at_most_the_queue() {
+        let settings = VersionSettings {
+            store: StoreKind::Memory,
+            bounds: Bounds {
+                keep_versions: 100,
+                keep: Duration::from_secs(60),
+                max_bytes: 1 << 20,
+                max_document_bytes: 1 << 20,
+            },
+        };
+        let versions = Versions::open(&settings, None).expect("memory");
+        let pool = WorkPool::new(1, 16).expect("a pool");
+        let counted = NOT_KEPT.as_ref().map_or(0, prometheus::IntCounter::get);
+        // Nothing yields: the writer cannot take one before all are offered.
+        let boards: Vec<_> = (0..10).map(board).collect();
+        for b in &boards {
+            versions.keep(&pool, "B:x", b);
+        }
+        let not_kept = versions.not_kept.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(not_kept, (10 - QUEUE) as u64, "the rest is counted");
+        let metric = NOT_KEPT.as_ref().map_or(0, prometheus::IntCounter::get);
+        assert!(metric >= counted + not_kept, "and in the metric");
+        // The queued ones are written, the last queued among them.
+        let last = boards[QUEUE - 1].version().expect("a version").to_owned();
+        let mut found = None;
+        for _ in 0..200 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            found = versions.get(&pool, "B:x", &last).await.ok().flatten();
+            if found.is_some() {
+                break;
+            }
+        }
+        assert!(found.is_some(), "a queued version is kept");
+        let dropped = boards[QUEUE].version().expect("a version").to_owned();
+        assert_eq!(versions.get(&pool, "B:x", &dropped).await, Ok(None));
+    }
+
+    #[test]
+    fn the_owner_key_keeps_links_apart_and_shows_no_permission() {
+        let a = owner("B", "perm-one");
+        assert_eq!(a, owner("B", "perm-one"));
+        assert_ne!(a, owner("B", "perm-two"));
+        assert_ne!(owner("ab", "c"), owner("a", "bc"));
+        assert!(a.starts_with("B:") && !a.contains("perm"));
+        assert_eq!(a.len(), 2 + 32);
+    }
 }

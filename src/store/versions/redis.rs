@@ -241,7 +241,9 @@ impl RedisVersions {
         let value = match self.get_bytes(&key).await {
             Some(Ok(Some(value))) => value,
             Some(Err(())) => return Kept::Rejected,
-            Some(Ok(None)) | None => return Kept::Missing,
+            Some(Ok(None)) => return Kept::Missing,
+            // The tier did not answer: not an answer about the version.
+            None => return Kept::Unavailable,
         };
         let client = self.tier.client();
         let life = self.tier.call(client.pttl::<i64, _>(key.as_str())).await;

@@ -1,253 +1,318 @@
-//! The `sqlite` store of kept versions (the default): one table in a SQLite
-//! file at `board_api.changes.path`, in WAL mode, through rusqlite with
-//! SQLite compiled in (no system library, no file format of our own).
+//! The `sqlite` store of kept versions (the default): the table
+//! `board_versions` of the service's state file ([`crate::store::sqlite`],
+//! shared with the watches), through rusqlite with SQLite compiled in.
 //!
-//! The file is untrusted like any store: a file that is not a database, a
-//! table of another shape, or a row of the wrong types is never an error
-//! to a client. At start a file that cannot hold our table is moved aside
-//! and a new one made (a fresh start, logged); a row that cannot be read is
-//! deleted and counts as not kept; a database error at run time counts as
-//! not kept (`410`) and is logged at most once a minute. Every call is
-//! blocking I/O: the caller runs it on tokio's blocking threads.
+//! The file is untrusted like any store: a row of the wrong types is
+//! deleted and counts as not kept. A database error is never absence: it
+//! is returned as [`Kept::Unavailable`] (the client is asked to retry), and
+//! nothing is deleted because of it. Every call is blocking I/O: the caller
+//! runs it on tokio's blocking threads.
+//!
+//! Bounds: count per board key (a board as one share link opens it) and
+//! age, then bytes in total, taken first from the board key that holds the
+//! most, so one link's large boards never evict another's versions while
+//! it holds more. When the disk is full, versions give way: the oldest of
+//! the largest holder go until a write fits ([`Sqlite::shed`]).
 
 use super::{Bounds, Kept};
-use rusqlite::{params, Connection, OptionalExtension};
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS board_versions (
-    board TEXT NOT NULL,
-    version TEXT NOT NULL,
-    stored_at INTEGER NOT NULL,
-    bytes INTEGER NOT NULL,
-    value BLOB NOT NULL,
-    PRIMARY KEY (board, version)
-);
-CREATE INDEX IF NOT EXISTS board_versions_age ON board_versions (stored_at);";
+use crate::store::sqlite::{Db, DbError};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use std::sync::Arc;
 
 /// The SQLite store.
 pub struct Sqlite {
     bounds: Bounds,
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    db: Arc<Db>,
 }
 
 impl Sqlite {
-    /// Opens (or creates) the file at `path`, in WAL mode, with our table;
-    /// a file that is not a database or holds a table of another shape is
-    /// moved aside to `<path>.unreadable` and a new one made.
-    ///
-    /// # Errors
-    /// The file can be neither opened nor made (a directory that does not
-    /// exist or is not writable).
-    pub fn open(path: &Path, bounds: Bounds) -> Result<Self, String> {
-        let conn = match prepare(path) {
-            Ok(conn) => conn,
-            Err(first) if path.exists() => {
-                let aside = path.with_extension("unreadable");
-                log::warn!(
-                    "board_api.changes.path: {} is not a store of kept versions ({first}); moved to {} and started afresh",
-                    path.display(),
-                    aside.display()
-                );
-                std::fs::rename(path, &aside).map_err(|e| format!("{}: {e}", path.display()))?;
-                for side in ["-wal", "-shm"] {
-                    let mut name = path.as_os_str().to_owned();
-                    name.push(side);
-                    let _ = std::fs::remove_file(PathBuf::from(name));
-                }
-                prepare(path).map_err(|e| format!("{}: {e}", path.display()))?
-            }
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        };
-        Ok(Sqlite {
-            bounds,
-            path: path.to_owned(),
-            conn: Mutex::new(conn),
-        })
-    }
-
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    /// The versions in `db` (opened on first use).
+    pub fn new(db: Arc<Db>, bounds: Bounds) -> Self {
+        Sqlite { bounds, db }
     }
 
     /// Whether `version` of `board` is kept; marks it as seen `now`.
-    pub fn touch(&self, board: &str, version: &str, now: u64) -> bool {
-        let conn = self.conn();
-        let touched = conn.execute(
-            "UPDATE board_versions SET stored_at = ?3 WHERE board = ?1 AND version = ?2",
-            params![board, version, now as i64],
-        );
-        self.ok(touched).is_some_and(|n| n > 0)
+    ///
+    /// # Errors
+    /// The file did not answer.
+    pub fn touch(&self, board: &str, version: &str, now: u64) -> Result<bool, DbError> {
+        self.db.with(|conn| {
+            conn.execute(
+                "UPDATE board_versions SET stored_at = ?3 WHERE board = ?1 AND version = ?2",
+                params![board, version, now as i64],
+            )
+            .map(|n| n > 0)
+        })
     }
 
-    /// Keeps `value` as `version` of `board`, then applies the bounds.
-    pub fn put(&self, board: &str, version: &str, value: &[u8], now: u64) {
+    /// Keeps `value` as `version` of `board`, then applies the bounds. A
+    /// full disk makes room among the versions (never elsewhere) and tries
+    /// once more.
+    ///
+    /// # Errors
+    /// The file did not answer, or the disk stays full.
+    pub fn put(&self, board: &str, version: &str, value: &[u8], now: u64) -> Result<(), DbError> {
         if value.len() > self.bounds.max_bytes {
-            return;
+            return Ok(());
         }
-        let mut conn = self.conn();
-        let done = (|| -> rusqlite::Result<()> {
+        let write = |conn: &mut Connection| {
             let tx = conn.transaction()?;
             tx.execute(
                 "INSERT OR REPLACE INTO board_versions (board, version, stored_at, bytes, value) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![board, version, now as i64, value.len() as i64, value],
             )?;
-            let oldest = now.saturating_sub(self.bounds.keep_ms()) as i64;
-            tx.execute("DELETE FROM board_versions WHERE stored_at < ?1", [oldest])?;
-            tx.execute(
-                "DELETE FROM board_versions WHERE board = ?1 AND version NOT IN
-                   (SELECT version FROM board_versions WHERE board = ?1 ORDER BY stored_at DESC LIMIT ?2)",
-                params![board, self.bounds.keep_versions as i64],
-            )?;
-            // Oldest first until the total fits; `bytes` of a foreign row
-            // may lie, so the value's own length is what is summed.
-            let total: i64 = tx.query_row(
-                "SELECT COALESCE(SUM(length(value)), 0) FROM board_versions",
-                [],
-                |r| r.get(0),
-            )?;
-            if total > self.bounds.max_bytes as i64 {
-                tx.execute(
-                    "DELETE FROM board_versions WHERE rowid IN (
-                       SELECT rowid FROM (SELECT rowid, SUM(length(value)) OVER (ORDER BY stored_at DESC, rowid DESC) AS running
-                                          FROM board_versions) WHERE running > ?1)",
-                    [self.bounds.max_bytes as i64],
-                )?;
-            }
+            self.apply_bounds(&tx, board, now)?;
             tx.commit()
-        })();
-        self.ok(done);
+        };
+        match self.db.with(write) {
+            Err(e) if e.full => {
+                self.shed(value.len())?;
+                self.db.with(write)
+            }
+            done => done,
+        }
+    }
+
+    fn apply_bounds(&self, tx: &Transaction<'_>, board: &str, now: u64) -> rusqlite::Result<()> {
+        let oldest = now.saturating_sub(self.bounds.keep_ms()) as i64;
+        tx.execute("DELETE FROM board_versions WHERE stored_at < ?1", [oldest])?;
+        tx.execute(
+            "DELETE FROM board_versions WHERE board = ?1 AND version NOT IN
+               (SELECT version FROM board_versions WHERE board = ?1 ORDER BY stored_at DESC LIMIT ?2)",
+            params![board, self.bounds.keep_versions as i64],
+        )?;
+        // `bytes` of a foreign row may lie: the value's own length counts.
+        let mut total: i64 = tx.query_row(
+            "SELECT COALESCE(SUM(length(value)), 0) FROM board_versions",
+            [],
+            |r| r.get(0),
+        )?;
+        while total > self.bounds.max_bytes as i64 {
+            match evict_from_largest(tx)? {
+                Some(freed) => total -= freed,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes kept versions, the oldest of the largest holder first, until
+    /// about `bytes` are free: what a full disk asks of versions, so that
+    /// the watches' outbox can still write.
+    ///
+    /// # Errors
+    /// The file did not answer.
+    pub fn shed(&self, bytes: usize) -> Result<usize, DbError> {
+        let freed = self.db.with(|conn| shed_in(conn, bytes))?;
+        if freed > 0 {
+            log::warn!(
+                "kept versions in {}: the disk is full; {freed} bytes of the oldest versions gave way",
+                self.db.path().display()
+            );
+        }
+        Ok(freed)
     }
 
     /// The value kept as `version` of `board`, if younger than the age
     /// bound. A row that cannot be read as ours is deleted.
     pub fn get(&self, board: &str, version: &str, now: u64) -> Kept {
-        let conn = self.conn();
         let oldest = now.saturating_sub(self.bounds.keep_ms()) as i64;
-        let row = conn
-            .query_row(
-                "SELECT value, stored_at FROM board_versions WHERE board = ?1 AND version = ?2",
-                params![board, version],
-                |r| Ok((r.get::<_, Vec<u8>>(0), r.get::<_, i64>(1))),
-            )
-            .optional();
-        match self.ok(row) {
-            Some(Some((Ok(value), Ok(at)))) if at >= oldest => Kept::Value(value),
-            Some(Some((Ok(_), Ok(_)))) | Some(None) => Kept::Missing,
-            Some(Some(_)) => {
-                // A value or time of another type: not a row we wrote.
-                let _ = conn.execute(
-                    "DELETE FROM board_versions WHERE board = ?1 AND version = ?2",
+        let read = self.db.with(|conn| {
+            let row = conn
+                .query_row(
+                    "SELECT value, stored_at FROM board_versions WHERE board = ?1 AND version = ?2",
                     params![board, version],
-                );
-                Kept::Rejected
+                    |r| Ok((r.get::<_, Vec<u8>>(0), r.get::<_, i64>(1))),
+                )
+                .optional()?;
+            Ok(match row {
+                Some((Ok(value), Ok(at))) if at >= oldest => Kept::Value(value),
+                Some((Ok(_), Ok(_))) | None => Kept::Missing,
+                Some(_) => {
+                    // A value or time of another type: not a row we wrote.
+                    conn.execute(
+                        "DELETE FROM board_versions WHERE board = ?1 AND version = ?2",
+                        params![board, version],
+                    )?;
+                    Kept::Rejected
+                }
+            })
+        });
+        match read {
+            Ok(kept) => kept,
+            Err(e) => {
+                self.report(&e);
+                Kept::Unavailable
             }
-            None => Kept::Missing,
         }
     }
 
     /// Deletes a row whose value did not open.
-    pub fn forget(&self, board: &str, version: &str) {
-        let conn = self.conn();
-        let gone = conn.execute(
-            "DELETE FROM board_versions WHERE board = ?1 AND version = ?2",
-            params![board, version],
-        );
-        self.ok(gone);
+    ///
+    /// # Errors
+    /// The file did not answer.
+    pub fn forget(&self, board: &str, version: &str) -> Result<(), DbError> {
+        self.db.with(|conn| {
+            conn.execute(
+                "DELETE FROM board_versions WHERE board = ?1 AND version = ?2",
+                params![board, version],
+            )
+            .map(drop)
+        })
     }
 
-    /// `Some` of a success; a database error logged (at most once a
-    /// minute) and `None`.
-    fn ok<T>(&self, result: rusqlite::Result<T>) -> Option<T> {
-        match result {
-            Ok(v) => Some(v),
-            Err(e) => {
-                super::warn_at_most_every_minute(&format!(
-                    "kept versions in {}: {e}",
-                    self.path.display()
-                ));
-                None
-            }
-        }
+    /// Logs a database error at most once a minute.
+    pub fn report(&self, e: &DbError) {
+        super::warn_at_most_every_minute(&format!("kept versions: {e}"));
     }
 }
 
-/// A connection to `path` with our table, or why not.
-fn prepare(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
-    conn.busy_timeout(std::time::Duration::from_secs(1))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.execute_batch(SCHEMA)?;
-    // A table of that name made by someone else fails here, at start.
-    conn.prepare("SELECT board, version, stored_at, bytes, value FROM board_versions LIMIT 0")?;
-    Ok(conn)
+/// Deletes kept versions on `conn`, the oldest of the largest holder
+/// first, until about `bytes` (at least one version) are freed; the bytes
+/// freed. The state file's other tables call it when the disk is full.
+///
+/// # Errors
+/// SQLite's.
+pub fn shed_in(conn: &mut Connection, bytes: usize) -> rusqlite::Result<usize> {
+    let tx = conn.transaction()?;
+    let mut freed = 0usize;
+    while freed < bytes.max(1) {
+        match evict_from_largest(&tx)? {
+            Some(n) => freed += usize::try_from(n).unwrap_or(0).max(1),
+            None => break,
+        }
+    }
+    tx.commit()?;
+    Ok(freed)
+}
+
+/// Deletes the oldest version of the board key that holds the most bytes;
+/// the bytes freed, `None` when nothing is kept.
+fn evict_from_largest(tx: &Transaction<'_>) -> rusqlite::Result<Option<i64>> {
+    let victim: Option<(i64, i64)> = tx
+        .query_row(
+            "SELECT rowid, length(value) FROM board_versions WHERE board =
+               (SELECT board FROM board_versions GROUP BY board ORDER BY SUM(length(value)) DESC LIMIT 1)
+             ORDER BY stored_at ASC, rowid ASC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((rowid, bytes)) = victim else {
+        return Ok(None);
+    };
+    tx.execute("DELETE FROM board_versions WHERE rowid = ?1", [rowid])?;
+    Ok(Some(bytes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
     use std::time::Duration;
 
-    fn bounds() -> Bounds {
+    fn bounds(max_bytes: usize) -> Bounds {
         Bounds {
             keep_versions: 2,
             keep: Duration::from_secs(60),
-            max_bytes: 1 << 20,
+            max_bytes,
             max_document_bytes: 1 << 20,
         }
     }
 
-    fn path(name: &str) -> PathBuf {
-        let p =
-            std::env::temp_dir().join(format!("sbapi-unit-{}-{name}.sqlite", std::process::id()));
-        clean(&p);
-        p
-    }
-
-    /// The file, its WAL and shared-memory sides, and one moved aside.
-    fn clean(p: &Path) {
-        let mut files = vec![p.to_owned(), p.with_extension("unreadable")];
-        for side in ["-wal", "-shm"] {
-            let mut name = p.as_os_str().to_owned();
-            name.push(side);
-            files.push(PathBuf::from(name));
-        }
-        for f in files {
-            let _ = std::fs::remove_file(f);
-        }
-    }
-
-    #[test]
-    fn a_table_of_another_shape_is_moved_aside() {
-        let p = path("foreign");
-        let other = Connection::open(&p).expect("opens");
-        other
-            .execute_batch("CREATE TABLE board_versions (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO board_versions (note) VALUES ('theirs');")
-            .expect("writes");
-        drop(other);
-        let store = Sqlite::open(&p, bounds()).expect("a fresh start");
-        assert!(p.with_extension("unreadable").exists());
-        store.put("b", "v1", b"value", 1);
-        assert_eq!(store.get("b", "v1", 2), Kept::Value(b"value".to_vec()));
-        drop(store);
-        clean(&p);
+    fn store(name: &str, max_bytes: usize) -> (Sqlite, PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("sbapi-versions-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let db = Arc::new(Db::new(&dir.join("state.sqlite")));
+        (Sqlite::new(db, bounds(max_bytes)), dir)
     }
 
     #[test]
     fn bounded_by_count_and_age_on_disk() {
-        let p = path("bounds");
-        let store = Sqlite::open(&p, bounds()).expect("opens");
+        let (store, dir) = store("bounds", 1 << 20);
         for (i, v) in ["a", "b", "c"].iter().enumerate() {
-            assert!(!store.touch("B", v, i as u64));
-            store.put("B", v, b"x", i as u64);
+            assert_eq!(store.touch("B", v, i as u64), Ok(false));
+            store.put("B", v, b"x", i as u64).expect("kept");
         }
         assert_eq!(store.get("B", "a", 3), Kept::Missing, "count");
-        assert!(store.touch("B", "b", 4));
+        assert_eq!(store.touch("B", "b", 4), Ok(true));
         assert!(matches!(store.get("B", "c", 5), Kept::Value(_)));
         assert_eq!(store.get("B", "c", 120_000), Kept::Missing, "age");
-        drop(store);
-        clean(&p);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_byte_bound_takes_from_the_largest_holder_first() {
+        let (store, dir) = store("fair", 10_000);
+        // The victim's one small version, kept first (the oldest).
+        store.put("victim", "v", &[1; 1000], 1).expect("kept");
+        // Another link's large versions push the total past the bound.
+        for (i, v) in ["a", "b"].iter().enumerate() {
+            store
+                .put(&format!("attacker{i}"), v, &[2; 4500], 2 + i as u64)
+                .expect("kept");
+        }
+        store.put("attacker2", "c", &[3; 4500], 9).expect("kept");
+        assert!(
+            matches!(store.get("victim", "v", 10), Kept::Value(_)),
+            "the smallest holder keeps its version"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_full_disk_makes_versions_give_way() {
+        let (store, dir) = store("full", 1 << 30);
+        store.put("B", "a", &[0; 64 << 10], 1).expect("kept");
+        store.put("C", "a", &[0; 64 << 10], 2).expect("kept");
+        // The file may not grow: the next write finds the disk full.
+        let pages: i64 = store
+            .db
+            .with(|c| c.query_row("PRAGMA page_count", [], |r| r.get(0)))
+            .unwrap();
+        store
+            .db
+            .with(|c| c.pragma_update(None, "max_page_count", pages))
+            .unwrap();
+        store
+            .put("D", "a", &[0; 64 << 10], 3)
+            .expect("room made among the versions");
+        assert!(matches!(store.get("D", "a", 4), Kept::Value(_)));
+        let kept = ["B", "C"]
+            .iter()
+            .filter(|b| matches!(store.get(b, "a", 4), Kept::Value(_)))
+            .count();
+        assert!(kept < 2, "an older version gave way");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn an_error_is_unavailable_and_deletes_nothing() {
+        let dir = std::env::temp_dir().join(format!("sbapi-versions-{}-error", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let db = Arc::new(
+            Db::new(&dir.join("state.sqlite")).with_busy_timeout(Duration::from_millis(50)),
+        );
+        let store = Sqlite::new(Arc::clone(&db), bounds(1 << 20));
+        store.put("B", "a", b"x", 1).expect("kept");
+        // Another process writes: this one's writes find the file busy.
+        let writer = Connection::open(db.path()).unwrap();
+        writer
+            .execute_batch("BEGIN IMMEDIATE; DELETE FROM watch_leases;")
+            .unwrap();
+        assert!(store.put("B", "b", b"y", 2).is_err());
+        assert!(store.touch("B", "a", 2).is_err());
+        drop(writer);
+        // A restart that finds the file locked by another process.
+        db.close();
+        let holder = Connection::open(db.path()).unwrap();
+        holder
+            .execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;")
+            .unwrap();
+        assert_eq!(store.get("B", "a", 3), Kept::Unavailable);
+        drop(holder);
+        assert_eq!(store.get("B", "a", 3), Kept::Value(b"x".to_vec()));
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -1,7 +1,7 @@
 //! The `memory` outbox: in the process, bounded, lost with it (for hosts
 //! that keep no files; a restart forgets what was pending).
 
-use super::{Delivery, JobState, Lease, LocalLeases, Unavailable, MAX_PENDING};
+use super::{Delivery, JobState, Lease, LocalLeases, Unavailable, MAX_PENDING, MAX_PENDING_BYTES};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -37,7 +37,11 @@ impl Memory {
 
     pub async fn add(&self, delivery: &Delivery) -> Result<bool, Unavailable> {
         let mut all = self.deliveries.lock().unwrap_or_else(|e| e.into_inner());
-        if all.contains_key(&delivery.id) || all.len() >= MAX_PENDING {
+        let held: usize = all.values().map(|d| d.body.len()).sum();
+        if all.contains_key(&delivery.id)
+            || all.len() >= MAX_PENDING
+            || held + delivery.body.len() > MAX_PENDING_BYTES
+        {
             return Ok(false);
         }
         all.insert(delivery.id.clone(), delivery.clone());
@@ -46,7 +50,11 @@ impl Memory {
 
     pub async fn pending(&self, limit: usize) -> Result<Vec<Delivery>, Unavailable> {
         let all = self.deliveries.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(all.values().take(limit).cloned().collect())
+        // The first due first: one receiver's backed-off deliveries never
+        // hide another's due ones.
+        let mut due: Vec<&Delivery> = all.values().collect();
+        due.sort_by(|a, b| (a.next_at_ms, &a.id).cmp(&(b.next_at_ms, &b.id)));
+        Ok(due.into_iter().take(limit).cloned().collect())
     }
 
     pub async fn get(&self, job: &str, id: &str) -> Result<Option<Delivery>, Unavailable> {
@@ -78,6 +86,10 @@ impl Memory {
 
     pub async fn lease(&self, name: &str, life: Duration) -> Option<Lease> {
         self.leases.take(name, life)
+    }
+
+    pub async fn renew(&self, lease: &Lease, life: Duration) -> bool {
+        self.leases.renew(lease, life)
     }
 
     pub async fn release(&self, lease: &Lease) {

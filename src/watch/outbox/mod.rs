@@ -23,6 +23,12 @@ use std::time::{Duration, Instant};
 pub const MAX_BODY: usize = 1 << 20;
 /// Pending deliveries kept at most; a delivery past this is dropped.
 pub const MAX_PENDING: usize = 10_000;
+/// Bytes of pending deliveries kept at most (bodies): a delivery past this
+/// is dropped, as past [`MAX_PENDING`].
+pub const MAX_PENDING_BYTES: usize = 64 << 20;
+/// How long a delivery of a job no configuration here knows is left for a
+/// node that knows it (a rolling deploy) before it is dropped.
+pub const MAX_DELIVERY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// What a job saw last of one board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,9 +184,9 @@ impl Outbox {
         if let Outbox::Redis(s) = self {
             return s.scan(limit, known, now).await;
         }
-        // One node's store: what `pending` reads (a few times the limit,
-        // so other jobs' deliveries rarely crowd out the due ones), sorted
-        // out here. (A query by due time of the known jobs would be exact.)
+        // One node's stores read by due time (SQLite: only the jobs it
+        // knows; memory: every job's, a few times the limit so other jobs'
+        // rarely crowd out the due ones), sorted out here.
         let all = self.pending(limit.saturating_mul(5)).await?;
         let mut scan = Scan {
             count: self.count().await.unwrap_or(all.len()),
@@ -242,18 +248,17 @@ impl Outbox {
         each!(self, s => s.release(lease).await)
     }
 
-    /// Extends `lease` to `life` from now: `Ok(false)` when it is no longer
-    /// this node's.
+    /// Extends `lease` to `life` from now if it is still this node's:
+    /// `Ok(false)` when it is not (lost: the work it guards should stop);
+    /// `Err` when Redis did not answer (the lease may still be ours). The
+    /// process's and the file's stores say false for both.
     pub async fn renew(&self, lease: &Lease, life: Duration) -> Result<bool, Unavailable> {
-        #[cfg(feature = "fleet")]
-        if let Outbox::Redis(s) = self {
-            return s.renew(lease, life).await;
+        match self {
+            Outbox::Memory(s) => Ok(s.renew(lease, life).await),
+            Outbox::Sqlite(s) => Ok(s.renew(lease, life).await),
+            #[cfg(feature = "fleet")]
+            Outbox::Redis(s) => s.renew(lease, life).await,
         }
-        // One process's leases: its runs of a job follow one another (one
-        // schedule per job) and its attempts are tracked by id, so nothing
-        // else in the process contends for them.
-        let _ = (lease, life);
-        Ok(true)
     }
 
     /// Runs `work` while holding `lease`, renewing it to `life` every third
@@ -325,6 +330,17 @@ impl LocalLeases {
             name: name.to_owned(),
             token,
         })
+    }
+
+    pub fn renew(&self, lease: &Lease, life: Duration) -> bool {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        match held.get_mut(&lease.name) {
+            Some((token, until)) if *token == lease.token => {
+                *until = Instant::now() + life;
+                true
+            }
+            _ => false,
+        }
     }
 
     pub fn release(&self, lease: &Lease) {
