@@ -68,7 +68,7 @@ pub struct Watches {
     queued: Notify,
     /// When this node attempts each delivery next, whatever the store says:
     /// a store that failed to take an attempt's outcome must not make the
-    /// next scan hammer the receiver. Only ids still pending are kept.
+    /// next scan hammer the receiver. Kept until the time passes.
     holds: Mutex<HashMap<String, u64>>,
 }
 
@@ -174,9 +174,11 @@ impl Watches {
             self.jobs.len(),
             self.outbox.kind()
         );
-        // Said once at start: a store that can lose deliveries (issue 45).
-        self.outbox.check_fitness().await;
         let mut tasks = tokio::task::JoinSet::new();
+        // Said once at start, beside the jobs (a Redis slow to answer does
+        // not hold them back): a store that can lose deliveries (issue 45).
+        let me = Arc::clone(&self);
+        tasks.spawn(async move { drop(me.outbox.check_fitness().await) });
         for job in &self.jobs {
             let (me, job) = (Arc::clone(&self), Arc::clone(job));
             tasks.spawn(async move { me.schedule(&job).await });
