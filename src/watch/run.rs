@@ -204,29 +204,17 @@ impl Watches {
     }
 }
 
-/// The JSON body of a `board.changed` event, at most [`MAX_BODY`] bytes.
+/// The JSON body of a `board.changed` event, at most [`MAX_BODY`] bytes:
+/// lists cut at [`MAX_ENTRIES`], and emptied (with `truncated`) when even
+/// that does not fit.
 pub fn body(job: &str, mut changes: Changes, now: u64) -> Result<String, String> {
-    let mut truncated = false;
-    for list in [
-        &mut changes.added,
-        &mut changes.removed,
-        &mut changes.changed,
-        &mut changes.moved,
-    ] {
-        if list.len() > MAX_ENTRIES {
-            list.truncate(MAX_ENTRIES);
-            truncated = true;
-        }
-    }
-    let make = |changes: &Changes, truncated: bool| -> Result<String, String> {
+    changes.truncate(MAX_ENTRIES);
+    let make = |changes: &Changes| -> Result<String, String> {
         let mut data = serde_json::to_value(changes).map_err(|e| e.to_string())?;
         if let Some(map) = data.as_object_mut() {
-            let mut with_job = serde_json::Map::with_capacity(map.len() + 2);
+            let mut with_job = serde_json::Map::with_capacity(map.len() + 1);
             with_job.insert("job".into(), job.into());
             with_job.append(map);
-            if truncated {
-                with_job.insert("truncated".into(), true.into());
-            }
             data = with_job.into();
         }
         let event = serde_json::json!({
@@ -236,19 +224,13 @@ pub fn body(job: &str, mut changes: Changes, now: u64) -> Result<String, String>
         });
         serde_json::to_string(&event).map_err(|e| e.to_string())
     };
-    let text = make(&changes, truncated)?;
+    let text = make(&changes)?;
     if text.len() <= MAX_BODY {
         return Ok(text);
     }
-    for list in [
-        &mut changes.added,
-        &mut changes.removed,
-        &mut changes.changed,
-        &mut changes.moved,
-    ] {
-        list.clear();
-    }
-    make(&changes, true)
+    changes.truncate(0);
+    changes.truncated = true;
+    make(&changes)
 }
 
 /// A delivery's `webhook-id`: the same for the same change of the same
@@ -274,12 +256,12 @@ mod tests {
         assert_eq!(v["data"]["job"], "trip");
         assert_eq!(v["data"]["boardId"], "b1");
         assert_eq!(v["data"]["to"], "1".repeat(32));
-        assert!(v["data"].get("truncated").is_none());
+        assert_eq!(v["data"]["truncated"], false);
         let entry = changes::Entry {
             id: "e".into(),
             kind: "note".into(),
             title: "x".repeat(1000),
-            path: vec![],
+            parent_id: None,
             fields: None,
             from: None,
             to: None,

@@ -216,17 +216,28 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
         data["added"][0]["title"],
         "Edited 1 time by the demo upstream"
     );
+    assert_eq!(data["added"][0]["parentId"], BOARD);
+    let parent = |id: &Value| {
+        data["parents"]
+            .as_array()
+            .and_then(|l| l.iter().find(|p| p["id"] == *id))
+            .cloned()
+            .unwrap_or_default()
+    };
     assert_eq!(
-        data["added"][0]["path"],
-        json!(["Lisbon & Porto — spring trip"])
+        parent(&data["added"][0]["parentId"])["title"],
+        "Lisbon & Porto — spring trip"
     );
+    assert_eq!(data["counts"]["added"], 1);
+    assert_eq!(data["truncated"], false);
     let changed = data["changed"].as_array().expect("a list");
     assert_eq!(changed.len(), 1, "{data}");
     assert_eq!(changed[0]["type"], "TASK");
     assert_eq!(changed[0]["fields"], json!(["completed"]));
+    let up = parent(&changed[0]["parentId"]);
     assert!(
-        changed[0]["path"].as_array().is_some_and(|p| p.len() >= 2),
-        "{data}"
+        up["parentId"].is_string(),
+        "the task sits below the root board: {data}"
     );
     assert_eq!(data["removed"], json!([]));
     let etag = r.header("etag").expect("an ETag").to_owned();

@@ -1,12 +1,17 @@
 //! [`Changes`] as GitHub Flavored Markdown, for `/changes` with
 //! `Accept: text/markdown` and the MCP `board_changes` tool: a heading, the
 //! two versions, then a section per kind of change with a line per element
-//! (its title, type and the path of titles to it; what changed or where it
-//! went). Board text is escaped as in every Markdown render
+//! (its title, type and the last steps of the path of titles to it: at
+//! most [`PATH_STEPS`], so a line's length does not grow with the board's
+//! depth; what changed or where it went). Board text is escaped as in every Markdown render
 //! ([`crate::pipeline::markdown`]): it never becomes structure.
 
 use super::{Changes, Entry, Place};
 use crate::pipeline::markdown::out::{Flow, Out, Sep};
+
+/// The steps of a path a line shows: the nearest ones, after `…` when
+/// there are more.
+pub const PATH_STEPS: usize = 3;
 
 /// The Markdown of `changes`; `title` is the board's title now.
 pub fn render(changes: &Changes, title: &str) -> String {
@@ -33,22 +38,31 @@ pub fn render(changes: &Changes, title: &str) -> String {
         );
     }
     out.end_block();
-    for (heading, list) in [
-        ("Added", &changes.added),
-        ("Removed", &changes.removed),
-        ("Changed", &changes.changed),
-        ("Moved", &changes.moved),
+    let counts = &changes.counts;
+    for (heading, list, count) in [
+        ("Added", &changes.added, counts.added),
+        ("Removed", &changes.removed, counts.removed),
+        ("Changed", &changes.changed, counts.changed),
+        ("Moved", &changes.moved, counts.moved),
     ] {
         if list.is_empty() {
             continue;
         }
+        let count = count.max(list.len());
         out.begin_block();
-        out.markup(&format!("## {heading} ({})", list.len()));
+        if count > list.len() {
+            out.markup(&format!(
+                "## {heading} ({count}, the first {} listed)",
+                list.len()
+            ));
+        } else {
+            out.markup(&format!("## {heading} ({count})"));
+        }
         out.end_block();
         out.begin_block();
         out.within("", Sep::Line, |out| {
             for entry in list {
-                line(out, entry);
+                line(out, entry, &changes.path(entry));
             }
         });
         out.end_block();
@@ -57,7 +71,7 @@ pub fn render(changes: &Changes, title: &str) -> String {
 }
 
 /// `- **title** (TYPE) in Root › Column: fields` or `: from … to …`.
-fn line(out: &mut Out, entry: &Entry) {
+fn line(out: &mut Out, entry: &Entry, path: &[&str]) {
     out.begin_block();
     out.marker("- ");
     out.markup("**");
@@ -65,9 +79,13 @@ fn line(out: &mut Out, entry: &Entry) {
     out.markup("** (");
     out.text(&entry.kind, Flow::OneLine);
     out.markup(")");
-    if !entry.path.is_empty() {
+    if !path.is_empty() {
         out.markup(" in ");
-        for (i, step) in entry.path.iter().enumerate() {
+        let shown = &path[path.len().saturating_sub(PATH_STEPS)..];
+        if shown.len() < path.len() {
+            out.markup("… › ");
+        }
+        for (i, step) in shown.iter().enumerate() {
             if i > 0 {
                 out.markup(" › ");
             }
@@ -103,19 +121,34 @@ fn place(out: &mut Out, place: &Place) {
 mod tests {
     use super::*;
 
+    use crate::pipeline::changes::Parent;
+
+    fn parent(id: &str, title: &str, up: Option<&str>) -> Parent {
+        Parent {
+            id: id.into(),
+            kind: "BOARD".into(),
+            title: title.into(),
+            parent_id: up.map(str::to_owned),
+        }
+    }
+
     #[test]
     fn a_section_per_kind_and_board_text_stays_text() {
         let entry = |title: &str| Entry {
             id: "c1".into(),
             kind: "CARD".into(),
             title: title.into(),
-            path: vec!["Root".into(), "# Col <b>".into()],
+            parent_id: Some("col".into()),
             fields: None,
             from: None,
             to: None,
         };
         let mut changes = Changes::none("b", "0".repeat(32).as_str(), true);
         changes.to = "1".repeat(32);
+        changes.parents = vec![
+            parent("b", "Root", None),
+            parent("col", "# Col <b>", Some("b")),
+        ];
         changes.added.push(entry("*new* card"));
         let mut changed = entry("[x](javascript:alert(1))");
         changed.fields = Some(vec!["richText".into(), "position".into()]);
@@ -135,5 +168,35 @@ mod tests {
         assert!(!text.contains("## Removed"), "{text}");
         let none = render(&Changes::none("b", &"0".repeat(32), true), "T");
         assert!(none.contains("nothing changed."), "{none}");
+    }
+
+    #[test]
+    fn a_deep_path_shows_its_last_steps_and_a_cut_list_says_so() {
+        let mut changes = Changes::none("b0", "0".repeat(32).as_str(), true);
+        changes.to = "1".repeat(32);
+        changes.parents.push(parent("b0", "Level 0", None));
+        for depth in 1..30 {
+            let (id, up) = (format!("b{depth}"), format!("b{}", depth - 1));
+            changes
+                .parents
+                .push(parent(&id, &format!("Level {depth}"), Some(&up)));
+        }
+        changes.added.push(Entry {
+            id: "deep".into(),
+            kind: "CARD".into(),
+            title: "Deep".into(),
+            parent_id: Some("b29".into()),
+            fields: None,
+            from: None,
+            to: None,
+        });
+        changes.counts.added = 5000;
+        changes.truncated = true;
+        let text = render(&changes, "Level 0");
+        assert!(
+            text.contains("## Added (5000, the first 1 listed)\n\n- **Deep** (CARD) in … › Level 27 › Level 28 › Level 29\n"),
+            "{text}"
+        );
+        assert!(!text.contains("Level 26"), "{text}");
     }
 }

@@ -15,7 +15,14 @@
 //!
 //! An element can be both changed and moved. Added, changed and moved are
 //! listed in the newer version's reading order, removed in the older
-//! one's, each with the path of titles from the root board to its parent.
+//! one's, each with its parent's id.
+//!
+//! **Bounded**: the answer grows with the board, not with its depth. Each
+//! entry names its parent (`parentId`), and every parent an entry needs is
+//! listed once in `parents` (its type, title and own parent): a path of
+//! titles is followed there, never repeated per entry. Each list holds at
+//! most [`MAX_LIST`] entries; `counts` gives every list's full length and
+//! `truncated` says when one was cut.
 //!
 //! CPU work over two whole documents: callers run it on the work pool and
 //! cache the answer.
@@ -27,6 +34,10 @@ use flat::{Element, Flat};
 use serde::Serialize;
 
 pub use flat::Unreadable;
+
+/// Entries listed at most per kind; past it the list is cut (`truncated`)
+/// and `counts` still says how many there were.
+pub const MAX_LIST: usize = 1000;
 
 /// The changes from one version of a board to another.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -40,22 +51,55 @@ pub struct Changes {
     /// Whether both versions held every nested board: when not, elements of
     /// a nested board loaded in one version only show as added or removed.
     pub complete: bool,
+    /// Whether a list was cut at [`MAX_LIST`] (or, in a webhook, to fit
+    /// its body's bound).
+    pub truncated: bool,
+    /// How many entries each list has in full.
+    pub counts: Counts,
     pub added: Vec<Entry>,
     pub removed: Vec<Entry>,
     pub changed: Vec<Entry>,
     pub moved: Vec<Entry>,
+    /// Every parent an entry (or another parent) names, once: follow
+    /// `parentId` up to the root board for an entry's path.
+    pub parents: Vec<Parent>,
+}
+
+/// The full length of each list of [`Changes`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub added: usize,
+    pub removed: usize,
+    pub changed: usize,
+    pub moved: usize,
+}
+
+/// An element that holds an entry (a board, a column, a group), listed
+/// once in [`Changes::parents`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Parent {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its title, or its first words.
+    pub title: String,
+    /// Its own parent (`None` for the root board).
+    pub parent_id: Option<String>,
 }
 
 /// One element in a list of [`Changes`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Entry {
     pub id: String,
     #[serde(rename = "type")]
     pub kind: String,
     /// Its title, or its first words.
     pub title: String,
-    /// Titles from the root board to its parent (empty for the root).
-    pub path: Vec<String>,
+    /// The element that holds it (in [`Changes::parents`]); `None` for the
+    /// root board.
+    pub parent_id: Option<String>,
     /// `changed` only: which fields differ.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fields: Option<Vec<String>>,
@@ -83,11 +127,72 @@ impl Changes {
             from: version.to_owned(),
             to: version.to_owned(),
             complete,
+            truncated: false,
+            counts: Counts::default(),
             added: Vec::new(),
             removed: Vec::new(),
             changed: Vec::new(),
             moved: Vec::new(),
+            parents: Vec::new(),
         }
+    }
+
+    /// The titles from the root board to `entry`'s parent, read from
+    /// [`Changes::parents`] (at most [`MAX_LIST`] steps: a table that loops
+    /// ends there).
+    pub fn path(&self, entry: &Entry) -> Vec<&str> {
+        let mut path = Vec::new();
+        let mut up = entry.parent_id.as_deref();
+        while let Some(id) = up {
+            let Some(parent) = self.parents.iter().find(|p| p.id == id) else {
+                break;
+            };
+            if path.len() >= MAX_LIST {
+                break;
+            }
+            path.push(parent.title.as_str());
+            up = parent.parent_id.as_deref();
+        }
+        path.reverse();
+        path
+    }
+
+    /// Cuts every list to `max` entries, recording the full counts and
+    /// whether anything was cut; parents no entry needs any more go too.
+    pub fn truncate(&mut self, max: usize) {
+        for list in [
+            &mut self.added,
+            &mut self.removed,
+            &mut self.changed,
+            &mut self.moved,
+        ] {
+            if list.len() > max {
+                list.truncate(max);
+                self.truncated = true;
+            }
+        }
+        self.keep_needed_parents();
+    }
+
+    /// Drops the parents that no entry (nor a parent of one) names.
+    fn keep_needed_parents(&mut self) {
+        let mut needed: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut stack: Vec<&str> = [&self.added, &self.removed, &self.changed, &self.moved]
+            .into_iter()
+            .flat_map(|l| l.iter().filter_map(|e| e.parent_id.as_deref()))
+            .collect();
+        let by_id: std::collections::HashMap<&str, &Parent> =
+            self.parents.iter().map(|p| (p.id.as_str(), p)).collect();
+        while let Some(id) = stack.pop() {
+            if needed.insert(id) {
+                if let Some(up) = by_id.get(id).and_then(|p| p.parent_id.as_deref()) {
+                    stack.push(up);
+                }
+            }
+        }
+        let needed: std::collections::HashSet<String> =
+            needed.into_iter().map(str::to_owned).collect();
+        self.parents.retain(|p| needed.contains(&p.id));
     }
 
     /// Whether no element was added, removed, changed or moved.
@@ -116,35 +221,53 @@ pub fn compare_flat(old: &Flat<'_>, from: &str, new: &Flat<'_>, to: &str) -> Cha
         !old.elements.iter().any(|e| e.unloaded) && !new.elements.iter().any(|e| e.unloaded);
     let mut changes = Changes::none(&new.board_id, from, complete);
     changes.to = to.to_owned();
-    let mut new_paths = Paths::new(new);
-    let mut old_paths = Paths::new(old);
+    let mut counts = Counts::default();
+    let mut parents = Parents::default();
     for (at, element) in new.elements.iter().enumerate() {
         let key = element.key;
         let Some(&was) = old.by_id.get(key) else {
-            changes.added.push(new_paths.entry(at));
+            counts.added += 1;
+            if changes.added.len() < MAX_LIST {
+                changes.added.push(parents.entry(new, at));
+            }
             continue;
         };
         let before = &old.elements[was];
         let fields = differing(before, element);
         if !fields.is_empty() {
-            let mut entry = new_paths.entry(at);
-            entry.fields = Some(fields);
-            changes.changed.push(entry);
+            counts.changed += 1;
+            if changes.changed.len() < MAX_LIST {
+                let mut entry = parents.entry(new, at);
+                entry.fields = Some(fields);
+                changes.changed.push(entry);
+            }
         }
         let from = place(old, before);
         let to = place(new, element);
         if from != to {
-            let mut entry = new_paths.entry(at);
-            entry.from = Some(from);
-            entry.to = Some(to);
-            changes.moved.push(entry);
+            counts.moved += 1;
+            if changes.moved.len() < MAX_LIST {
+                let mut entry = parents.entry(new, at);
+                entry.from = Some(from);
+                entry.to = Some(to);
+                changes.moved.push(entry);
+            }
         }
     }
     for at in 0..old.elements.len() {
         if !new.by_id.contains_key(old.elements[at].key) {
-            changes.removed.push(old_paths.entry(at));
+            counts.removed += 1;
+            if changes.removed.len() < MAX_LIST {
+                changes.removed.push(parents.entry(old, at));
+            }
         }
     }
+    changes.truncated = counts.added > MAX_LIST
+        || counts.removed > MAX_LIST
+        || counts.changed > MAX_LIST
+        || counts.moved > MAX_LIST;
+    changes.counts = counts;
+    changes.parents = parents.list;
     changes
 }
 
@@ -195,45 +318,41 @@ fn place(flat: &Flat<'_>, element: &Element<'_>) -> Place {
     }
 }
 
-/// Entries with their paths; labels are made once per element that needs
-/// one (a reported element, or the parent of one).
-struct Paths<'f, 'a> {
-    flat: &'f Flat<'a>,
-    labels: Vec<Option<String>>,
+/// The parents entries name, each listed once (the newer version's first:
+/// an element in both versions is listed as it is now).
+#[derive(Default)]
+struct Parents {
+    list: Vec<Parent>,
+    listed: std::collections::HashSet<String>,
 }
 
-impl<'f, 'a> Paths<'f, 'a> {
-    fn new(flat: &'f Flat<'a>) -> Self {
-        Paths {
-            flat,
-            labels: vec![None; flat.elements.len()],
-        }
-    }
-
-    fn label(&mut self, at: usize) -> String {
-        if let Some(label) = &self.labels[at] {
-            return label.clone();
-        }
-        let label = self.flat.elements[at].label();
-        self.labels[at] = Some(label.clone());
-        label
-    }
-
-    fn entry(&mut self, at: usize) -> Entry {
-        let mut path = Vec::new();
-        let mut up = self.flat.elements[at].parent;
+impl Parents {
+    /// The entry of element `at` of `flat`, listing its parents up to the
+    /// root (or to one already listed).
+    fn entry(&mut self, flat: &Flat<'_>, at: usize) -> Entry {
+        let element = &flat.elements[at];
         // Parents come before their children in the list, so this ends.
-        while let Some(p) = up.filter(|&p| p < at) {
-            path.push(self.label(p));
-            up = self.flat.elements[p].parent;
+        let parent = element.parent.filter(|&p| p < at);
+        let mut up = parent;
+        while let Some(p) = up {
+            let id = flat.elements[p].id.to_string();
+            if !self.listed.insert(id.clone()) {
+                break;
+            }
+            let grand = flat.elements[p].parent.filter(|&g| g < p);
+            self.list.push(Parent {
+                id,
+                kind: flat.elements[p].kind.to_string(),
+                title: flat.elements[p].label(),
+                parent_id: grand.map(|g| flat.elements[g].id.to_string()),
+            });
+            up = grand;
         }
-        path.reverse();
-        let element = &self.flat.elements[at];
         Entry {
             id: element.id.to_string(),
             kind: element.kind.to_string(),
-            title: self.label(at),
-            path,
+            title: element.label(),
+            parent_id: parent.map(|p| flat.elements[p].id.to_string()),
             fields: None,
             from: None,
             to: None,

@@ -96,7 +96,10 @@ fn each_kind_of_change_is_reported_with_its_path() {
     assert_eq!(ids(&changes.removed), ["gone"]);
     assert_eq!(ids(&changes.changed), ["a"]);
     assert_eq!(changes.changed[0].fields, Some(vec!["title".to_owned()]));
-    assert_eq!(changes.changed[0].path, ["Root", "Column"]);
+    assert_eq!(changes.changed[0].parent_id.as_deref(), Some("col"));
+    assert_eq!(changes.path(&changes.changed[0]), ["Root", "Column"]);
+    let listed: Vec<&str> = changes.parents.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(listed.len(), 2, "each parent once: {listed:?}");
     assert_eq!(changes.changed[0].title, "Card A edited");
     assert_eq!(ids(&changes.moved), ["b"]);
     let moved = &changes.moved[0];
@@ -114,7 +117,19 @@ fn each_kind_of_change_is_reported_with_its_path() {
     let keys: Vec<&String> = value.as_object().expect("object").keys().collect();
     assert_eq!(
         keys,
-        ["boardId", "from", "to", "complete", "added", "removed", "changed", "moved"]
+        [
+            "boardId",
+            "from",
+            "to",
+            "complete",
+            "truncated",
+            "counts",
+            "added",
+            "removed",
+            "changed",
+            "moved",
+            "parents"
+        ]
     );
     assert!(value["added"][0].get("fields").is_none());
 }
@@ -289,4 +304,73 @@ proptest! {
         reported.retain(|(id, _)| !whole.contains(id));
         prop_assert_eq!(reference, reported);
     }
+}
+
+/// A chain of `depth` nested columns with `cards` cards at the bottom, each
+/// title `title_len` characters long.
+fn deep(depth: usize, cards: usize, edited: bool) -> Vec<u8> {
+    let mut elements = Vec::new();
+    for d in 0..depth {
+        let parent = d.checked_sub(1);
+        elements.push(el(
+            &format!("c{d}"),
+            parent,
+            "CANVAS",
+            &format!("{d:02} {}", "t".repeat(40)),
+            0,
+        ));
+    }
+    for i in 0..cards {
+        let title = if edited {
+            format!("card {i} edited")
+        } else {
+            format!("card {i}")
+        };
+        elements.push(el(
+            &format!("k{i}"),
+            Some(depth - 1),
+            "INBOX",
+            &title,
+            i as i64,
+        ));
+    }
+    doc(&elements)
+}
+
+#[test]
+fn the_answer_grows_with_the_board_not_its_depth() {
+    let (old, new) = (deep(31, 800, false), deep(31, 800, true));
+    let changes = compare(&old, "f", &new, "t").expect("compares");
+    assert_eq!(changes.changed.len(), 800);
+    assert_eq!(changes.parents.len(), 32, "the root and each column once");
+    let json = serde_json::to_vec(&changes).expect("json");
+    assert!(
+        json.len() <= 2 * new.len(),
+        "{} bytes of changes for a {}-byte document",
+        json.len(),
+        new.len()
+    );
+    let markdown = markdown::render(&changes, "Root");
+    assert!(
+        markdown.len() <= 2 * new.len(),
+        "{} bytes of Markdown",
+        markdown.len()
+    );
+    // The path is still there for whoever follows it.
+    assert_eq!(changes.path(&changes.changed[0]).len(), 32);
+}
+
+#[test]
+fn each_list_is_capped_and_says_how_many_there_were() {
+    let (old, new) = (deep(2, MAX_LIST + 5, false), deep(2, MAX_LIST + 5, true));
+    let changes = compare(&old, "f", &new, "t").expect("compares");
+    assert_eq!(changes.changed.len(), MAX_LIST);
+    assert_eq!(changes.counts.changed, MAX_LIST + 5);
+    assert!(changes.truncated);
+    let mut cut = changes.clone();
+    cut.truncate(3);
+    assert_eq!(cut.changed.len(), 3);
+    assert_eq!(cut.parents.len(), 3, "only the parents still named");
+    cut.truncate(0);
+    assert!(cut.parents.is_empty());
 }
