@@ -68,7 +68,7 @@ pub struct Watches {
     queued: Notify,
     /// When this node attempts each delivery next, whatever the store says:
     /// a store that failed to take an attempt's outcome must not make the
-    /// next scan hammer the receiver. Only ids still pending are kept.
+    /// next scan hammer the receiver. Kept until the time passes.
     holds: Mutex<HashMap<String, u64>>,
 }
 
@@ -183,6 +183,10 @@ impl Watches {
             self.outbox.kind()
         );
         let mut tasks = tokio::task::JoinSet::new();
+        // Said once at start, beside the jobs (a Redis slow to answer does
+        // not hold them back): a store that can lose deliveries (issue 45).
+        let me = Arc::clone(&self);
+        tasks.spawn(async move { drop(me.outbox.check_fitness().await) });
         for job in &self.jobs {
             let (me, job) = (Arc::clone(&self), Arc::clone(job));
             tasks.spawn(async move { me.schedule(&job).await });
@@ -231,7 +235,11 @@ impl Watches {
             .iter()
             .map(|j| j.status.lock().unwrap_or_else(|e| e.into_inner()).clone())
             .collect();
-        let body = serde_json::json!({ "store": self.outbox.kind(), "jobs": jobs });
+        let body = serde_json::json!({
+            "store": self.outbox.kind(),
+            "storeWarnings": self.outbox.warnings(),
+            "jobs": jobs,
+        });
         let mut out = serde_json::to_vec_pretty(&body).unwrap_or_default();
         out.push(b'\n');
         out

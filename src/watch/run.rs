@@ -10,9 +10,10 @@ use super::{metrics, now_ms, rfc3339, Job, Watches};
 use crate::pipeline::changes::{self, Changes};
 use std::time::Duration;
 
-/// How long a run's lease lives: a load's deadline and the store's calls
-/// fit well within it; a node that dies mid-run frees the job after it.
-const RUN_LEASE: Duration = Duration::from_secs(120);
+/// A run's lease lives this long and is renewed (every third of it) while
+/// the run goes on, however long its load takes; a node that dies mid-run,
+/// or whose release failed, frees the job within it.
+const RUN_LEASE: Duration = Duration::from_secs(30);
 
 /// Entries listed at most per kind in one payload (then `truncated`).
 const MAX_ENTRIES: usize = 1000;
@@ -52,7 +53,11 @@ impl Watches {
             log::debug!("watch {id}: a run is in progress elsewhere");
             return Outcome::Skipped;
         };
-        let result = self.run_leased(job, scheduled).await;
+        let result = self
+            .outbox
+            .while_leased(&lease, RUN_LEASE, self.run_leased(job, scheduled))
+            .await
+            .unwrap_or_else(|| Err("the run lease was taken over".to_owned()));
         self.outbox.release(&lease).await;
         let outcome = match result {
             Ok(outcome) => outcome,

@@ -54,3 +54,4 @@ mod tls_listener;
 mod trusted_proxies;
 mod upgrade;
 mod watch;
+mod watch_fleet;

@@ -13,8 +13,8 @@
 //! bound. With `SBAPI_WEBHOOK_VERIFY_PYTHON` set (CI sets it), each
 //! delivery is also checked by the Standard Webhooks Python library.
 
-mod node;
-pub(crate) mod receiver;
+pub mod node;
+pub mod receiver;
 
 use crate::common::redis::{Proxy, Redis};
 use crate::common::{request, BOARD};
@@ -60,7 +60,7 @@ pub fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
 /// Checks a delivery's Standard Webhooks headers and signature; with
 /// `SBAPI_WEBHOOK_VERIFY_PYTHON` set, the spec's Python library checks it
 /// too.
-fn verify(r: &Received) {
+pub fn verify(r: &Received) {
     let (id, ts, sig) = (
         r.header("webhook-id"),
         r.header("webhook-timestamp"),
@@ -144,13 +144,13 @@ fn sqlite(dir: &Path) -> String {
     )
 }
 
-fn edit(upstream: &SampleUpstream) {
+pub fn edit(upstream: &SampleUpstream) {
     let r = request(upstream.addr(), "POST", &format!("/demo/edit/{BOARD}"), &[]);
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
 }
 
 /// Waits for the job's first run (the version recorded).
-fn first_run(node: &Node) -> String {
+pub fn first_run(node: &Node) -> String {
     wait_until("the first run records the version", || {
         node.job()["lastVersion"].is_string()
     });
@@ -158,7 +158,7 @@ fn first_run(node: &Node) -> String {
 }
 
 /// Asks `nodes` for runs until the receiver has seen `count` requests.
-fn run_until_delivered(nodes: &[&Node], receiver: &Receiver, count: usize) {
+pub fn run_until_delivered(nodes: &[&Node], receiver: &Receiver, count: usize) {
     wait_until("a delivery arrives", || {
         if receiver.count() >= count {
             return true;
@@ -171,7 +171,7 @@ fn run_until_delivered(nodes: &[&Node], receiver: &Receiver, count: usize) {
     });
 }
 
-fn started(tag: &str, plan: &[Reply]) -> (PathBuf, SampleUpstream, Receiver) {
+pub fn started(tag: &str, plan: &[Reply]) -> (PathBuf, SampleUpstream, Receiver) {
     let dir = temp_dir(tag);
     let upstream = SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).expect("upstream");
     (dir, upstream, Receiver::start(plan))
@@ -362,6 +362,7 @@ fn two_nodes_on_one_redis_make_one_delivery_per_change() {
     let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     let job = hex(&sha256(b"trip")[..16]);
     redis.cli(&["SET", "sbapi:watch:pending", "not a set"]);
+    redis.cli(&["SET", "sbapi:watch:due", "not a sorted set"]);
     let pinned = format!("sbapi:watch:{{{job}}}:lease:run:{job}");
     redis.cli(&["SET", &pinned, "forged"]);
     let a = Node::start(&dir, &upstream, &receiver, &fleet, 8);
@@ -372,6 +373,7 @@ fn two_nodes_on_one_redis_make_one_delivery_per_change() {
             // Members that name nothing, or nothing of ours.
             let ghost = format!("trip/msg_{}", "f".repeat(32));
             redis.cli(&["SADD", "sbapi:watch:pending", "garbage", &ghost]);
+            redis.cli(&["ZADD", "sbapi:watch:due", "0", "garbage", "0", &ghost]);
         }
         edit(&upstream);
         run_until_delivered(&[&a, &b], &receiver, round);

@@ -100,6 +100,24 @@ pub fn read_delivery(bytes: &[u8]) -> Option<Delivery> {
     serde_json::from_slice::<Delivery>(bytes).ok()?.checked()
 }
 
+/// What one scan of the outbox found, for the delivery loop.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Due deliveries of the jobs this node knows, earliest first.
+    pub due: Vec<Delivery>,
+    /// When the earliest delivery of a known job that is not yet due is.
+    pub next_at_ms: Option<u64>,
+    /// Pending deliveries per known job.
+    pub by_job: HashMap<String, usize>,
+    /// Pending deliveries, every job's (as the store counts them).
+    pub count: usize,
+    /// Due deliveries of jobs this node does not know (a sample, now and
+    /// then): left for the nodes that know them, dropped only when old.
+    pub unknown: Vec<Delivery>,
+    /// The scan removed entries that named nothing: scan again soon.
+    pub cleaned: bool,
+}
+
 /// The store did not answer (a database error, the tier down): the caller
 /// tries again later rather than acting on nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +184,46 @@ impl Outbox {
         each!(self, s => s.add(delivery).await)
     }
 
+    /// One scan for the delivery loop: the due deliveries of the `known`
+    /// jobs (at most `limit`), when the next is due, and what is pending.
+    pub async fn scan(
+        &self,
+        limit: usize,
+        known: &[String],
+        now: u64,
+    ) -> Result<Scan, Unavailable> {
+        #[cfg(feature = "fleet")]
+        if let Outbox::Redis(s) = self {
+            return s.scan(limit, known, now).await;
+        }
+        // One node's stores read by due time (SQLite: only the jobs it
+        // knows; memory: every job's, a few times the limit so other jobs'
+        // rarely crowd out the due ones), sorted out here.
+        let all = self.pending(limit.saturating_mul(5)).await?;
+        let mut scan = Scan {
+            count: self.count().await.unwrap_or(all.len()),
+            ..Scan::default()
+        };
+        for d in all {
+            if !known.contains(&d.job) {
+                scan.unknown.push(d);
+                continue;
+            }
+            *scan.by_job.entry(d.job.clone()).or_default() += 1;
+            if d.next_at_ms <= now {
+                scan.due.push(d);
+            } else {
+                scan.next_at_ms = Some(
+                    scan.next_at_ms
+                        .map_or(d.next_at_ms, |n| n.min(d.next_at_ms)),
+                );
+            }
+        }
+        scan.due.sort_by_key(|d| d.next_at_ms);
+        scan.due.truncate(limit);
+        Ok(scan)
+    }
+
     /// Up to `limit` pending deliveries (any order).
     pub async fn pending(&self, limit: usize) -> Result<Vec<Delivery>, Unavailable> {
         each!(self, s => s.pending(limit).await)
@@ -197,15 +255,70 @@ impl Outbox {
         each!(self, s => s.lease(name, life).await)
     }
 
-    /// Extends `lease` to `life` from now if it is still this node's;
-    /// false when it is not (lost: the work it guards should stop).
-    pub async fn renew(&self, lease: &Lease, life: Duration) -> bool {
-        each!(self, s => s.renew(lease, life).await)
-    }
-
     /// Releases `lease` if it is still this node's.
     pub async fn release(&self, lease: &Lease) {
         each!(self, s => s.release(lease).await)
+    }
+
+    /// Extends `lease` to `life` from now if it is still this node's:
+    /// `Ok(false)` when it is not (lost: the work it guards should stop);
+    /// `Err` when Redis did not answer (the lease may still be ours). The
+    /// process's and the file's stores say false for both.
+    pub async fn renew(&self, lease: &Lease, life: Duration) -> Result<bool, Unavailable> {
+        match self {
+            Outbox::Memory(s) => Ok(s.renew(lease, life).await),
+            Outbox::Sqlite(s) => Ok(s.renew(lease, life).await),
+            #[cfg(feature = "fleet")]
+            Outbox::Redis(s) => s.renew(lease, life).await,
+        }
+    }
+
+    /// Runs `work` while holding `lease`, renewing it to `life` every third
+    /// of it; `None` (the work dropped) when the lease turned out to be
+    /// another holder's. A store that does not answer a renewal is asked
+    /// again: the lease may still be ours.
+    pub async fn while_leased<T>(
+        &self,
+        lease: &Lease,
+        life: Duration,
+        work: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        let renew = async {
+            loop {
+                tokio::time::sleep(life / 3).await;
+                if self.renew(lease, life).await == Ok(false) {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            done = work => Some(done),
+            () = renew => None,
+        }
+    }
+
+    /// Checks that the store keeps what it is given (a Redis that evicts
+    /// keys or keeps nothing on disk is not fit for deliveries); one line
+    /// per finding, each also logged at WARN.
+    pub async fn check_fitness(&self) -> Vec<String> {
+        #[cfg(feature = "fleet")]
+        if let Outbox::Redis(s) = self {
+            let found = s.fitness().await;
+            for line in &found {
+                log::warn!("watch: {line}");
+            }
+            return found;
+        }
+        Vec::new()
+    }
+
+    /// What [`Outbox::check_fitness`] found (`/watch`'s `storeWarnings`).
+    pub fn warnings(&self) -> Vec<String> {
+        match self {
+            #[cfg(feature = "fleet")]
+            Outbox::Redis(s) => s.warnings(),
+            _ => Vec::new(),
+        }
     }
 }
 

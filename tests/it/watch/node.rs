@@ -55,6 +55,24 @@ impl Node {
         api: &str,
         max_attempts: u32,
     ) -> Node {
+        Node::start_jobs(
+            dir,
+            upstream,
+            api,
+            "10s",
+            &[("trip", receiver, max_attempts)],
+        )
+    }
+
+    /// Starts a node with `jobs` (id, receiver, `max_attempts`), each
+    /// watching the test board `every` (`10s`, `1h`).
+    pub fn start_jobs(
+        dir: &Path,
+        upstream: &SampleUpstream,
+        api: &str,
+        every: &str,
+        jobs: &[(&str, &Receiver, u32)],
+    ) -> Node {
         let listeners: Vec<TcpListener> = (0..2)
             .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
             .collect();
@@ -68,13 +86,20 @@ impl Node {
             "version: 1\nthreads: 2\npid_file: {dir}/pid\nupgrade_sock: {sock}\n\
              grace_period_seconds: 0\ngraceful_shutdown_timeout_seconds: 10\n\
              board_api:\n  provider:\n    origin: {origin}\n{api}\
-             \n  watch:\n    jobs:\n      - id: trip\n        url_env: SBAPI_TEST_WATCH_LINK\n\
-             \x20       every: 10s\n        max_attempts: {max_attempts}\n        webhook:\n\
-             \x20         url_env: SBAPI_TEST_WATCH_URL\n          secret_env: SBAPI_TEST_WATCH_SECRET\n\
+             \n  watch:\n    jobs:\n{jobs}\
              \x20 server:\n    listen: [\"{main}\"]\n    metrics:\n      listen: \"{metrics}\"\n",
             dir = dir.display(),
             sock = sock.display(),
             origin = upstream.origin(),
+            jobs = jobs
+                .iter()
+                .enumerate()
+                .map(|(at, (id, _, max_attempts))| format!(
+                    "      - id: {id}\n        url_env: SBAPI_TEST_WATCH_LINK\n\
+                     \x20       every: {every}\n        max_attempts: {max_attempts}\n        webhook:\n\
+                     \x20         url_env: SBAPI_TEST_WATCH_URL_{at}\n          secret_env: SBAPI_TEST_WATCH_SECRET\n"
+                ))
+                .collect::<String>(),
         );
         std::fs::write(&conf, text).expect("write the configuration");
         let mut child = Command::new(env!("CARGO_BIN_EXE_shared-board-api"))
@@ -83,7 +108,9 @@ impl Node {
             .arg(&conf)
             .env("RUST_LOG", "info")
             .env("SBAPI_TEST_WATCH_LINK", share_link())
-            .env("SBAPI_TEST_WATCH_URL", receiver.url())
+            .envs(jobs.iter().enumerate().map(|(at, (_, receiver, _))| {
+                (format!("SBAPI_TEST_WATCH_URL_{at}"), receiver.url())
+            }))
             .env("SBAPI_TEST_WATCH_SECRET", secret())
             .env("SBAPI_TEST_FLEET_KEY", "test-fleet-key-0123456789abcdef!")
             .stdout(Stdio::null())
@@ -129,14 +156,37 @@ impl Node {
 
     /// The job's entry of `GET /watch`.
     pub fn job(&self) -> Value {
+        self.watch()["jobs"][0].clone()
+    }
+
+    /// `GET /watch`.
+    pub fn watch(&self) -> Value {
         let r = request(self.metrics, "GET", "/watch", &[]);
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-        r.json()["jobs"][0].clone()
+        r.json()
+    }
+
+    /// Job `id`'s entry of `GET /watch`.
+    pub fn job_named(&self, id: &str) -> Value {
+        let all = self.watch()["jobs"].as_array().cloned().unwrap_or_default();
+        all.into_iter()
+            .find(|j| j["id"] == id)
+            .unwrap_or(Value::Null)
     }
 
     pub fn run_now(&self) {
-        let r = request(self.metrics, "POST", "/watch/trip/run", &[]);
+        self.run_job("trip");
+    }
+
+    /// `POST /watch/<id>/run`.
+    pub fn run_job(&self, id: &str) {
+        let r = request(self.metrics, "POST", &format!("/watch/{id}/run"), &[]);
         assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    }
+
+    /// Whether a line the node logged contains `text`.
+    pub fn logged(&self, text: &str) -> bool {
+        self.log.lock().unwrap().iter().any(|l| l.contains(text))
     }
 
     pub fn metric(&self, line_start: &str) -> f64 {
