@@ -267,7 +267,8 @@ impl Outbox {
     pub async fn renew(&self, lease: &Lease, life: Duration) -> Result<bool, Unavailable> {
         match self {
             Outbox::Memory(s) => Ok(s.renew(lease, life).await),
-            Outbox::Sqlite(s) => Ok(s.renew(lease, life).await),
+            #[cfg(feature = "sqlite")]
+            Outbox::Sqlite(s) => s.renew(lease, life).await,
             #[cfg(feature = "fleet")]
             Outbox::Redis(s) => s.renew(lease, life).await,
         }

@@ -365,8 +365,12 @@ impl SqliteOutbox {
         matches!(taken, Ok(true)).then_some(Lease { name, token })
     }
 
-    /// Extends `lease` to `life` from now, if it is still this holder's.
-    pub async fn renew(&self, lease: &Lease, life: Duration) -> bool {
+    /// Extends `lease` to `life` from now: `Ok(false)` when it is no longer
+    /// this holder's.
+    ///
+    /// # Errors
+    /// The file did not answer (the lease may still be ours: ask again).
+    pub async fn renew(&self, lease: &Lease, life: Duration) -> Result<bool, Unavailable> {
         let (n, t) = (lease.name.clone(), lease.token.clone());
         let until = clamp(super::super::now_ms().saturating_add(ms(life)));
         let renewed = self
@@ -377,7 +381,7 @@ impl SqliteOutbox {
                 )
             })
             .await;
-        matches!(renewed, Ok(1))
+        renewed.map(|n| n == 1)
     }
 
     pub async fn release(&self, lease: &Lease) {

@@ -135,12 +135,12 @@ async fn leases_hold_across_processes_sharing_the_file() {
         .lease("run:trip", Duration::from_secs(60))
         .await
         .is_none());
-    assert!(old.renew(&held, Duration::from_secs(60)).await);
+    assert_eq!(old.renew(&held, Duration::from_secs(60)).await, Ok(true));
     let stolen = Lease {
         name: held.name.clone(),
         token: "another".into(),
     };
-    assert!(!new.renew(&stolen, Duration::from_secs(60)).await);
+    assert_eq!(new.renew(&stolen, Duration::from_secs(60)).await, Ok(false));
     new.release(&stolen).await;
     assert!(new
         .lease("run:trip", Duration::from_secs(60))
