@@ -328,6 +328,44 @@ fn a_receiver_that_answers_410_is_given_up_at_once() {
     node.stop();
 }
 
+/// A receiver that sends more interim (`1xx`) heads than an attempt reads,
+/// with an answer after them or without: each such attempt is counted as
+/// retried and the delivery made on the next one (an attempt that panicked
+/// was never counted, and its delivery was tried again every 30 s forever).
+#[test]
+fn too_many_interim_answers_are_a_counted_retry() {
+    let plan = [
+        Reply::Interim {
+            n: 5,
+            then_answer: true,
+        },
+        Reply::Interim {
+            n: 50,
+            then_answer: false,
+        },
+    ];
+    let (dir, upstream, receiver) = started("interim", &plan);
+    let node = Node::start(&dir, &upstream, &receiver, &sqlite(&dir), 8);
+    first_run(&node);
+    edit(&upstream);
+    run_until_delivered(&[&node], &receiver, 1);
+    wait_until("two retries, then delivered", || {
+        node.metric("board_api_watch_deliveries_total{outcome=\"delivered\"}") == 1.0
+    });
+    assert_eq!(receiver.count(), 3, "one delivery, three attempts");
+    assert_eq!(
+        node.metric("board_api_watch_deliveries_total{outcome=\"retried\"}"),
+        2.0
+    );
+    assert_eq!(node.job()["pendingDeliveries"], 0);
+    let seen = receiver.seen();
+    for r in &seen {
+        verify(r);
+        assert_eq!(r.header("webhook-id"), seen[0].header("webhook-id"));
+    }
+    node.assert_log_is_clean();
+}
+
 #[test]
 fn retry_after_is_honoured() {
     let (dir, upstream, receiver) = started("429", &[Reply::TooMany(3)]);
