@@ -46,16 +46,33 @@ impl BoardApi {
 
 impl BoardApi {
     /// The board behind `link` as a watch run loads it: through the same
-    /// path as `/api/detail` (cache, coalescing, fleet tier, limits), full.
+    /// path as `/api/detail` (cache, coalescing, fleet tier, limits), full;
+    /// when `fresh` (a run asked for by hand), from the provider, past the
+    /// process cache and the fleet tier (see [`crate::store::Boards::document_fresh`]).
     ///
     /// # Errors
     /// The load's failure, as the API would answer it (logged once).
     pub(crate) async fn load_for_watch(
         &self,
         link: &ShareLink,
+        fresh: bool,
     ) -> Result<Doc, super::error::ApiError> {
-        let mut served = Served::default();
-        self.load_full(link, &mut served).await.map(|(doc, _)| doc)
+        if !fresh {
+            let mut served = Served::default();
+            return self.load_full(link, &mut served).await.map(|(doc, _)| doc);
+        }
+        let started = Instant::now();
+        let outcome = self
+            .boards
+            .document_fresh(&link.board_id, &link.permission_id, Coverage::Full)
+            .await;
+        self.metrics.cache(false);
+        self.metrics
+            .upstream_seconds(started.elapsed().as_secs_f64());
+        outcome.map_err(|e| {
+            log_failure(&link.board_id, started.elapsed(), &e, Source::Miss);
+            api_error(e)
+        })
     }
 
     /// The document kept as `version` of the board behind `link`, as that

@@ -31,7 +31,7 @@ const ALLOW_HEADERS: &str = "Content-Type, Accept, X-Request-Id";
 /// The body's four values, each at most once; selector arrays already
 /// joined with commas.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct BodyValues {
+pub struct BodyValues {
     pub url: Option<String>,
     pub view: Option<String>,
     pub include: Option<String>,
@@ -95,7 +95,7 @@ impl BoardApi {
 /// `415` for a media type other than `application/json`, `413` past
 /// [`BODY_LIMIT`], `400 INVALID_REQUEST` for a body that is not one object
 /// of known keys with values of their types.
-pub(crate) fn read_body(headers: &HeaderMap, body: &[u8]) -> Result<BodyValues, ApiError> {
+pub fn read_body(headers: &HeaderMap, body: &[u8]) -> Result<BodyValues, ApiError> {
     if !is_json(headers) {
         return Err(ApiError::UnsupportedMediaType);
     }

@@ -347,6 +347,34 @@ impl Boards {
         (outcome, source)
     }
 
+    /// [`Boards::document`] read fresh: loaded from the provider, past the
+    /// process cache, its remembered failures and the fleet tier (a watch
+    /// run asked for by hand, right after an edit). The outcome is kept and
+    /// remembered in the process cache as any load's, so the next request
+    /// sees it; it joins no load in flight and no other caller joins it.
+    pub async fn document_fresh(
+        &self,
+        board_id: &str,
+        permission_id: &str,
+        coverage: Coverage,
+    ) -> Loaded {
+        let inner = Arc::clone(&self.inner);
+        let (b, p) = (board_id.to_owned(), permission_id.to_owned());
+        // In a task of its own, as `document`'s loads, aborted when dropped.
+        let mut task = coalesce::AbortOnDrop(tokio::spawn(async move {
+            let deadline = inner.loader.deadline();
+            let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
+            inner.keep_version(&b, &outcome);
+            if let Some(cache) = &inner.cache {
+                cache.remember((b, p), coverage, &outcome, cache.settings.ttl);
+            }
+            outcome
+        }));
+        (&mut task.0)
+            .await
+            .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))))
+    }
+
     /// `doc` rendered for `scope` and `selection` as `representation` in
     /// `encoding`, from the cache or rendered (and compressed) on the pool
     /// and cached: a Markdown body is kept and compressed once, like JSON.

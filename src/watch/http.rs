@@ -19,6 +19,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bytes of a receiver's answer read at most (then the connection is
 /// dropped).
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// Response heads read at most: the interim (`1xx`) ones and the final
+/// one. A receiver that sends more interim heads than `MAX_HEADS - 1` is
+/// retried later, as a broken answer is.
+pub const MAX_HEADS: usize = 5;
 /// The longest `Retry-After` honoured.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
@@ -144,22 +148,31 @@ impl Sender {
             session.write_request_header(Box::new(header)).await?;
             session.write_request_body(body, true).await?;
             session.finish_request_body().await?;
+            // Interim (`1xx`) heads are skipped, up to a bound: past it the
+            // answer is refused before its body is asked for (Pingora's
+            // body reader is never started after a `1xx` head, and reading
+            // a body then panics).
             let mut heads = 0;
-            loop {
+            let status = loop {
                 session.read_response_header().await?;
                 heads += 1;
                 let status = session.response_header().map_or(0, |h| h.status.as_u16());
-                if !(100..200).contains(&status) || heads >= 5 {
-                    break;
+                if !(100..200).contains(&status) {
+                    break status;
                 }
-            }
+                if heads >= MAX_HEADS {
+                    return Ok(Err(format!(
+                        "more than {} interim (1xx) answers",
+                        MAX_HEADS - 1
+                    )));
+                }
+            };
             let head = session.response_header().ok_or_else(|| {
                 pingora_error::Error::explain(
                     pingora_error::ErrorType::InvalidHTTPHeader,
                     "no answer",
                 )
             })?;
-            let status = head.status.as_u16();
             let after = retry_after(head.headers.get("retry-after").map(|v| v.as_bytes()));
             // Read a little of the answer (so a receiver that writes one
             // before closing is not cut off), then drop the connection.
@@ -170,10 +183,11 @@ impl Sender {
                     _ => break,
                 }
             }
-            Ok::<_, Box<pingora_error::Error>>((status, after))
+            Ok::<_, Box<pingora_error::Error>>(Ok((status, after)))
         };
         match sent.await {
-            Ok((status, after)) => classify(status, after),
+            Ok(Ok((status, after))) => classify(status, after),
+            Ok(Err(why)) => retry(why),
             Err(e) => retry(format!("exchanging: {}", e.etype().as_str())),
         }
     }
@@ -193,6 +207,70 @@ mod tests {
         }
         for n in [301, 302, 307, 400, 401, 403, 404, 410, 413, 422] {
             assert!(matches!(s(n), Attempt::Failed(_)), "{n}");
+        }
+    }
+
+    /// A receiver on loopback that reads one request and answers `interim`
+    /// `1xx` heads, then `last` (or nothing, holding the connection).
+    async fn interim_receiver(interim: usize, last: Option<&'static str>) -> url::Url {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 8192];
+            let mut read = Vec::new();
+            while !read.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = conn.read(&mut buf).await.unwrap_or(0);
+                if n == 0 {
+                    return;
+                }
+                read.extend_from_slice(&buf[..n]);
+            }
+            let mut answer = String::new();
+            for i in 0..interim {
+                answer.push_str(if i % 2 == 0 {
+                    "HTTP/1.1 100 Continue\r\n\r\n"
+                } else {
+                    "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                });
+            }
+            answer.push_str(last.unwrap_or(""));
+            let _ = conn.write_all(answer.as_bytes()).await;
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        });
+        url::Url::parse(&format!("http://{addr}/hook")).unwrap()
+    }
+
+    async fn attempt(url: &url::Url) -> Attempt {
+        let signed = crate::watch::sign::sign(b"0123456789abcdef", "msg_1", 1, b"{}");
+        let sender = Sender::default();
+        let sent = sender.post(url, &signed, Bytes::from_static(b"{}"));
+        tokio::time::timeout(Duration::from_secs(10), sent)
+            .await
+            .expect("the attempt ends before the deadline")
+    }
+
+    const OK: Option<&str> = Some("HTTP/1.1 204 No Content\r\n\r\n");
+
+    #[tokio::test]
+    async fn interim_heads_within_the_bound_are_skipped() {
+        for n in [0, 1, MAX_HEADS - 1] {
+            let url = interim_receiver(n, OK).await;
+            assert_eq!(attempt(&url).await, Attempt::Delivered(204), "{n}");
+        }
+    }
+
+    #[tokio::test]
+    async fn more_interim_heads_than_the_bound_are_a_retry_not_a_panic() {
+        for (n, last) in [(5, OK), (5, None), (50, OK), (50, None)] {
+            let url = interim_receiver(n, last).await;
+            match attempt(&url).await {
+                Attempt::Retry { why, after: None } => {
+                    assert!(why.contains("interim"), "{n}: {why}");
+                }
+                other => panic!("{n} interim heads: {other:?}"),
+            }
         }
     }
 

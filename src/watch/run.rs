@@ -83,9 +83,13 @@ impl Watches {
         let unavailable = |_: Unavailable| "the watch store did not answer".to_owned();
         let state = self.outbox.state(id, board).await.map_err(unavailable)?;
         let now = now_ms();
+        // The first run on this node (at start) is never skipped for a run
+        // recorded before: after a quick restart that run is the previous
+        // process's, and the docs promise a run at start.
+        let ran_here = job.status.lock().map_or(true, |s| s.last_run.is_some());
         if let Some(state) = &state {
             let most = u64::try_from((job.settings.every * 4 / 5).as_millis()).unwrap_or(u64::MAX);
-            if scheduled && now.saturating_sub(state.last_run_ms) < most {
+            if scheduled && ran_here && now.saturating_sub(state.last_run_ms) < most {
                 // What the node that ran it recorded.
                 job.update(|s| {
                     s.last_run = Some(rfc3339(state.last_run_ms));
@@ -95,9 +99,11 @@ impl Watches {
                 return Ok(Outcome::Skipped);
             }
         }
+        // A run asked for by hand reads the board fresh: right after an
+        // edit, the cached board would say "unchanged".
         let doc = self
             .api
-            .load_for_watch(&job.link)
+            .load_for_watch(&job.link, !scheduled)
             .await
             .map_err(|e| format!("loading board {board}: {}", e.code()))?;
         let Some(version) = doc.board.version().map(str::to_owned) else {
@@ -188,9 +194,13 @@ impl Watches {
             .pool()
             .run(move || {
                 let compared = older.and_then(|older| {
-                    changes::compare(&older, &from_owned, newer.document_json(), &to_owned)
-                        .ok()
-                        .filter(|c| c.board_id == board_id)
+                    compare_kept(
+                        &board_id,
+                        &older,
+                        &from_owned,
+                        newer.document_json(),
+                        &to_owned,
+                    )
                 });
                 let changes = compared.unwrap_or_else(|| {
                     let mut none = Changes::none(&board_id, &from_owned, false);
@@ -202,6 +212,24 @@ impl Watches {
             .await
             .map_err(|e| format!("comparing versions: {e}"))?
     }
+}
+
+/// What changed from the kept document `older` (version `from`) to `newer`
+/// (version `to`), when `older` is a document of `board_id`: `None` when it
+/// is unreadable or another board's (as `/changes` checks it; the
+/// comparison names the newer board, which is this one whatever was kept).
+fn compare_kept(
+    board_id: &str,
+    older: &[u8],
+    from: &str,
+    newer: &[u8],
+    to: &str,
+) -> Option<Changes> {
+    let old = changes::flat::read(older)
+        .ok()
+        .filter(|old| old.board_id == board_id)?;
+    let new = changes::flat::read(newer).ok()?;
+    Some(changes::compare_flat(&old, from, &new, to))
 }
 
 /// The JSON body of a `board.changed` event, at most [`MAX_BODY`] bytes:
@@ -271,6 +299,34 @@ mod tests {
         assert!(text.len() <= MAX_BODY);
         let v: serde_json::Value = serde_json::from_str(&text).expect("json");
         assert_eq!(v["data"]["truncated"], true);
+    }
+
+    /// A document of `board` with one note titled `title`.
+    fn doc(board: &str, title: &str) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "version": 1,
+            "source": {"provider": "milanote", "boardId": board},
+            "fetchedAt": "t",
+            "board": {"id": board, "type": "BOARD", "title": "B", "children": [
+                {"id": "n1", "type": "NOTE", "title": title,
+                 "location": {"parentId": board, "section": "canvas", "position": {"x": 0, "y": 0}},
+                 "children": []}
+            ]}
+        }))
+        .expect("json")
+    }
+
+    #[test]
+    fn the_kept_document_must_be_of_the_watched_board() {
+        let newer = doc("b1", "after");
+        let changes =
+            compare_kept("b1", &doc("b1", "before"), "v1", &newer, "v2").expect("the same board");
+        assert_eq!(changes.board_id, "b1");
+        assert_eq!(changes.changed.len(), 1, "{changes:?}");
+        // A kept document of another board (the newer one is this board's,
+        // so checking the comparison's board id let it through).
+        assert!(compare_kept("b1", &doc("other", "before"), "v1", &newer, "v2").is_none());
+        assert!(compare_kept("b1", b"not json", "v1", &newer, "v2").is_none());
     }
 
     #[test]

@@ -227,3 +227,58 @@ fn the_callers_headers_never_reach_the_provider() {
         }
     }
 }
+
+/// A provider on loopback that answers every request with `interim` `1xx`
+/// heads (`100 Continue` and `103 Early Hints` in turn), then `last` (or
+/// nothing more, holding the connection open): its origin.
+fn interim_provider(interim: usize, last: Option<&'static str>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut read = Vec::new();
+                while !read.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => read.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let mut answer = String::new();
+                for i in 0..interim {
+                    answer.push_str(if i % 2 == 0 {
+                        "HTTP/1.1 100 Continue\r\n\r\n"
+                    } else {
+                        "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                    });
+                }
+                answer.push_str(last.unwrap_or(""));
+                let _ = conn.write_all(answer.as_bytes());
+                std::thread::sleep(Duration::from_secs(20));
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// More interim (`1xx`) heads than the provider client reads are a broken
+/// answer: `502 UPSTREAM_ERROR`, never a panic (which answered `500`).
+#[test]
+fn a_provider_that_sends_too_many_interim_answers_is_a_502() {
+    let ok = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    for (n, last) in [(5, Some(ok)), (5, None), (50, Some(ok)), (50, None)] {
+        let gw = start_gateway_at(
+            &interim_provider(n, last),
+            "    fetch_deadline_ms: 10000\n",
+            "",
+        );
+        let started = Instant::now();
+        let r = detail_of(gw.addr, BOARD, PERMISSION);
+        r.assert_error(502, "UPSTREAM_ERROR", None);
+        // Refused at once, not at a deadline.
+        assert!(started.elapsed() < Duration::from_secs(8), "{n}");
+    }
+}

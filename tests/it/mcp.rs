@@ -340,6 +340,120 @@ fn tool_errors_are_results_with_the_api_code_and_no_secret() {
     rpc_error(&bad_args, 400, -32602);
 }
 
+/// `read_board` with each kind of cursor it refuses, twice in a row, in
+/// each protocol revision: both answers are JSON, and the same tool error
+/// (`INVALID_REQUEST` on `cursor`). A refusal was once cached as an empty
+/// page: the second call answered `{"result":{}}`, or in 2026-07-28 a
+/// body that was not JSON.
+#[test]
+fn a_refused_cursor_is_refused_again_in_every_era() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let gw = gateway();
+    let url = share(PERMISSION);
+    let first = result(&call(
+        gw,
+        "read_board",
+        json!({"url": url, "max_chars": 1000}),
+    ));
+    let cursor = first["structuredContent"]["nextCursor"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a board of more than one page: {first}"))
+        .to_owned();
+    let text = String::from_utf8(b64.decode(&cursor).expect("base64")).expect("text");
+    let parts: Vec<&str> = text.split('|').collect();
+    assert_eq!(
+        parts.len(),
+        6,
+        "form|renderer|board|version|bound|offset: {text}"
+    );
+    // The cursor with part `i` replaced by `with`.
+    let forged = |i: usize, with: &str| {
+        let mut p = parts.clone();
+        p[i] = with;
+        b64.encode(p.join("|"))
+    };
+    let offset: usize = parts[5].parse().expect("an offset");
+    let zero_version = "0".repeat(32);
+    let mid_block = (offset + 1).to_string();
+    let cases = [
+        ("malformed", json!({"url": url, "cursor": "not-a-cursor"})),
+        (
+            "not base64 text",
+            json!({"url": url, "cursor": b64.encode([0xff, 0xfe, b'|'])}),
+        ),
+        (
+            "another form",
+            json!({"url": url, "cursor": forged(0, "1")}),
+        ),
+        (
+            "another renderer",
+            json!({"url": url, "cursor": forged(1, "0.0.0-another-build")}),
+        ),
+        (
+            "another board",
+            json!({"url": url, "cursor": forged(2, "OtherBoard0123")}),
+        ),
+        (
+            "another version",
+            json!({"url": url, "cursor": forged(3, &zero_version)}),
+        ),
+        (
+            "another selection",
+            json!({"url": url, "cursor": cursor, "view": "compact"}),
+        ),
+        (
+            "an offset within a block",
+            json!({"url": url, "cursor": forged(5, &mid_block)}),
+        ),
+        (
+            "an offset past the end",
+            json!({"url": url, "cursor": forged(5, "999999999")}),
+        ),
+    ];
+    let eras = [MODERN, "2025-11-25", "2025-06-18"];
+    let mut id = 100;
+    for (what, args) in cases {
+        for era in eras {
+            let mut errors = Vec::new();
+            for _ in 0..2 {
+                id += 1;
+                let params = json!({"name": "read_board", "arguments": args});
+                let r = if era == MODERN {
+                    modern(gw, id, "tools/call", params)
+                } else {
+                    handshake(gw, era, id, "tools/call", params)
+                };
+                // `json()` fails the test on a body that is not JSON.
+                let res = result(&r);
+                assert_eq!(res["isError"], true, "{what} ({era}): {res}");
+                let error = res["structuredContent"]["error"].clone();
+                assert_eq!(error["code"], "INVALID_REQUEST", "{what} ({era}): {res}");
+                assert_eq!(error["field"], "cursor", "{what} ({era}): {res}");
+                assert_eq!(
+                    res["content"][0]["text"]
+                        .as_str()
+                        .map(|t| t.starts_with("INVALID_REQUEST: ")),
+                    Some(true),
+                    "{what} ({era}): {res}"
+                );
+                if era == MODERN {
+                    assert_eq!(res["resultType"], "complete", "{what}: {res}");
+                }
+                errors.push(error);
+            }
+            assert_eq!(errors[0], errors[1], "{what} ({era}): the same error twice");
+        }
+    }
+    // The cursor itself still reads the next page.
+    let next = result(&call(
+        gw,
+        "read_board",
+        json!({"url": url, "max_chars": 1000, "cursor": cursor}),
+    ));
+    assert_eq!(next["isError"], false, "{next}");
+}
+
 #[test]
 fn search_board_finds_text_in_nested_boards_in_order() {
     let gw = gateway();

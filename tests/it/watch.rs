@@ -328,6 +328,95 @@ fn a_receiver_that_answers_410_is_given_up_at_once() {
     node.stop();
 }
 
+/// A receiver that sends more interim (`1xx`) heads than an attempt reads,
+/// with an answer after them or without: each such attempt is counted as
+/// retried and the delivery made on the next one (an attempt that panicked
+/// was never counted, and its delivery was tried again every 30 s forever).
+#[test]
+fn too_many_interim_answers_are_a_counted_retry() {
+    let plan = [
+        Reply::Interim {
+            n: 5,
+            then_answer: true,
+        },
+        Reply::Interim {
+            n: 50,
+            then_answer: false,
+        },
+    ];
+    let (dir, upstream, receiver) = started("interim", &plan);
+    let node = Node::start(&dir, &upstream, &receiver, &sqlite(&dir), 8);
+    first_run(&node);
+    edit(&upstream);
+    run_until_delivered(&[&node], &receiver, 1);
+    wait_until("two retries, then delivered", || {
+        node.metric("board_api_watch_deliveries_total{outcome=\"delivered\"}") == 1.0
+    });
+    assert_eq!(receiver.count(), 3, "one delivery, three attempts");
+    assert_eq!(
+        node.metric("board_api_watch_deliveries_total{outcome=\"retried\"}"),
+        2.0
+    );
+    assert_eq!(node.job()["pendingDeliveries"], 0);
+    let seen = receiver.seen();
+    for r in &seen {
+        verify(r);
+        assert_eq!(r.header("webhook-id"), seen[0].header("webhook-id"));
+    }
+    node.assert_log_is_clean();
+}
+
+/// A run asked for by hand reads the board fresh: right after an edit it
+/// sees the change, though the board loaded by the run before is still in
+/// the cache (10 s, the longest `every: 10s` allows).
+#[test]
+fn a_run_asked_for_by_hand_reads_past_the_cache() {
+    let (dir, upstream, receiver) = started("fresh", &[]);
+    let store = sqlite(&dir).replace("ttl_seconds: 1", "ttl_seconds: 10");
+    let node = Node::start(&dir, &upstream, &receiver, &store, 8);
+    let before = first_run(&node);
+    let last_run = node.job()["lastRun"].clone();
+    edit(&upstream);
+    node.run_now();
+    wait_until("the run asked for", || node.job()["lastRun"] != last_run);
+    let job = node.job();
+    assert_eq!(job["lastOutcome"], "changed", "{job}");
+    assert_ne!(job["lastVersion"], before.as_str());
+    wait_until("the delivery", || receiver.count() >= 1);
+    assert_eq!(receiver.seen()[0].json()["data"]["from"], before.as_str());
+    node.assert_log_is_clean();
+}
+
+/// A node restarted within the interval runs each job at start (the run
+/// the previous process recorded did not make it skip), and sees an edit
+/// made while it was down.
+#[test]
+fn a_quick_restart_runs_the_job_at_start() {
+    let (dir, upstream, receiver) = started("restart", &[]);
+    let mut node = Node::start(&dir, &upstream, &receiver, &sqlite(&dir), 8);
+    let before = first_run(&node);
+    node.child.kill().expect("SIGKILL");
+    node.child.wait().expect("reaped");
+    edit(&upstream);
+    let restarted_at = Instant::now();
+    let restarted = Node::start(&dir, &upstream, &receiver, &sqlite(&dir), 8);
+    wait_until("a run at start", || {
+        restarted.job()["lastOutcome"].is_string()
+    });
+    // The next scheduled run is `every` (10 s) give or take a tenth away.
+    assert!(
+        restarted_at.elapsed() < Duration::from_secs(8),
+        "no run at start: the first came after {:?}",
+        restarted_at.elapsed()
+    );
+    let job = restarted.job();
+    assert_eq!(job["lastOutcome"], "changed", "{job}");
+    wait_until("the delivery", || receiver.count() >= 1);
+    assert_eq!(receiver.seen()[0].json()["data"]["from"], before.as_str());
+    restarted.assert_log_is_clean();
+    drop(node);
+}
+
 #[test]
 fn retry_after_is_honoured() {
     let (dir, upstream, receiver) = started("429", &[Reply::TooMany(3)]);

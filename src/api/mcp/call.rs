@@ -277,9 +277,12 @@ impl BoardApi {
         };
         let max_chars = args.max_chars;
         let page_key: Arc<str> = format!("{bound}:{start}:{max_chars}").into();
+        // (A refused start is never cached, below; an empty core would
+        // not be a result's JSON, so none is taken from the cache.)
         if let Some(core) = self
             .boards
             .cached_derived(doc, "mcp.read_board.md", &page_key)
+            .filter(|core| !core.is_empty())
         {
             return Ok(core);
         }
@@ -309,12 +312,13 @@ impl BoardApi {
         let board = board_id.to_owned();
         let refused: Arc<std::sync::Mutex<Option<ApiError>>> = Arc::default();
         let refusal = Arc::clone(&refused);
-        let core = self
+        let made = self
             .boards
             .derived(doc, "mcp.read_board.md", page_key, move |_| {
                 let paged = Paged::decode(&paged).ok_or("a paged render that does not decode")?;
                 let next = |offset| {
                     read::Cursor {
+                        renderer: read::RENDERER.to_owned(),
                         board_id: board.clone(),
                         version: version.to_string(),
                         bound: bound.clone(),
@@ -325,24 +329,22 @@ impl BoardApi {
                 match read::show(&paged, start, max_chars, next) {
                     Ok(shown) => Ok(Bytes::from(read::core(&shown, &version, paged.title()))),
                     Err(e) => {
-                        // A cursor past every block: refused, and the
-                        // empty answer is not a core.
+                        // A start where no block starts: refused. An error
+                        // of `make` is not cached, so the next call with
+                        // this cursor is refused the same way (an empty
+                        // core, cached, was answered as an empty result).
                         if let Ok(mut slot) = refusal.lock() {
                             *slot = Some(e);
                         }
-                        Ok(Bytes::new())
+                        Err("a refused cursor".to_owned())
                     }
                 }
             })
-            .await
-            .map_err(internal)?;
-        if core.is_empty() {
-            let refused = refused.lock().ok().and_then(|mut r| r.take());
-            return Err(refused.unwrap_or_else(|| {
-                ApiError::invalid_request("cursor", "cursor is not a nextCursor of this server")
-            }));
+            .await;
+        if let Some(refused) = refused.lock().ok().and_then(|mut r| r.take()) {
+            return Err(refused);
         }
-        Ok(core)
+        made.map_err(internal)
     }
 
     /// A tool's core, once read: notes its `Server-Timing`.
@@ -410,6 +412,12 @@ impl BoardApi {
 /// The result object around a core, in `era`'s shape, as the pieces to
 /// write in order.
 pub(super) fn result(era: Era, core: &[u8]) -> [&[u8]; 3] {
+    // No core is empty; were one ever, the answer is still an object.
+    let core = if core.is_empty() {
+        EMPTY_CORE.as_bytes()
+    } else {
+        core
+    };
     match era {
         Era::Modern => [
             b"{\"resultType\":\"complete\",",
@@ -419,6 +427,9 @@ pub(super) fn result(era: Era, core: &[u8]) -> [&[u8]; 3] {
         Era::Handshake => [b"{", core, b"}"],
     }
 }
+
+/// What a result holds in place of an empty core: an internal error.
+static EMPTY_CORE: LazyLock<String> = LazyLock::new(|| error_core(&ApiError::Internal));
 
 /// What follows a 2026-07-28 result's core: `serverInfo` in `_meta`.
 static MODERN_TAIL: LazyLock<String> = LazyLock::new(|| format!(",\"_meta\":{}}}", *MODERN_META));
@@ -561,6 +572,15 @@ mod tests {
         assert_eq!(v["content"][0]["text"], r#"{"board":{"title":"T"}}"#);
         assert_eq!(v["resultType"], "complete");
         assert!(v["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string());
+    }
+
+    #[test]
+    fn an_empty_core_is_still_a_result_in_every_era() {
+        for era in [Era::Modern, Era::Handshake] {
+            let v = parsed(era, "");
+            assert_eq!(v["isError"], true, "{era:?}: {v}");
+            assert_eq!(v["structuredContent"]["error"]["code"], "INTERNAL_ERROR");
+        }
     }
 
     #[test]

@@ -29,6 +29,66 @@ mod read;
 mod server;
 mod tools;
 
+/// `read_board`'s cursors as the tool reads them, for the fuzz target
+/// (`internals` only; the cursor's form is not an interface).
+#[cfg(feature = "internals")]
+pub mod cursor {
+    use super::read;
+    use crate::api::error::ApiError;
+    use crate::pipeline::markdown::pages::Paged;
+
+    /// The renderer a cursor binds: this build's version.
+    pub const RENDERER: &str = read::RENDERER;
+
+    /// The digest of the arguments that chose the text.
+    pub fn binding(selection: &str, board: Option<&str>, json: bool) -> String {
+        read::binding(selection, board, json)
+    }
+
+    /// A cursor this build makes.
+    pub fn encode(board_id: &str, version: &str, bound: &str, offset: usize) -> String {
+        read::Cursor {
+            renderer: RENDERER.to_owned(),
+            board_id: board_id.to_owned(),
+            version: version.to_owned(),
+            bound: bound.to_owned(),
+            offset,
+        }
+        .encode()
+    }
+
+    /// Where the page `cursor` asks for starts (see `read::resume`).
+    ///
+    /// # Errors
+    /// The tool's refusal of the cursor.
+    pub fn resume(
+        cursor: &str,
+        board_id: &str,
+        version: &str,
+        bound: &str,
+    ) -> Result<usize, ApiError> {
+        read::resume(cursor, board_id, version, bound)
+    }
+
+    /// The result core of the page of `paged` from `start`, as `read_board`
+    /// writes it (the object's members, without braces).
+    ///
+    /// # Errors
+    /// The tool's refusal of a start where no block starts.
+    pub fn page_core(
+        paged: &Paged,
+        start: usize,
+        max_chars: usize,
+        board_id: &str,
+        version: &str,
+        bound: &str,
+    ) -> Result<String, ApiError> {
+        let next = |offset| encode(board_id, version, bound, offset);
+        let shown = read::show(paged, start, max_chars, next)?;
+        Ok(read::core(&shown, version, paged.title()))
+    }
+}
+
 use super::respond::{ApiResponse, Served};
 use super::timing::SERVER_TIMING;
 use super::{BoardApi, RequestParts};

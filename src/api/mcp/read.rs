@@ -2,7 +2,9 @@
 //! blocks, see [`crate::pipeline::markdown::pages`]), what is left after
 //! it, and a cursor to go on.
 //!
-//! A cursor is opaque to the agent and untrusted here. It names the board,
+//! A cursor is opaque to the agent and untrusted here. It names the
+//! renderer that cut it (this build's version: another build may lay the
+//! Markdown out otherwise, so its byte offsets mean nothing here), the board,
 //! the board version it was cut from, a digest of the arguments that chose
 //! the text (selection, nested board, format) and the byte where the next
 //! page starts, which must be the start of a block. A cursor of another
@@ -18,11 +20,15 @@ use serde_json::json;
 use std::fmt::Write as _;
 
 /// The form of this server's cursors.
-const CURSOR_FORM: &str = "1";
+const CURSOR_FORM: &str = "2";
+/// The renderer a cursor's offset is a byte of: this build's version.
+pub(super) const RENDERER: &str = env!("CARGO_PKG_VERSION");
 
 /// A place to go on from, as a cursor names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Cursor {
+    /// [`RENDERER`] of the build that made it.
+    pub renderer: String,
     pub board_id: String,
     pub version: String,
     pub bound: String,
@@ -32,8 +38,8 @@ pub(super) struct Cursor {
 impl Cursor {
     pub fn encode(&self) -> String {
         let text = format!(
-            "{CURSOR_FORM}|{}|{}|{}|{}",
-            self.board_id, self.version, self.bound, self.offset
+            "{CURSOR_FORM}|{}|{}|{}|{}|{}",
+            self.renderer, self.board_id, self.version, self.bound, self.offset
         );
         URL_SAFE_NO_PAD.encode(text)
     }
@@ -46,7 +52,8 @@ impl Cursor {
         let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
         let text = String::from_utf8(bytes).ok()?;
         let mut parts = text.split('|');
-        let (form, board_id, version, bound, offset) = (
+        let (form, renderer, board_id, version, bound, offset) = (
+            parts.next()?,
             parts.next()?,
             parts.next()?,
             parts.next()?,
@@ -57,6 +64,7 @@ impl Cursor {
             return None;
         }
         Some(Cursor {
+            renderer: renderer.to_owned(),
             board_id: board_id.to_owned(),
             version: version.to_owned(),
             bound: bound.to_owned(),
@@ -81,8 +89,8 @@ pub(super) fn binding(selection: &str, board: Option<&str>, json: bool) -> Strin
 ///
 /// # Errors
 /// `INVALID_REQUEST` (`field: cursor`) for a cursor this server did not
-/// make, one of another board or other arguments, or one of another
-/// version (naming the current one).
+/// make, one another build made (another renderer), one of another board
+/// or other arguments, or one of another version (naming the current one).
 pub(super) fn resume(
     cursor: &str,
     board_id: &str,
@@ -92,6 +100,11 @@ pub(super) fn resume(
     let bad = |message: String| ApiError::invalid_request("cursor", message);
     let c = Cursor::decode(cursor)
         .ok_or_else(|| bad("cursor is not a nextCursor of this server".into()))?;
+    if c.renderer != RENDERER {
+        return Err(bad(
+            "cursor was made by another version of this server: read the board again from the start (without cursor)".into(),
+        ));
+    }
     if c.board_id != board_id {
         return Err(bad("cursor was made for another board".into()));
     }
@@ -227,6 +240,7 @@ mod tests {
     #[test]
     fn a_cursor_round_trips_and_anything_else_is_refused() {
         let c = Cursor {
+            renderer: RENDERER.into(),
             board_id: "1W3ZZU1Qvua02H".into(),
             version: "ab".repeat(16),
             bound: binding("view:full", None, false),
@@ -240,6 +254,16 @@ mod tests {
         assert!(other_version.message().contains(&"cd".repeat(16)));
         assert_eq!(other_version.field(), Some("cursor"));
         assert!(resume(&text, "other", &c.version, &c.bound).is_err());
+        let other_build = Cursor {
+            renderer: "0.0.0-other".into(),
+            ..c.clone()
+        }
+        .encode();
+        let e = resume(&other_build, &c.board_id, &c.version, &c.bound).expect_err("a build");
+        assert!(
+            e.message().contains("another version of this server"),
+            "{e:?}"
+        );
         assert!(resume(
             &text,
             &c.board_id,
@@ -253,6 +277,12 @@ mod tests {
             "!!!!",
             &"A".repeat(600),
             &URL_SAFE_NO_PAD.encode("2|b|v|x|1"),
+            // The form before the renderer was bound.
+            &URL_SAFE_NO_PAD.encode(format!("1|{}|{}|{}|1", c.board_id, c.version, c.bound)),
+            &URL_SAFE_NO_PAD.encode(format!(
+                "2|{RENDERER}|{}|{}|{}|-1",
+                c.board_id, c.version, c.bound
+            )),
         ] {
             assert!(
                 resume(bad, &c.board_id, &c.version, &c.bound).is_err(),

@@ -33,6 +33,7 @@ pub mod markdown;
 use flat::{Element, Flat};
 use serde::Serialize;
 
+#[cfg(any(test, feature = "internals"))]
 pub use flat::Unreadable;
 
 /// Entries listed at most per kind; past it the list is cut (`truncated`)
@@ -209,6 +210,9 @@ impl Changes {
 ///
 /// # Errors
 /// [`Unreadable`] when either is not a board document.
+// The service reads each side itself (`/changes` and a watch run check the
+// kept side's board first): only the tests and benches compare bytes.
+#[cfg(any(test, feature = "internals"))]
 pub fn compare(older: &[u8], from: &str, newer: &[u8], to: &str) -> Result<Changes, Unreadable> {
     let old = flat::read(older)?;
     let new = flat::read(newer)?;

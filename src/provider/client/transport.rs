@@ -284,7 +284,10 @@ impl Transport {
         };
         session.write_request_header(Box::new(req)).await?;
         session.finish_request_body().await?;
-        // Skip informational (1xx) heads; bounded so a chatty server cannot loop us.
+        // Skip informational (1xx) heads; bounded so a chatty server cannot
+        // loop us. Past the bound the answer is refused before its body is
+        // asked for: Pingora never starts its body reader after a `1xx`
+        // head, and reading a body then panics.
         let mut head_reads = 0;
         let (status, encoding, length) = loop {
             session.read_response_header().await?;
@@ -296,8 +299,14 @@ impl Transport {
                 );
             };
             let status = head.status.as_u16();
-            if (100..200).contains(&status) && head_reads < 5 {
-                continue;
+            if (100..200).contains(&status) {
+                if head_reads < MAX_HEADS {
+                    continue;
+                }
+                return Ok(Exchanged::Refused(FetchError::upstream(format!(
+                    "more than {} interim (1xx) answers",
+                    MAX_HEADS - 1
+                ))));
             }
             if let Some(action) = head.headers.get(WAF_ACTION) {
                 // The bot wall answered, not the provider: its body is a
@@ -374,6 +383,10 @@ impl Transport {
         Ok(Exchanged::Done(Response { status, body }))
     }
 }
+
+/// Response heads read at most for one request: the interim (`1xx`) ones
+/// and the final one.
+const MAX_HEADS: usize = 5;
 
 /// The header AWS WAF (in front of Milanote) sets on what it answers itself.
 const WAF_ACTION: &str = "x-amzn-waf-action";

@@ -16,6 +16,12 @@ pub enum Reply {
     TooMany(u64),
     /// Reads the request and never answers (until the test ends).
     Hang,
+    /// `n` interim heads (`100 Continue` and `103 Early Hints` in turn),
+    /// then `200` when `then_answer`, or nothing more (the connection held).
+    Interim {
+        n: usize,
+        then_answer: bool,
+    },
 }
 
 /// One request the receiver read.
@@ -140,6 +146,22 @@ async fn serve(
         Reply::Hang => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             return;
+        }
+        Reply::Interim { n, then_answer } => {
+            let mut interim = String::new();
+            for i in 0..n {
+                interim.push_str(if i % 2 == 0 {
+                    "HTTP/1.1 100 Continue\r\n\r\n"
+                } else {
+                    "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                });
+            }
+            let _ = conn.write_all(interim.as_bytes()).await;
+            if !then_answer {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return;
+            }
+            (200, String::new())
         }
     };
     let answer =
