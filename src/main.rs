@@ -169,10 +169,36 @@ fn main() -> ExitCode {
     }
     // SIGQUIT hands over only to a process that waits on upgrade_sock, and
     // keeps serving when none comes (src/host/upgrade.rs).
+    let pid_file = server
+        .configuration
+        .daemon
+        .then(|| std::path::absolute(&server.configuration.pid_file).ok())
+        .flatten();
     server.run(RunArgs {
         shutdown_signal: Box::new(HandOver::new(upgrade_sock)),
     });
+    // Pingora 0.9 leaves its pid file behind ("TODO: delete the pid when
+    // exit"); a clean stop removes it, and the `.old` one an upgrade moved
+    // it to, but only while it still names this process: a newer process
+    // (an upgrade) owns it otherwise.
+    if let Some(path) = pid_file {
+        remove_if_ours(&path);
+        let mut old = path.into_os_string();
+        old.push(".old");
+        remove_if_ours(Path::new(&old));
+    }
     std::process::exit(0)
+}
+
+/// Removes the pid file at `path` when it holds this process's id.
+fn remove_if_ours(path: &Path) {
+    let ours = std::fs::read_to_string(path)
+        .is_ok_and(|text| text.trim().parse::<u32>() == Ok(std::process::id()));
+    if ours {
+        if let Err(e) = std::fs::remove_file(path) {
+            log::warn!("cannot remove the pid file {}: {e}", path.display());
+        }
+    }
 }
 
 /// The command line, with Pingora's flags described for this binary (its
