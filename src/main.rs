@@ -243,7 +243,14 @@ fn demo_settings(
     let cannot = |e: std::io::Error| {
         ConfigError::new("--demo", format!("cannot start the sample upstream: {e}"))
     };
-    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(cannot)?;
+    // The sample writes its own origin into its image URLs, so the boards'
+    // versions hold it: on the port after the API's (8081 for the built-in
+    // file), the same versions come back run after run; any free port when
+    // that one is taken.
+    let listener = upstream_port(&settings)
+        .and_then(|port| std::net::TcpListener::bind(("127.0.0.1", port)).ok())
+        .map_or_else(|| std::net::TcpListener::bind(("127.0.0.1", 0)), Ok)
+        .map_err(cannot)?;
     let addr = listener.local_addr().map_err(cannot)?;
     settings
         .api_mut()
@@ -252,6 +259,20 @@ fn demo_settings(
         parts: Mutex::new(Some((listener, captured))),
     };
     Ok((settings, sample))
+}
+
+/// The port the demo's sample upstream asks for first: the one after the
+/// API's first listener, unless the API listens on port 0 (a test's) or
+/// another listener of the file uses it.
+fn upstream_port(settings: &Settings) -> Option<u16> {
+    let port = settings.listen().first()?.port();
+    let next = port.checked_add(1).filter(|_| port != 0)?;
+    let taken = settings
+        .listen()
+        .iter()
+        .chain(settings.metrics_listen().as_ref())
+        .any(|a| a.port() == next);
+    (!taken).then_some(next)
 }
 
 /// The demo's sample upstream as a Pingora background service: it serves
@@ -428,6 +449,18 @@ fn demo_help(settings: &Settings, captured: Option<(String, usize)>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sample_upstream_asks_for_the_port_after_the_apis() {
+        let demo = Settings::from_yaml(DEMO_CONF).expect("the demo configuration");
+        assert_eq!(upstream_port(&demo), Some(8081));
+        let mut any = demo.clone();
+        any.set_listen("127.0.0.1:0".parse().expect("addr"));
+        assert_eq!(upstream_port(&any), None);
+        let mut last = demo;
+        last.set_listen("127.0.0.1:65535".parse().expect("addr"));
+        assert_eq!(upstream_port(&last), None);
+    }
 
     #[test]
     fn the_demo_banner_names_the_big_board_mcp_and_watches() {
