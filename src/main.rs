@@ -196,7 +196,8 @@ fn remove_if_ours(path: &Path) {
         .is_ok_and(|text| text.trim().parse::<u32>() == Ok(std::process::id()));
     if ours {
         if let Err(e) = std::fs::remove_file(path) {
-            log::warn!("cannot remove the pid file {}: {e}", path.display());
+            // A `user` without write access to the directory, say.
+            log::info!("cannot remove the pid file {}: {e}", path.display());
         }
     }
 }

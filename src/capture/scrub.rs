@@ -375,17 +375,15 @@ fn mention_ids(map: &Map<String, Value>) -> Vec<&Value> {
     if !is_mention(map) {
         return Vec::new();
     }
-    let person = |m: &'_ Map<String, Value>| -> Vec<&'_ Value> {
-        m.iter()
-            .filter(|(k, _)| is_mention_person_key(k))
-            .map(|(_, v)| v)
-            .collect()
+    let attrs = match map.get("attrs") {
+        Some(Value::Object(attrs)) => Some(attrs),
+        _ => None,
     };
-    let mut ids = person(map);
-    if let Some(Value::Object(attrs)) = map.get("attrs") {
-        ids.extend(person(attrs));
-    }
-    ids
+    map.iter()
+        .chain(attrs.into_iter().flatten())
+        .filter(|(k, _)| is_mention_person_key(k))
+        .map(|(_, v)| v)
+        .collect()
 }
 
 /// `s` read as JSON when it is a JSON object or array (Draft.js text and
