@@ -71,6 +71,7 @@ mod api;
 #[cfg(feature = "demo")]
 pub mod capture;
 mod client_addr;
+mod clock;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -78,10 +79,12 @@ mod document;
 mod encoding;
 mod governance;
 pub mod host;
+mod log_throttle;
 pub mod logging;
 mod metrics;
 mod pipeline;
 mod provider;
+mod random;
 mod select;
 mod store;
 mod watch;

@@ -284,7 +284,8 @@ fn scrub_markers(text: &str) -> String {
 /// A [`log::Log`] that passes every record's message through [`scrub`]
 /// before handing it to the logger it wraps. Level filtering, target, module
 /// path, file and line are the inner logger's and the record's, unchanged,
-/// with one exception (`demoted`: two Pingora records passed on at `DEBUG`).
+/// with one exception (`lowered`: Pingora records that are no error of ours,
+/// passed on at `DEBUG` or `INFO`).
 ///
 /// Wrap the process logger with it (env_logger, a tracing bridge, a file
 /// logger: any `log::Log`) so that no record, ours or a dependency's, carries
@@ -322,9 +323,9 @@ impl<L: Log> Log for Redacting<L> {
 
     fn log(&self, record: &Record) {
         let mut metadata = record.metadata().clone();
-        if demoted(record) {
+        if let Some(level) = lowered(record) {
             metadata = Metadata::builder()
-                .level(Level::Debug)
+                .level(level)
                 .target(record.target())
                 .build();
         }
@@ -373,6 +374,27 @@ fn demoted(record: &Record) -> bool {
         "pingora_core::services::listening" => text.starts_with("Downstream handshake "),
         _ => false,
     }
+}
+
+/// The level a Pingora record that is no error of ours is passed on at:
+/// `DEBUG` for [`demoted`] ones; `INFO` for the new process's wait in a
+/// zero-downtime upgrade. Pingora 0.9's `-u` logs `ERROR No incoming socket
+/// transfer, sleep 1s and try again` each second it waits on `upgrade_sock`
+/// for the old process's sockets, which every upgrade does (the old process
+/// gets `SIGQUIT` after the new one starts, or waits for it to listen:
+/// `host::upgrade`). Giving up (`Giving up reading socket from: ...`) stays
+/// an `ERROR`.
+fn lowered(record: &Record) -> Option<Level> {
+    if demoted(record) {
+        return Some(Level::Debug);
+    }
+    let upgrade_wait = record.level() == Level::Error
+        && record.target() == "pingora_core::server::transfer_fd"
+        && record
+            .args()
+            .to_string()
+            .starts_with("No incoming socket transfer, ");
+    upgrade_wait.then_some(Level::Info)
 }
 
 /// Installs `env_logger` (default level `info`, `RUST_LOG` to change it)
@@ -448,6 +470,51 @@ mod tests {
                 (Level::Error, "connect failed".to_owned()),
                 (Level::Error, "failed to acquire reusable stream".to_owned()),
                 (Level::Error, "Accept() failed EMFILE".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_upgrades_wait_for_the_sockets_is_info_giving_up_stays_an_error() {
+        let logger = Redacting::new(Collect(Mutex::new(Vec::new())));
+        for (target, text) in [
+            (
+                "pingora_core::server::transfer_fd",
+                "No incoming socket transfer, sleep 1s and try again",
+            ),
+            (
+                "pingora_core::server::transfer_fd",
+                "Giving up reading socket from: /run/x.sock, error: EAGAIN",
+            ),
+            (
+                "host",
+                "No incoming socket transfer, sleep 1s and try again",
+            ),
+        ] {
+            logger.log(
+                &Record::builder()
+                    .level(Level::Error)
+                    .target(target)
+                    .args(format_args!("{text}"))
+                    .build(),
+            );
+        }
+        let seen = logger.inner.0.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [
+                (
+                    Level::Info,
+                    "No incoming socket transfer, sleep 1s and try again".to_owned()
+                ),
+                (
+                    Level::Error,
+                    "Giving up reading socket from: /run/x.sock, error: EAGAIN".to_owned()
+                ),
+                (
+                    Level::Error,
+                    "No incoming socket transfer, sleep 1s and try again".to_owned()
+                ),
             ]
         );
     }

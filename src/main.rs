@@ -35,7 +35,8 @@ struct Cli {
     /// DIR, also the boards captured there (with --capture).
     #[arg(long, value_name = "DIR", num_args = 0..=1)]
     demo: Option<Option<PathBuf>>,
-    /// With --demo: listen on ADDR instead of the configuration's listeners.
+    /// With --demo: serve on ADDR (e.g. 127.0.0.1:8090) instead of the
+    /// configuration's listeners (127.0.0.1:8080 in the built-in one).
     #[arg(long, value_name = "ADDR", requires = "demo")]
     listen: Option<SocketAddr>,
     /// Fetch the board of this share link through the configured provider
@@ -57,6 +58,8 @@ const DEMO_CONF: &str = include_str!("../conf/demo.yaml");
 /// Board and permission ids of the bundled demo share link.
 const DEMO_BOARD: &str = "1W3ZZU1Qvua02H";
 const DEMO_PERMISSION: &str = "demo";
+/// The sample upstream's big board (src/demo/big.rs), any permission id.
+const DEMO_BIG_BOARD: &str = "s-big";
 
 fn main() -> ExitCode {
     // Every record, ours and Pingora's, passes the share-link scrubber.
@@ -162,14 +165,41 @@ fn main() -> ExitCode {
     if let Some(sample) = sample {
         // Served from Pingora's own runtime, after any fork (`-d`).
         server.add_service(background_service("sample upstream", sample));
-        print_demo_help(&settings, captured_help);
+        print!("{}", demo_help(&settings, captured_help));
     }
     // SIGQUIT hands over only to a process that waits on upgrade_sock, and
     // keeps serving when none comes (src/host/upgrade.rs).
+    let pid_file = server
+        .configuration
+        .daemon
+        .then(|| std::path::absolute(&server.configuration.pid_file).ok())
+        .flatten();
     server.run(RunArgs {
         shutdown_signal: Box::new(HandOver::new(upgrade_sock)),
     });
+    // Pingora 0.9 leaves its pid file behind ("TODO: delete the pid when
+    // exit"); a clean stop removes it, and the `.old` one an upgrade moved
+    // it to, but only while it still names this process: a newer process
+    // (an upgrade) owns it otherwise.
+    if let Some(path) = pid_file {
+        remove_if_ours(&path);
+        let mut old = path.into_os_string();
+        old.push(".old");
+        remove_if_ours(Path::new(&old));
+    }
     std::process::exit(0)
+}
+
+/// Removes the pid file at `path` when it holds this process's id.
+fn remove_if_ours(path: &Path) {
+    let ours = std::fs::read_to_string(path)
+        .is_ok_and(|text| text.trim().parse::<u32>() == Ok(std::process::id()));
+    if ours {
+        if let Err(e) = std::fs::remove_file(path) {
+            // A `user` without write access to the directory, say.
+            log::info!("cannot remove the pid file {}: {e}", path.display());
+        }
+    }
 }
 
 /// The command line, with Pingora's flags described for this binary (its
@@ -214,7 +244,14 @@ fn demo_settings(
     let cannot = |e: std::io::Error| {
         ConfigError::new("--demo", format!("cannot start the sample upstream: {e}"))
     };
-    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(cannot)?;
+    // The sample writes its own origin into its image URLs, so the boards'
+    // versions hold it: on the port after the API's (8081 for the built-in
+    // file), the same versions come back run after run; any free port when
+    // that one is taken.
+    let listener = upstream_port(&settings)
+        .and_then(|port| std::net::TcpListener::bind(("127.0.0.1", port)).ok())
+        .map_or_else(|| std::net::TcpListener::bind(("127.0.0.1", 0)), Ok)
+        .map_err(cannot)?;
     let addr = listener.local_addr().map_err(cannot)?;
     settings
         .api_mut()
@@ -223,6 +260,20 @@ fn demo_settings(
         parts: Mutex::new(Some((listener, captured))),
     };
     Ok((settings, sample))
+}
+
+/// The port the demo's sample upstream asks for first: the one after the
+/// API's first listener, unless the API listens on port 0 (a test's) or
+/// another listener of the file uses it.
+fn upstream_port(settings: &Settings) -> Option<u16> {
+    let port = settings.listen().first()?.port();
+    let next = port.checked_add(1).filter(|_| port != 0)?;
+    let taken = settings
+        .listen()
+        .iter()
+        .chain(settings.metrics_listen().as_ref())
+        .any(|a| a.port() == next);
+    (!taken).then_some(next)
 }
 
 /// The demo's sample upstream as a Pingora background service: it serves
@@ -275,7 +326,10 @@ fn capture(conf: Option<&str>, link: &str, out: &Path) -> ExitCode {
     }
 }
 
-fn print_demo_help(settings: &Settings, captured: Option<(String, usize)>) {
+/// What `--demo` prints at start-up: where it serves, and lines to try.
+fn demo_help(settings: &Settings, captured: Option<(String, usize)>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
     let base = settings
         .listen()
         .first()
@@ -284,43 +338,144 @@ fn print_demo_help(settings: &Settings, captured: Option<(String, usize)>) {
     let prefix = settings.api().prefix();
     let link = format!("https://app.milanote.com/{DEMO_BOARD}/demo?p={DEMO_PERMISSION}");
     let url: String = url::form_urlencoded::byte_serialize(link.as_bytes()).collect();
-    println!("\nshared-board-api demo: serving the bundled sample boards on {base}");
-    println!(
+    let _ = writeln!(
+        out,
+        "\nshared-board-api demo: serving the bundled sample boards on {base}"
+    );
+    let _ = writeln!(
+        out,
         "sample Milanote upstream: {}",
         settings.api().provider_origin()
     );
     if settings.playground() {
-        println!("playground: open {base}/ in a browser");
+        let _ = writeln!(out, "playground: open {base}/ in a browser");
     }
     if let Some((root, boards)) = captured {
-        println!(
+        let _ = writeln!(
+            out,
             "captured board {root} ({boards} board{}), any permission id: \
              https://app.milanote.com/{root}/captured?p=any",
             if boards == 1 { "" } else { "s" }
         );
     }
-    println!();
-    println!("Try:");
-    println!("  curl -s '{base}{prefix}/search?url={url}'");
-    println!("  curl -s '{base}{prefix}/detail?url={url}'");
-    println!("  curl -s '{base}{prefix}/detail?url={url}&view=standard'");
-    println!("  curl -s '{base}{prefix}/search?url={url}&include=board.**.title'");
-    println!("  curl -s '{base}{prefix}/detail?url={url}&exclude=**.timestamps'");
-    println!("  curl -s -H 'Accept: text/markdown' '{base}{prefix}/detail?url={url}'");
-    println!("  curl -sOJ '{base}{prefix}/canvas?url={url}'   # saves the board as <title>.canvas");
-    println!("  curl -si '{base}{prefix}/search?url={url}&include=board.password'");
-    println!("  curl -si '{base}{prefix}/search?url=https%3A%2F%2Fexample.com%2Fx%3Fp%3Dy'\n");
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Try:");
+    let _ = writeln!(out, "  curl -s '{base}{prefix}/search?url={url}'");
+    let _ = writeln!(out, "  curl -s '{base}{prefix}/detail?url={url}'");
+    let _ = writeln!(
+        out,
+        "  curl -s '{base}{prefix}/detail?url={url}&view=standard'"
+    );
+    let _ = writeln!(
+        out,
+        "  curl -s '{base}{prefix}/search?url={url}&include=board.**.title'"
+    );
+    let _ = writeln!(
+        out,
+        "  curl -s '{base}{prefix}/detail?url={url}&exclude=**.timestamps'"
+    );
+    let _ = writeln!(
+        out,
+        "  curl -s -H 'Accept: text/markdown' '{base}{prefix}/detail?url={url}'"
+    );
+    let _ = writeln!(
+        out,
+        "  curl -sOJ '{base}{prefix}/canvas?url={url}'   # saves the board as <title>.canvas"
+    );
+    let _ = writeln!(
+        out,
+        "  curl -si '{base}{prefix}/search?url={url}&include=board.password'"
+    );
+    let _ = writeln!(
+        out,
+        "  curl -si '{base}{prefix}/search?url=https%3A%2F%2Fexample.com%2Fx%3Fp%3Dy'\n"
+    );
     let origin = settings.api().provider_origin().trim_end_matches('/');
-    println!("What changed: keep the version you read, edit the board upstream, ask:");
-    println!(
+    let _ = writeln!(
+        out,
+        "What changed: keep the version you read, edit the board upstream, ask:"
+    );
+    let _ = writeln!(
+        out,
         "  V=$(curl -sI '{base}{prefix}/detail?url={url}' | tr -d '\\r' | awk 'tolower($1)==\"board-version:\"{{print $2}}')"
     );
-    println!(
+    let _ = writeln!(
+        out,
         "  curl -s -X POST {origin}/demo/edit/{DEMO_BOARD}   # the sample upstream edits the board"
     );
-    println!("  # within the demo's 5 s cache TTL:");
-    println!("  curl -s \"{base}{prefix}/changes?url={url}&since=$V\"");
-    println!(
+    let _ = writeln!(out, "  # within the demo's 5 s cache TTL:");
+    let _ = writeln!(
+        out,
+        "  curl -s \"{base}{prefix}/changes?url={url}&since=$V\""
+    );
+    let _ = writeln!(
+        out,
         "  curl -s -H 'Accept: text/markdown' \"{base}{prefix}/changes?url={url}&since=$V\"\n"
     );
+    let big = format!("https://app.milanote.com/{DEMO_BIG_BOARD}/big?p={DEMO_PERMISSION}");
+    let big_url: String = url::form_urlencoded::byte_serialize(big.as_bytes()).collect();
+    let _ = writeln!(
+        out,
+        "The big board (6 MB: 7,000 cards on a board and six nested ones): {big}\n  \
+         curl -s -o /dev/null -w '%{{size_download}} B in %{{time_total}} s\\n' \
+         '{base}{prefix}/detail?url={big_url}'\n"
+    );
+    if settings.api().mcp_enabled() {
+        let _ = writeln!(
+            out,
+            "MCP for agents (read_board, search_board, board_changes; docs/mcp.md): {base}{prefix}/mcp"
+        );
+        let _ = writeln!(
+            out,
+            "  curl -s {base}{prefix}/mcp -H 'Content-Type: application/json' \
+             -H 'MCP-Protocol-Version: 2025-11-25' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\
+             \"method\":\"tools/call\",\"params\":{{\"name\":\"search_board\",\
+             \"arguments\":{{\"url\":\"{big}\",\"query\":\"Note 4.17:\"}}}}}}'"
+        );
+        let _ = writeln!(
+            out,
+            "  an agent's config: {{\"mcpServers\":{{\"boards\":{{\"type\":\"http\",\"url\":\"{base}{prefix}/mcp\"}}}}}}\n"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Watch a board (a signed webhook when it changes; docs/changes.md#watches-and-webhooks):\n  \
+         add conf/watch.yaml's watch section to a copy of conf/demo.yaml, run --demo -c <copy> with\n  \
+         SBAPI_WATCH_LINK='{link}' (and the receiver's SBAPI_WATCH_URL, SBAPI_WATCH_SECRET),\n  \
+         then edit the board as above: the next run posts what changed"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sample_upstream_asks_for_the_port_after_the_apis() {
+        let demo = Settings::from_yaml(DEMO_CONF).expect("the demo configuration");
+        assert_eq!(upstream_port(&demo), Some(8081));
+        let mut any = demo.clone();
+        any.set_listen("127.0.0.1:0".parse().expect("addr"));
+        assert_eq!(upstream_port(&any), None);
+        let mut last = demo;
+        last.set_listen("127.0.0.1:65535".parse().expect("addr"));
+        assert_eq!(upstream_port(&last), None);
+    }
+
+    #[test]
+    fn the_demo_banner_names_the_big_board_mcp_and_watches() {
+        let settings = Settings::from_yaml(DEMO_CONF).expect("the demo configuration");
+        let help = demo_help(&settings, None);
+        for part in [
+            "https://app.milanote.com/s-big/big?p=demo",
+            "http://127.0.0.1:8080/api/mcp",
+            "search_board",
+            "\"mcpServers\"",
+            "docs/changes.md#watches-and-webhooks",
+            "SBAPI_WATCH_LINK",
+        ] {
+            assert!(help.contains(part), "{part} in:\n{help}");
+        }
+    }
 }

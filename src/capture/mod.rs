@@ -183,7 +183,8 @@ pub fn capture(settings: &Settings, link: &str, out: &Path) -> Result<Report, Ca
         format: FORMAT.to_owned(),
         board: link.board_id.clone(),
         provider: api.provider_name.clone(),
-        captured_at: crate::provider::time::format_epoch_ms(now_ms()).unwrap_or_default(),
+        captured_at: crate::provider::time::format_epoch_ms(crate::clock::now_ms_i64())
+            .unwrap_or_default(),
         outcome: failure.clone().unwrap_or_else(|| "loaded".to_owned()),
         placeholders: json!({
             "permission-1": "the share link's permission id",
@@ -232,10 +233,4 @@ fn prepare_dir(dir: &Path) -> Result<(), CaptureError> {
 fn write(path: &Path, bytes: &[u8]) -> Result<(), CaptureError> {
     std::fs::write(path, bytes)
         .map_err(|e| CaptureError(format!("cannot write {}: {e}", path.display())))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -10,8 +10,11 @@
 //!   `participants`, a last word `by`, a word `uid`) is replaced at any
 //!   depth: every string and number in it, and every key in it that is an
 //!   id (an `acl` or a `viewers` map is keyed by person ids);
-//! - a mention (a node whose `type` ends in `mention`, in any case) loses
-//!   its `id` and its `attrs.id`, whatever their shape;
+//! - a mention (a node or mark whose `type` ends in `mention`, in any case)
+//!   loses what points at a person, on it and in its `attrs` (`id`,
+//!   `mentionKey`), whatever their shape: the rule the document's own
+//!   (`document::sanitize::MENTION_PERSON_KEYS`), so a capture replays to
+//!   the live document;
 //! - an e-mail address is replaced wherever it stands, under any key or
 //!   none, in a key, inside a longer string (the `email` module);
 //! - a string that is JSON itself (Draft.js text is stored so) is read and
@@ -28,6 +31,7 @@
 mod email;
 mod keys;
 
+use crate::document::sanitize::{self, is_mention_person_key};
 pub use keys::is_sensitive_key;
 use keys::{looks_like_id, Kind};
 use serde_json::{Map, Value};
@@ -232,11 +236,15 @@ impl Scrubber {
                 let mention = is_mention(map);
                 let old = std::mem::take(map);
                 for (key, mut v) in old {
-                    if is_sensitive_key(&key) || (mention && key == "id") {
+                    if is_sensitive_key(&key) || (mention && is_mention_person_key(&key)) {
                         self.scrub_all(&mut v, depth + 1);
                     } else if mention && key == "attrs" {
-                        if let Some(id) = v.get_mut("id") {
-                            self.scrub_all(id, depth + 2);
+                        if let Value::Object(attrs) = &mut v {
+                            for (_, person) in
+                                attrs.iter_mut().filter(|(k, _)| is_mention_person_key(k))
+                            {
+                                self.scrub_all(person, depth + 2);
+                            }
                         }
                         self.scrub_value(&mut v, depth + 1);
                     } else {
@@ -353,22 +361,29 @@ impl Scrubber {
 /// limit), so only a value built otherwise can be.
 const MAX_DEPTH: usize = 160;
 
-/// Whether `map` is a mention: a node whose `type` ends in `mention` in
-/// any case (TipTap's `mention`, a `Mention`, a `userMention`).
+/// Whether `map` is a mention: a node or mark whose `type` ends in
+/// `mention` in any case (the document's rule: [`sanitize::is_mention`]).
 fn is_mention(map: &Map<String, Value>) -> bool {
-    map.get("type").and_then(Value::as_str).is_some_and(|t| {
-        let t = t.as_bytes();
-        t.len() >= 7 && t[t.len() - 7..].eq_ignore_ascii_case(b"mention")
-    })
+    map.get("type")
+        .and_then(Value::as_str)
+        .is_some_and(sanitize::is_mention)
 }
 
-/// A mention's person: its `id` and its `attrs.id`, of any shape.
+/// A mention's person: the values of its [`sanitize::MENTION_PERSON_KEYS`], on it and
+/// in its `attrs`, of any shape.
 fn mention_ids(map: &Map<String, Value>) -> Vec<&Value> {
     if !is_mention(map) {
         return Vec::new();
     }
-    let attrs = map.get("attrs").and_then(|a| a.get("id"));
-    map.get("id").into_iter().chain(attrs).collect()
+    let attrs = match map.get("attrs") {
+        Some(Value::Object(attrs)) => Some(attrs),
+        _ => None,
+    };
+    map.iter()
+        .chain(attrs.into_iter().flatten())
+        .filter(|(k, _)| is_mention_person_key(k))
+        .map(|(_, v)| v)
+        .collect()
 }
 
 /// `s` read as JSON when it is a JSON object or array (Draft.js text and

@@ -244,6 +244,11 @@ impl ApiSettings {
         &self.prefix
     }
 
+    /// Whether the MCP endpoint `{prefix}/mcp` is served (`board_api.mcp.enabled`).
+    pub fn mcp_enabled(&self) -> bool {
+        self.mcp.enabled
+    }
+
     /// Where provider requests go (`board_api.provider.origin`; required).
     pub fn provider_origin(&self) -> &str {
         self.provider.origin.as_str()

@@ -32,6 +32,33 @@ pub const SENSITIVE_KEYS: [&str; 18] = [
     "modifiedby",
 ];
 
+/// The keys by which a mention ([`is_mention`]) points at a person, on the
+/// node or mark itself and in its `attrs` (ASCII case ignored): TipTap's
+/// `attrs.id`, Milanote's `mentionKey`, and any `id` of the mention itself.
+/// (Its `userId` is a [`SENSITIVE_KEYS`] name wherever it stands.)
+///
+/// One rule for the document and the capture: the service leaves these out
+/// of every raw value it copies (`provider::raw`), and a capture replaces
+/// them (`capture::scrub`), so a captured board replays to the document the
+/// board itself gives.
+pub const MENTION_PERSON_KEYS: [&str; 2] = ["id", "mentionKey"];
+
+/// Whether a rich-text node or mark of type `kind` is a mention: its type
+/// ends in `mention`, in any ASCII case (TipTap's `mention` node,
+/// Milanote's `textMention` mark, a `Mention`, a `userMention`).
+pub fn is_mention(kind: &str) -> bool {
+    let kind = kind.as_bytes();
+    kind.len() >= 7 && kind[kind.len() - 7..].eq_ignore_ascii_case(b"mention")
+}
+
+/// Whether `key`, on a mention or in its `attrs`, points at a person
+/// ([`MENTION_PERSON_KEYS`]).
+pub fn is_mention_person_key(key: &str) -> bool {
+    MENTION_PERSON_KEYS
+        .iter()
+        .any(|k| k.len() == key.len() && k.eq_ignore_ascii_case(key))
+}
+
 /// True when `key` names a sensitive field, compared case-insensitively.
 ///
 /// ASCII keys (nearly all) are compared without allocating. A key with other
@@ -118,6 +145,28 @@ mod tests {
         ];
         for (key, expected) in cases {
             assert_eq!(is_sensitive(key), *expected, "{key}");
+        }
+    }
+
+    #[test]
+    fn mentions_and_their_person_keys() {
+        for kind in [
+            "mention",
+            "Mention",
+            "textMention",
+            "userMention",
+            "MENTION",
+        ] {
+            assert!(is_mention(kind), "{kind}");
+        }
+        for kind in ["mentions", "mentionGroup", "text", "", "ention"] {
+            assert!(!is_mention(kind), "{kind}");
+        }
+        for key in ["id", "ID", "mentionKey", "mentionkey"] {
+            assert!(is_mention_person_key(key), "{key}");
+        }
+        for key in ["label", "originalText", "ids", "key"] {
+            assert!(!is_mention_person_key(key), "{key}");
         }
     }
 

@@ -63,7 +63,8 @@ pub struct Match {
     pub id: String,
     #[serde(rename = "type")]
     pub kind: String,
-    /// Titles (or first words) from the root board to the element's parent.
+    /// Titles (or first words) from the root board to the element's parent;
+    /// for the root board itself, its own title.
     pub path: Vec<String>,
     /// The board that holds the element (the root board's id for the root
     /// itself): what to read to see it in context.
@@ -138,7 +139,13 @@ pub fn search(doc: &[u8], query: &str, limit: usize) -> Result<Found, SearchErro
                 found.matches.push(Match {
                     id: node.id.to_string(),
                     kind: node.kind.to_string(),
-                    path: path.clone(),
+                    // The root board itself has no parent: its own
+                    // title (or first words) is its path, never an empty one.
+                    path: if depth == 0 {
+                        vec![node.label()]
+                    } else {
+                        path.clone()
+                    },
                     board_id: holder.to_owned(),
                     field,
                     snippet,

@@ -21,20 +21,13 @@ pub fn version_of(document: &[u8]) -> Box<str> {
         None => ctx.update(document),
     }
     let digest = ctx.finish();
-    let mut out = String::with_capacity(VERSION_CHARS);
-    for b in &digest.as_ref()[..VERSION_CHARS / 2] {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 15)]));
-    }
-    out.into_boxed_str()
+    crate::random::hex(&digest.as_ref()[..VERSION_CHARS / 2]).into_boxed_str()
 }
 
 /// Whether `text` is a token [`version_of`] could have made.
 pub fn is_version(text: &str) -> bool {
-    text.len() == VERSION_CHARS && text.bytes().all(|b| HEX.contains(&b))
+    text.len() == VERSION_CHARS && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// The bytes of the top-level `,"fetchedAt":"..."` entry, comma included:
 /// the document writes it after `version` and `source` (which hold no

@@ -6,7 +6,7 @@
 //! [`raw_leaf`], so that the document stays within serde_json's parse
 //! depth (see [`MAX_RAW_DEPTH`]).
 
-use crate::document::sanitize::is_sensitive;
+use crate::document::sanitize::{is_mention, is_mention_person_key, is_sensitive};
 use crate::document::{Raw, Scalar};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
@@ -24,7 +24,8 @@ pub const MAX_RAW_DEPTH: usize = 48;
 
 /// `value` as a [`Raw`] leaf, keeping at most `levels` nested array/object
 /// levels and leaving out every sensitive key ([`is_sensitive`]) and the
-/// attributes of TipTap mentions that point at a person at every depth,
+/// keys of mentions that point at a person ([`is_mention_person_key`]) at
+/// every depth,
 /// written straight to compact JSON text (no copy of the tree).
 ///
 /// Raw JSON reaches the document only through this function, and the typed
@@ -50,14 +51,14 @@ fn fits(value: &Value, levels: usize) -> bool {
 
 /// Serializes a value the way [`raw_leaf`] keeps it: containers past the
 /// level bound and sensitive keys are skipped as they are written, and so
-/// are the attributes of a TipTap mention that point at a person: the `id`
-/// in the `attrs` of a `mention` node (a user id), and the `mentionKey` in
-/// those of a `textMention` mark (its `userId` is a sensitive key).
+/// are the keys by which a mention points at a person, on the node or mark
+/// itself and in its `attrs` (the rule the capture's scrubber keeps too:
+/// `document::sanitize::MENTION_PERSON_KEYS`).
 struct Bounded<'a> {
     value: &'a Value,
     levels: usize,
-    /// This object is a mention's `attrs`: the key left out of it.
-    person_key: Option<&'static str>,
+    /// This object is a mention's `attrs`.
+    mention_attrs: bool,
 }
 
 impl<'a> Bounded<'a> {
@@ -65,7 +66,7 @@ impl<'a> Bounded<'a> {
         Bounded {
             value,
             levels,
-            person_key: None,
+            mention_attrs: false,
         }
     }
 }
@@ -83,25 +84,23 @@ impl Serialize for Bounded<'_> {
             }
             Value::Object(map) => {
                 let mut out = serializer.serialize_map(None)?;
+                let mention = map
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(is_mention);
                 for (key, value) in map {
                     if is_sensitive(key)
                         || !fits(value, inner)
-                        || self.person_key == Some(key.as_str())
+                        || ((mention || self.mention_attrs) && is_mention_person_key(key))
                     {
                         continue;
                     }
-                    // Asked only of objects with `attrs` (blocks and marks),
-                    // not of every text node.
-                    let person_key = match key.as_str() {
-                        "attrs" => person_key(map),
-                        _ => None,
-                    };
                     out.serialize_entry(
                         key,
                         &Bounded {
                             value,
                             levels: inner,
-                            person_key,
+                            mention_attrs: mention && key == "attrs",
                         },
                     )?;
                 }
@@ -109,19 +108,6 @@ impl Serialize for Bounded<'_> {
             }
             scalar => scalar.serialize(serializer),
         }
-    }
-}
-
-/// The attribute of a TipTap node or mark that points at a person,
-/// whatever the case of its type (`Mention` as well as `mention`).
-fn person_key(node: &Map<String, Value>) -> Option<&'static str> {
-    let kind = node.get("type").and_then(Value::as_str)?;
-    if kind.eq_ignore_ascii_case("mention") {
-        Some("id")
-    } else if kind.eq_ignore_ascii_case("textMention") {
-        Some("mentionKey")
-    } else {
-        None
     }
 }
 

@@ -305,6 +305,7 @@ fn help_describes_pingoras_flags_for_this_binary() {
     };
     assert!(line("-u,").contains("SIGQUIT"), "{text}");
     assert!(line("-t,").contains("exit"), "{text}");
+    assert!(line("--listen").contains("--demo"), "{text}");
     // Pingora's doc of its Opt struct, not of the flag.
     assert!(
         !text.contains("base set of command line arguments"),

@@ -9,6 +9,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod operator;
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The Markdown a reader is sent to: the front door, the contributor guide,

@@ -332,7 +332,24 @@ fn the_binary_serves_as_the_systemd_unit_runs_it() {
         "no panic in the daemon's log:\n{}",
         log()
     );
+    let errors: Vec<String> = log()
+        .lines()
+        .filter(|l| l.contains(" ERROR "))
+        .map(str::to_owned)
+        .collect();
+    assert!(errors.is_empty(), "ERROR lines: {errors:#?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two upgrades and a stop logged no `ERROR` (docs/operations.md: `ERROR`
+/// is for our bugs), Pingora's wait for the sockets included.
+fn no_error_line(log: &str) {
+    let errors: Vec<&str> = log.lines().filter(|l| l.contains(" ERROR ")).collect();
+    assert!(errors.is_empty(), "ERROR lines: {errors:#?}\n{log}");
+    assert!(
+        log.contains("No incoming socket transfer"),
+        "the new process waited for the sockets (logged at INFO)\n{log}"
+    );
 }
 
 /// A shell line as the operator types it, which must succeed.
@@ -446,5 +463,11 @@ fn the_upgrade_typed_as_documented_refuses_no_request() {
     let stopped = wait_until(Duration::from_secs(30), || gone(third).then_some(()));
     assert!(stopped.is_some(), "the daemon exits on SIGTERM\n{}", log());
     assert!(!log().contains("panicked"), "{}", log());
+    no_error_line(&log());
+    assert!(
+        !pid_file.exists(),
+        "a clean stop removes the pid file it wrote\n{}",
+        log()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

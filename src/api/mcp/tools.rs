@@ -44,7 +44,7 @@ pub fn definitions() -> Value {
                 "properties": {
                     "url": url,
                     "board": {"type": "string", "description": "Id of a nested board to read as the root"},
-                    "max_chars": {"type": "integer", "minimum": MAX_CHARS.start(), "maximum": MAX_CHARS.end(), "default": DEFAULT_MAX_CHARS},
+                    "max_chars": {"type": "integer", "minimum": MAX_CHARS.start(), "maximum": MAX_CHARS.end(), "default": DEFAULT_MAX_CHARS, "description": "About 4 characters a token: above 100000, only for a client that accepts that many tokens"},
                     "cursor": {"type": "string", "description": "nextCursor of the previous answer"},
                     "view": {"type": "string", "enum": ["compact", "standard", "full"], "description": "compact: ids, types and titles only; full (default): everything"},
                     "include": selectors("Field selectors to keep, e.g. board.title,board.children.title"),

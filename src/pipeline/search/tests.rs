@@ -227,3 +227,12 @@ fn elements_nested_past_the_bound_are_left_out_not_overflowed() {
         Some(format!("b{}", MAX_NESTED - 1).as_str())
     );
 }
+
+#[test]
+fn a_match_on_the_root_board_has_its_title_as_path() {
+    let d = doc(json!([card("c", "A trip plan")]));
+    let found = search(&d, "trip", 20).expect("searches");
+    assert_eq!(ids(&found), ["root", "c"]);
+    assert_eq!(found.matches[0].path, ["Trip"]);
+    assert_eq!(found.matches[1].path, ["Trip"]);
+}

@@ -30,7 +30,7 @@ use pingora_error::{Error, ErrorType};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 use tokio::task::JoinSet;
 use transport::Transport;
 
@@ -282,7 +282,7 @@ impl ProviderClient {
             Err(_) => return Err(FetchError::Timeout),
         };
 
-        let mut fetched = Fetched::new(board_id, now_ms());
+        let mut fetched = Fetched::new(board_id, crate::clock::now_ms_i64());
         fetched.fetched_time_ms = body.fields.get("fetchedTime").and_then(epoch_ms);
         // On the work pool; the answer's values are moved in, not copied.
         let mut fetched = self
@@ -497,12 +497,6 @@ fn mark(fetched: &mut Fetched, ids: &[String], reason: UnloadedReason) {
 fn epoch_ms(v: &Value) -> Option<i64> {
     v.as_i64()
         .or_else(|| v.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

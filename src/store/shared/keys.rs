@@ -22,10 +22,7 @@ impl BoardKeys {
         ctx.update(permission_id.as_bytes());
         let digest = ctx.finish();
         // 128 bits are plenty to tell boards apart.
-        let tag: String = digest.as_ref()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let tag = crate::random::hex(&digest.as_ref()[..16]);
         BoardKeys {
             base: format!("{prefix}{{{tag}}}:"),
         }

@@ -9,7 +9,9 @@ use super::format;
 use super::keys::BoardKeys;
 use super::seal::Seal;
 use super::{Endpoint, SharedSettings};
+use crate::clock::now_ms_i64 as now_ms;
 use crate::document::Coverage;
+use crate::log_throttle::Throttle;
 use crate::metrics::Metrics;
 use crate::provider::error::FetchError;
 use bytes::Bytes;
@@ -18,8 +20,7 @@ use fred::prelude::{
     TransactionInterface, Value,
 };
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::OnceCell;
 
 mod budget;
@@ -29,9 +30,6 @@ pub(crate) use lock::{wait_share, Backoff, Lock, LockSeen, LockValue};
 
 /// How long a node's first call waits for the first connection.
 const FIRST_CONNECT: Duration = Duration::from_secs(1);
-
-/// Rejected values are logged at most this often (each is counted).
-const REJECT_LOG_EVERY_MS: i64 = 60_000;
 
 /// How far a value's expiry, written by another node's clock, may run past
 /// what this node's clock allows before the value counts as out of range.
@@ -312,23 +310,13 @@ impl SharedTier {
     /// Deletes a value that must not be served; counted, and logged at WARN
     /// at most once a minute (with how many were deleted meanwhile).
     pub(crate) async fn reject(&self, key: &str, why: &format::Invalid) {
-        static LAST_WARN_MS: AtomicI64 = AtomicI64::new(i64::MIN);
-        static SINCE: AtomicU64 = AtomicU64::new(0);
+        static WARN: Throttle = Throttle::new();
         self.report(|m| m.fleet("rejected"));
-        let now = now_ms();
-        let last = LAST_WARN_MS.load(Ordering::Relaxed);
-        let due = now.saturating_sub(last) >= REJECT_LOG_EVERY_MS
-            && LAST_WARN_MS
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok();
-        if due {
-            let others = SINCE.swap(0, Ordering::Relaxed);
-            log::warn!(
+        match WARN.due() {
+            Some(others) => log::warn!(
                 "fleet tier: {why}; deleted ({others} more since the last warning; at most one warning a minute, board_api_fleet_total{{result=\"rejected\"}} counts them all)"
-            );
-        } else {
-            SINCE.fetch_add(1, Ordering::Relaxed);
-            log::debug!("fleet tier: {why}; deleted");
+            ),
+            None => log::debug!("fleet tier: {why}; deleted"),
         }
         let _ = self.call(self.client.del::<i64, _>(key)).await;
     }
@@ -446,12 +434,6 @@ fn client_config(endpoint: &Endpoint) -> Result<Config, String> {
         }
     };
     config.map_err(|e| format!("not a Redis URL the client accepts: {}", e.details()))
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! A provider answer carrying every key a capture must scrub (the
 //! sanitizer's keys in other cases, person keys by the wider rule, mentions
-//! of any case and shape, e-mail addresses anywhere), captured by the real
-//! binary: no value of them is in any file written, and the capture replays
+//! of any case and shape, nodes and marks, e-mail addresses anywhere),
+//! captured by the real binary: no value of them is in any file written, and the capture replays
 //! to the document the provider's answer gives.
 
 use super::*;
@@ -36,6 +36,9 @@ fn planted() -> Vec<(&'static str, &'static str)> {
         ("Mention", "LEAK-capital-mention-20"),
         ("mention", "LEAK-object-mention-21"),
         ("textMention", "LEAK-text-mention-22"),
+        ("textMention id", "LEAK-text-mention-id-25"),
+        ("userMention", "LEAK-user-mention-26"),
+        ("mentionKey", "LEAK-mention-key-27"),
         ("(no key)", "leak.anywhere@example.net"),
         ("(JSON text)", "LEAK-draft-session-24"),
     ]
@@ -67,7 +70,11 @@ fn hostile_answer() -> Value {
                         {"type": "text", "text": "ask "},
                         {"type": "mention", "attrs": {"id": {"value": v["mention"], "kind": "user"}, "label": "Bo"}},
                         {"type": "text", "text": " today", "marks": [{"type": "textMention",
-                            "attrs": {"userId": v["textMention"], "originalText": "@Bo"}}]}
+                            "id": v["textMention id"],
+                            "attrs": {"userId": v["textMention"], "originalText": "@Bo"}}]},
+                        {"type": "text", "text": " and "},
+                        {"type": "userMention", "attrs": {"id": v["userMention"],
+                            "mentionKey": v["mentionKey"], "label": "Di"}}
                     ]}
                 ]}},
                 "deletedBy": v["deletedBy"], "seenBy": [v["seenBy"]],
@@ -165,6 +172,7 @@ fn a_capture_of_an_answer_with_every_sensitive_key_holds_none_of_their_values_an
     );
     let paragraph = &card["content"]["textContent"]["content"][0]["content"];
     assert_eq!(paragraph[1]["attrs"]["label"], "Bo");
+    assert_eq!(paragraph[4]["attrs"]["label"], "Di");
     assert_eq!(paragraph[0]["text"], "ask ");
 
     // The capture replays to the document the provider's answer gives.
@@ -182,6 +190,22 @@ fn a_capture_of_an_answer_with_every_sensitive_key_holds_none_of_their_values_an
         expected.to_string().contains("Hostile keys") && expected.to_string().contains("draft"),
         "{expected}"
     );
+    // The live document holds no mention's person either: the service and
+    // the capture keep one rule for mentions (nodes and marks alike).
+    let mentions = [
+        "Mention",
+        "mention",
+        "textMention",
+        "textMention id",
+        "userMention",
+        "mentionKey",
+    ];
+    for (key, value) in planted().into_iter().filter(|(k, _)| mentions.contains(k)) {
+        assert!(
+            !expected.to_string().contains(value),
+            "the live document holds the value planted under {key}: {expected}"
+        );
+    }
     drop((live, replayed));
     let _ = std::fs::remove_dir_all(&dir);
 }

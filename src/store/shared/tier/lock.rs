@@ -20,6 +20,7 @@
 use super::{Looked, SharedTier};
 use crate::document::Coverage;
 use crate::metrics::Metrics;
+use crate::random::{self, hex};
 use crate::store::shared::keys::BoardKeys;
 use crate::store::shared::seal::Seal;
 use bytes::Bytes;
@@ -102,7 +103,9 @@ pub(crate) struct LockValue(String);
 
 impl LockValue {
     fn new(name: &str, seal: &Seal) -> LockValue {
-        LockValue(hex(&seal.seal(name, token().to_vec())))
+        LockValue(hex(
+            &seal.seal(name, random::bytes::<TOKEN_BYTES>().to_vec())
+        ))
     }
 
     /// Whether `value` is a lock the fleet's key sealed for `name`.
@@ -198,29 +201,6 @@ impl SharedTier {
             }
         }
     }
-}
-
-/// Random bytes no other node draws.
-fn token() -> [u8; TOKEN_BYTES] {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; TOKEN_BYTES];
-    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
-        // No system randomness: the time and an address still differ per
-        // node and call.
-        let seed = super::now_ms() as u128 ^ (&bytes as *const _ as usize as u128);
-        bytes = seed.to_le_bytes();
-    }
-    bytes
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
 }
 
 /// The bytes of lower-case hex text; `None` for anything else.
