@@ -13,6 +13,7 @@ mod capture_replay;
 mod captured_shape;
 mod changes;
 mod cli;
+mod connections;
 mod deploy;
 mod docs;
 mod embedding;

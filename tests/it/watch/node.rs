@@ -135,7 +135,12 @@ impl Node {
     }
 
     pub fn run_now(&self) {
-        let r = request(self.metrics, "POST", "/watch/trip/run", &[]);
+        let r = request(
+            self.metrics,
+            "POST",
+            "/watch/trip/run",
+            &[("X-Requested-By", "test")],
+        );
         assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
     }
 
