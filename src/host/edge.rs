@@ -314,3 +314,56 @@ impl Peek for Clocked {
         self.inner.try_peek(buf).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn times() -> EdgeTimes {
+        EdgeTimes {
+            idle: Duration::from_secs(2),
+            head: Duration::from_secs(3),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_head_that_never_ends_fails_at_its_deadline() {
+        let (client, server) = tokio::io::duplex(1024);
+        let mut clocked = Clocked::new(Box::new(server), times());
+        let mut client = client;
+        let started = Instant::now();
+        client.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+        let mut buf = [0u8; 64];
+        assert!(clocked.read(&mut buf).await.unwrap() > 0);
+        let e = clocked.read(&mut buf).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn between_requests_the_idle_time_ends_the_connection_and_a_head_restarts_the_clock() {
+        let (mut client, server) = tokio::io::duplex(1024);
+        let mut clocked = Clocked::new(Box::new(server), times());
+        let clock = Arc::clone(&clocked.clock);
+        let mut buf = [0u8; 64];
+        // Serving: no deadline of ours.
+        clock.set(Phase::Serving);
+        let waited = tokio::time::timeout(Duration::from_secs(30), clocked.read(&mut buf)).await;
+        assert!(waited.is_err(), "no deadline while serving");
+        // Answered: the next request must start within the idle time.
+        clock.set(Phase::Idle(Instant::now() + clock.times.idle));
+        let started = Instant::now();
+        assert_eq!(clocked.read(&mut buf).await.unwrap(), 0, "a close");
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        // A first byte within the idle time starts the head's own clock.
+        clock.set(Phase::Idle(Instant::now() + clock.times.idle));
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        client.write_all(b"G").await.unwrap();
+        assert_eq!(clocked.read(&mut buf).await.unwrap(), 1);
+        let head_started = Instant::now();
+        let e = clocked.read(&mut buf).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(head_started.elapsed(), Duration::from_secs(3));
+    }
+}
