@@ -39,6 +39,8 @@
 
 use log::{Level, LevelFilter, Log, Metadata, Record, SetLoggerError};
 
+mod throttle;
+
 /// What every redacted span is replaced with.
 const REDACTED: &str = "[redacted]";
 
@@ -333,7 +335,20 @@ impl<L: Log> Log for Redacting<L> {
             return;
         }
         let message = record.args().to_string();
-        let clean = scrub(&message);
+        let clean = match throttle::verdict(record, &message) {
+            throttle::Verdict::Write => scrub(&message),
+            throttle::Verdict::Hold => return,
+            throttle::Verdict::WriteCounting(0) => format!(
+                "{} (lines like this are written at most once a minute; \
+                 board_api_client_log_lines_total counts them)",
+                scrub(&message)
+            ),
+            throttle::Verdict::WriteCounting(held) => format!(
+                "{} ({held} more like this since the last one were not written; \
+                 board_api_client_log_lines_total counts them)",
+                scrub(&message)
+            ),
+        };
         self.inner.log(
             &Record::builder()
                 .args(format_args!("{clean}"))
@@ -430,6 +445,25 @@ mod tests {
             seen.push((record.level(), record.args().to_string()));
         }
         fn flush(&self) {}
+    }
+
+    #[test]
+    fn a_clients_bad_accept_encoding_is_written_once_a_minute() {
+        let logger = Redacting::new(Collect(Mutex::new(Vec::new())));
+        for i in 0..1000 {
+            logger.log(
+                &Record::builder()
+                    .level(Level::Warn)
+                    .target("pingora_core::protocols::http::compression")
+                    .args(format_args!(
+                        "Failed to parse accept-encoding \"x{i}\", bad"
+                    ))
+                    .build(),
+            );
+        }
+        let seen = logger.inner.0.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(seen[0].1.contains("at most once a minute"), "{seen:?}");
     }
 
     #[test]

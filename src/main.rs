@@ -54,6 +54,23 @@ struct Cli {
     out: Option<PathBuf>,
 }
 
+/// Panics are logged (through the share-link scrubber) with their message,
+/// thread and place, never with a backtrace, whatever `RUST_BACKTRACE` says:
+/// std's default hook resolves a backtrace's symbols from the binary's debug
+/// information, which the first time maps and parses it whole (about 200 MB
+/// of resident memory kept for the life of the process, on a release build
+/// with `debug = 1`). A panic in a request task ends that request (Pingora
+/// catches it); its message and place are what finds the bug. Library
+/// backtraces (`std::backtrace::Backtrace::capture`) are off as well
+/// (`RUST_LIB_BACKTRACE=0`, set before any thread starts).
+fn quiet_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or("<unnamed>");
+        log::error!("thread '{name}' {info} (no backtrace is captured: docs/operations.md)");
+    }));
+}
+
 const DEMO_CONF: &str = include_str!("../conf/demo.yaml");
 /// Board and permission ids of the bundled demo share link.
 const DEMO_BOARD: &str = "1W3ZZU1Qvua02H";
@@ -62,8 +79,11 @@ const DEMO_PERMISSION: &str = "demo";
 const DEMO_BIG_BOARD: &str = "s-big";
 
 fn main() -> ExitCode {
+    // Before any thread starts: no backtrace is ever captured (see `quiet_panics`).
+    std::env::set_var("RUST_LIB_BACKTRACE", "0");
     // Every record, ours and Pingora's, passes the share-link scrubber.
     let _ = shared_board_api::logging::init();
+    quiet_panics();
     let cli = parse_cli();
     if let (Some(link), Some(out)) = (&cli.capture, &cli.out) {
         return capture(cli.pingora.conf.as_deref(), link, out);

@@ -208,6 +208,21 @@ static ACCESS_DROPPED: LazyLock<IntCounter> = LazyLock::new(|| {
     )
 });
 
+/// `board_api_client_log_lines_total{kind}`: log records a client can cause
+/// (a bad `Accept-Encoding`, ...), written at most once a minute each.
+/// Process-wide.
+static CLIENT_LOG_LINES: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "board_api_client_log_lines_total",
+        "Log records a client can cause, by kind; at most one a minute of each is written",
+        &["kind"],
+    )
+});
+
+pub fn client_log_line(kind: &str) {
+    CLIENT_LOG_LINES.with_label_values(&[kind]).inc();
+}
+
 pub fn upstream_challenge() {
     CHALLENGES.inc();
 }

@@ -115,17 +115,37 @@ pub fn read_body(headers: &HeaderMap, body: &[u8]) -> Result<BodyValues, ApiErro
     values(entries)
 }
 
-/// Whether `Content-Type` is `application/json`, parameters (a charset)
-/// allowed.
+/// Whether `Content-Type` is `application/json` in UTF-8: no `charset`, or
+/// `charset=utf-8` (any case, quoted or not). JSON is UTF-8 (RFC 8259); a
+/// body announced in another charset (`utf-16`, `latin1`) would be read as
+/// something it is not, so it is `415`. Other parameters are ignored.
 fn is_json(headers: &HeaderMap) -> bool {
     let mut types = headers.get_all(header::CONTENT_TYPE).iter();
     let (Some(value), None) = (types.next(), types.next()) else {
         return false;
     };
-    let essence = value.as_bytes().split(|&b| b == b';').next().unwrap_or(b"");
-    essence
+    let mut parts = value.as_bytes().split(|&b| b == b';');
+    let essence = parts.next().unwrap_or(b"");
+    if !essence
         .trim_ascii()
         .eq_ignore_ascii_case(b"application/json")
+    {
+        return false;
+    }
+    parts.all(|param| {
+        let Some(eq) = param.iter().position(|&b| b == b'=') else {
+            return true;
+        };
+        let (name, value) = (param[..eq].trim_ascii(), param[eq + 1..].trim_ascii());
+        if !name.eq_ignore_ascii_case(b"charset") {
+            return true;
+        }
+        let value = value
+            .strip_prefix(b"\"")
+            .and_then(|v| v.strip_suffix(b"\""))
+            .unwrap_or(value);
+        value.eq_ignore_ascii_case(b"utf-8")
+    })
 }
 
 /// The object's entries in order (keys may repeat); [`values`] checks them.
@@ -341,7 +361,14 @@ mod tests {
         for (content_type, accepted) in [
             ("application/json", true),
             ("application/json; charset=utf-8", true),
+            ("application/json;charset=UTF-8", true),
+            ("application/json; charset=\"utf-8\"", true),
             ("Application/JSON", true),
+            ("application/json; charset=utf-16", false),
+            ("application/json; charset=utf-16le", false),
+            ("application/json; charset=iso-8859-1", false),
+            ("application/json; charset=utf-8; charset=utf-16", false),
+            ("application/json; charset=", false),
             ("text/plain", false),
             ("application/x-www-form-urlencoded", false),
             ("application/jsonx", false),

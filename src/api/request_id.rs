@@ -6,7 +6,11 @@
 //! The client's own id is kept when it is 1 to 128 characters of
 //! `[A-Za-z0-9._:-]` (what tracing systems and other gateways send);
 //! anything else, or a header sent twice, is replaced by a new one, so an id
-//! never carries markup, spaces or a share link into a log line.
+//! never carries markup, spaces or a share link into a log line. An id in
+//! the shape this server mints (`<12 hex>-<hex>`, [`mint`]) is replaced
+//! too: the prefix is in every answer, so a client could otherwise claim the
+//! id the server will give another request next, and an operator would find
+//! two requests under it.
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use std::hash::{BuildHasher, Hasher};
@@ -24,7 +28,9 @@ pub const MAX_LEN: usize = 128;
 pub fn for_request(headers: &HeaderMap) -> HeaderValue {
     let mut sent = headers.get_all(&X_REQUEST_ID).iter();
     match (sent.next(), sent.next()) {
-        (Some(id), None) if is_valid(id.as_bytes()) => id.clone(),
+        (Some(id), None) if is_valid(id.as_bytes()) && !is_minted_shape(id.as_bytes()) => {
+            id.clone()
+        }
         _ => mint(),
     }
 }
@@ -35,6 +41,14 @@ pub fn is_valid(id: &[u8]) -> bool {
         && id
             .iter()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
+
+/// Whether `id` has the shape of a minted id: 12 lower-case hex digits, `-`,
+/// and at least one more. Such a client id is never kept, whatever its
+/// prefix (another node of a fleet mints with its own).
+pub fn is_minted_shape(id: &[u8]) -> bool {
+    let hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+    id.len() > 13 && id[12] == b'-' && id[..12].iter().all(hex) && id[13..].iter().all(hex)
 }
 
 /// 48 random bits per process, so two nodes of a fleet (or a restarted
@@ -89,6 +103,35 @@ mod tests {
             let answered = for_request(&headers);
             assert_eq!(answered.as_bytes() == id, kept, "{answered:?}");
             assert!(is_valid(answered.as_bytes()), "{answered:?}");
+        }
+    }
+
+    #[test]
+    fn an_id_in_the_minted_shape_is_never_kept() {
+        let next = mint();
+        let text = next.to_str().unwrap().to_owned();
+        // One this process will mint soon (not this very call: that one is
+        // the request's own), and other prefixes' too.
+        let (prefix, n) = text.split_once('-').unwrap();
+        let claimed = format!("{prefix}-{:x}", u64::from_str_radix(n, 16).unwrap() + 1000);
+        for id in [claimed.as_str(), "000000000000-0", "abcdef012345-ff"] {
+            assert!(is_minted_shape(id.as_bytes()), "{id}");
+            let mut headers = HeaderMap::new();
+            headers.insert(X_REQUEST_ID, HeaderValue::from_str(id).unwrap());
+            assert_ne!(for_request(&headers), id);
+        }
+        // Near misses are ordinary client ids.
+        for id in [
+            "ABCDEF012345-ff",
+            "abcdef01234-ff",
+            "abcdef012345-",
+            "abcdef012345-fg",
+            "abcdef012345_1",
+        ] {
+            assert!(!is_minted_shape(id.as_bytes()), "{id}");
+            let mut headers = HeaderMap::new();
+            headers.insert(X_REQUEST_ID, HeaderValue::from_str(id).unwrap());
+            assert_eq!(for_request(&headers), id);
         }
     }
 

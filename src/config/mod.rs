@@ -35,7 +35,7 @@ pub use mcp::McpSettings;
 use provider::ProviderConf;
 use rate_limit::RateLimitConf;
 use serde::Deserialize;
-pub use server::{AccessLogSettings, AccessTarget};
+pub use server::{AccessLogSettings, AccessTarget, EdgeTimes};
 pub(crate) use server::{ServerConf, ServerSettings};
 use std::net::SocketAddr;
 use std::time::Duration;

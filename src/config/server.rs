@@ -44,6 +44,13 @@ pub(crate) struct ServerConf {
     /// (default none).
     #[serde(default)]
     pub trusted_proxies: Option<Vec<String>>,
+    /// How long a kept-alive connection may wait for its next request
+    /// (default 60 seconds).
+    #[serde(default)]
+    pub keepalive_idle_seconds: Option<u64>,
+    /// How long a client has to send a whole request head (default 10 seconds).
+    #[serde(default)]
+    pub head_timeout_seconds: Option<u64>,
 }
 
 /// `board_api.server.access_log` as written: a switch or a destination.
@@ -75,6 +82,10 @@ pub struct AccessLogSettings {
 pub(crate) struct MetricsConf {
     /// Where Prometheus scrapes `/metrics` (plain HTTP), e.g. `127.0.0.1:9100`.
     pub listen: String,
+    /// Host names the operator listener answers besides its own address and
+    /// `localhost` (default none).
+    #[serde(default)]
+    pub hosts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -103,6 +114,29 @@ pub(crate) struct ServerSettings {
     pub access_log: Option<AccessLogSettings>,
     /// Whose forwarding headers name the client.
     pub trusted_proxies: TrustedProxies,
+    /// Extra host names the operator listener answers (lower case).
+    pub metrics_hosts: Vec<String>,
+    /// The connection limits every listener applies (host/edge.rs).
+    pub edge: EdgeTimes,
+}
+
+/// `keepalive_idle_seconds` and `head_timeout_seconds`, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EdgeTimes {
+    /// A kept-alive connection closes when no request starts within this.
+    pub idle: std::time::Duration,
+    /// A request head must be whole within this of its first byte (of the
+    /// connection's start, for its first request).
+    pub head: std::time::Duration,
+}
+
+impl Default for EdgeTimes {
+    fn default() -> Self {
+        EdgeTimes {
+            idle: std::time::Duration::from_secs(60),
+            head: std::time::Duration::from_secs(10),
+        }
+    }
 }
 
 /// Access log lines buffered by default: a few seconds of a busy node's
@@ -179,8 +213,31 @@ impl ServerConf {
                 "must be 1 to 1048576 lines",
             );
         }
+        let seconds = |key: &str, value: Option<u64>, default: u64| match value.unwrap_or(default) {
+            s @ 1..=3600 => Ok(std::time::Duration::from_secs(s)),
+            _ => fail(
+                &format!("board_api.server.{key}"),
+                "must be 1 to 3600 seconds",
+            ),
+        };
+        let edge = EdgeTimes {
+            idle: seconds("keepalive_idle_seconds", self.keepalive_idle_seconds, 60)?,
+            head: seconds("head_timeout_seconds", self.head_timeout_seconds, 10)?,
+        };
+        let metrics_hosts = self
+            .metrics
+            .as_ref()
+            .map(|m| {
+                m.hosts
+                    .iter()
+                    .map(|h| h.trim().to_ascii_lowercase())
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(ServerSettings {
             listen,
+            metrics_hosts,
+            edge,
             tls: self.tls,
             metrics_listen,
             compression_level,
@@ -211,6 +268,11 @@ impl ServerConf {
             ("h2c", self.h2c.is_some()),
             ("access_log", self.access_log.is_some()),
             ("access_log_buffer", self.access_log_buffer.is_some()),
+            (
+                "keepalive_idle_seconds",
+                self.keepalive_idle_seconds.is_some(),
+            ),
+            ("head_timeout_seconds", self.head_timeout_seconds.is_some()),
         ];
         if let Some((key, _)) = set.iter().find(|(_, set)| *set) {
             return fail(

@@ -8,11 +8,14 @@
 //!   `request_summary`.
 //! - [`service`]: the standalone `ProxyHttp` service and its listeners, what
 //!   the binary runs, with its access log (`access_log`) and the operator
-//!   listener's probes (`probes`).
+//!   listener's probes (`probes`), and the connections' time limits
+//!   (`edge`).
 //! - [`upgrade`]: the binary's signal handling, which hands the listening
 //!   sockets over only to a process that waits for them.
 
 pub(crate) mod access_log;
+mod edge;
+mod operator_guard;
 pub mod preflight;
 mod probes;
 mod seam;

@@ -1,7 +1,9 @@
 //! The operator listener (`board_api.server.metrics.listen`): `GET /metrics`
 //! (Pingora's Prometheus exporter, unchanged), the probes `GET /healthz` and
 //! `GET /readyz`, with watch jobs `GET /watch` and `POST /watch/<id>/run`,
-//! and `404` for every other path.
+//! and `404` for every other path. Every request first passes
+//! `operator_guard` (its own host names; a `POST` with `X-Requested-By` and
+//! no foreign `Origin`).
 //!
 //! Liveness is "the process answers". Readiness follows Pingora's execution
 //! phase: ready once the server runs (configuration valid, listeners bound,
@@ -15,6 +17,7 @@
 //! every change Pingora made before it. The fleet tier plays no part: it is
 //! optional, and its state is a metric (`board_api_fleet_breaker_open`).
 
+use super::operator_guard::Guard;
 use crate::watch::Watches;
 use async_trait::async_trait;
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
@@ -93,11 +96,15 @@ pub(crate) struct OperatorApp {
     metrics: PrometheusHttpApp,
     readiness: Readiness,
     watches: Option<Arc<Watches>>,
+    guard: Guard,
 }
 
 #[async_trait]
 impl ServeHttp for OperatorApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        if let Some((status, why)) = self.guard.refusal(session.req_header()) {
+            return text(status, why);
+        }
         let path = session.req_header().uri.path();
         if path == "/watch" || path.starts_with("/watch/") {
             let method = session.req_header().method.clone();
@@ -160,7 +167,8 @@ fn watch(watches: Option<&Watches>, method: &Method, path: &str) -> Response<Vec
 
 /// The operator service on `addr`, with gzip as Pingora's exporter has it.
 pub(crate) fn service(
-    addr: &str,
+    addr: std::net::SocketAddr,
+    hosts: &[String],
     readiness: Readiness,
     watches: Option<Arc<Watches>>,
 ) -> Service<HttpServer<OperatorApp>> {
@@ -168,10 +176,11 @@ pub(crate) fn service(
         metrics: PrometheusHttpApp,
         readiness,
         watches,
+        guard: Guard::new(addr, hosts),
     });
     app.add_module(ResponseCompressionBuilder::enable(7));
     let mut service = Service::new("Prometheus metric HTTP".to_string(), app);
-    service.add_tcp(addr);
+    service.add_tcp(&addr.to_string());
     service
 }
 

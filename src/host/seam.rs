@@ -170,6 +170,11 @@ impl BoardApi {
             let req = session.req_header();
             self.body_limit(&req.method, req.uri.path())
         };
+        if limit.is_some() && expects_continue(session.req_header()) {
+            // The client waits for this before it sends the body (curl for a
+            // second); a write that fails shows in the read that follows.
+            let _ = session.write_continue_response().await;
+        }
         match limit {
             Some(limit) => tokio::time::timeout(BODY_DEADLINE, read_body(session, limit))
                 .await
@@ -194,6 +199,16 @@ impl BoardApi {
         }
         Some(RequestParts::new(&req.method, path, req.uri.query(), &req.headers).summary())
     }
+}
+
+/// Whether an HTTP/1.1 request asks `Expect: 100-continue` before its body.
+fn expects_continue(req: &pingora_http::RequestHeader) -> bool {
+    req.version == http::Version::HTTP_11
+        && req.headers.get(http::header::EXPECT).is_some_and(|v| {
+            v.as_bytes()
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"100-continue")
+        })
 }
 
 /// The status an access log records for a request whose client went away

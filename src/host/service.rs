@@ -2,6 +2,7 @@
 //! the binary and by the end-to-end tests, so both run the same thing.
 
 use super::access_log::{AccessLog, Entry};
+use super::edge::{self, Edge};
 use super::probes;
 use crate::api::BoardApi;
 use crate::config::{ConfigError, Settings};
@@ -53,6 +54,15 @@ impl ProxyHttp for BoardApiService {
         modules.add_module(ResponseCompressionBuilder::enable(self.compression_level));
     }
 
+    async fn early_request_filter(&self, session: &mut Session, _ctx: &mut ()) -> Result<()> {
+        edge::head_done(session);
+        Ok(())
+    }
+
+    async fn logging(&self, session: &mut Session, _e: Option<&Error>, _ctx: &mut ()) {
+        edge::answered(session);
+    }
+
     async fn request_filter(&self, session: &mut Session, _ctx: &mut ()) -> Result<bool> {
         let started = Instant::now();
         if let Some(answered) = self.api.serve(session).await? {
@@ -93,8 +103,9 @@ impl ProxyHttp for BoardApiService {
     }
 }
 
-/// The API's listening service.
-pub(crate) type ApiService = Service<HttpProxy<BoardApiService>>;
+/// The API's listening service: Pingora's proxy behind the connections'
+/// time limits.
+pub(crate) type ApiService = Service<Edge<HttpProxy<BoardApiService>>>;
 
 /// The listening service and the watch jobs (if any) for `settings`: TLS when configured (offering
 /// HTTP/2 by ALPN unless `server.http2` is false), cleartext HTTP/2 with
@@ -125,15 +136,18 @@ pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Bui
         })?),
         None => None,
     };
-    let mut service = pingora_proxy::http_proxy_service_with_name(conf, app, "shared-board-api");
-    if server.h2c {
-        if let Some(proxy) = service.app_logic_mut() {
-            let mut options = HttpServerOptions::default();
-            // Pingora peeks at the connection preface: HTTP/1.1 still works.
-            options.h2c = true;
-            proxy.server_options = Some(options);
-        }
-    }
+    let mut proxy = pingora_proxy::http_proxy(conf, app);
+    let mut options = HttpServerOptions::default();
+    // Pingora peeks at the connection preface: HTTP/1.1 still works.
+    options.h2c = server.h2c;
+    // An HTTP/2 connection with no open stream closes after the idle time
+    // (HTTP/1.1's is kept by `edge`).
+    options.h2_idle_timeout = Some(server.edge.idle);
+    proxy.server_options = Some(options);
+    let mut service = Service::new(
+        "shared-board-api".to_string(),
+        Edge::new(proxy, server.edge, server.h2c),
+    );
     for addr in &server.listen {
         let addr = addr.to_string();
         match &server.tls {
@@ -261,7 +275,12 @@ pub fn add_services(
     let mut handles = vec![server.add_service(api)];
     if let Some(addr) = settings.server.metrics_listen {
         let readiness = probes::Readiness::new(server.watch_execution_phase());
-        let operator = probes::service(&addr.to_string(), readiness, watches.clone());
+        let operator = probes::service(
+            addr,
+            &settings.server.metrics_hosts,
+            readiness,
+            watches.clone(),
+        );
         handles.push(server.add_service(operator));
     }
     if let Some(watches) = watches {

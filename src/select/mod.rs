@@ -16,7 +16,10 @@
 //! assert_eq!(sel.apply(&doc), json!({"version": 1, "board": {"title": "T"}}));
 //! assert_eq!(sel.canonical(), "include=board.title,version");
 //! let err = Selection::exclude(View::Full, "board.caption").unwrap_err();
-//! assert_eq!(err.to_string(), "Unknown field selector: board.caption");
+//! assert_eq!(
+//!     err.to_string(),
+//!     "Unknown field selector: exclude item 1: matches no field of the board document"
+//! );
 //! ```
 
 #[cfg(any(test, feature = "internals"))]
@@ -102,14 +105,16 @@ impl Param {
 /// A rejected selector list: answered as `400 INVALID_FIELD_SELECTOR` with
 /// `error.field = param.as_str()` and `error.message = message`.
 ///
-/// `message` is `Unknown field selector: <item>` (the item trimmed) for an
-/// empty item, a bad segment, more than 20 segments or a selector matching no
-/// field; otherwise it names the limit exceeded (100 items, 8192 characters).
+/// `message` is `Unknown field selector: <param> item <n>: <reason>` (the
+/// item's place in the list, from 1, never its text: a permission id pasted
+/// into `include` must not come back) for an empty item, a bad segment,
+/// more than 20 segments or a selector matching no field; otherwise it
+/// names the limit exceeded (100 items, 8192 characters).
 /// See [`parse::ErrorKind`] for the full list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SelectorError {
     pub param: Param,
-    /// Exactly `Unknown field selector: <item>` for a bad item, or a
+    /// `Unknown field selector: <param> item <n>: <reason>` for a bad item, or a
     /// message naming the limit a parameter passed.
     pub message: String,
     /// The nearest valid selector, when one is a name away.
@@ -366,7 +371,8 @@ fn compiled(
 fn error(param: Param, e: &parse::ParseError) -> SelectorError {
     SelectorError {
         param,
-        message: e.to_string(),
+        message: e.client_message(param.as_str()),
+        // A valid selector of the model's names: no client text.
         hint: e.suggestion().map(str::to_owned),
     }
 }
@@ -401,22 +407,35 @@ mod tests {
 
     #[test]
     fn the_first_bad_item_is_reported_whatever_is_wrong_with_it() {
+        // The item is named by its place, never by its text.
         let cases = [
-            ("nope,1x", "nope"),
-            ("1x,nope", "1x"),
-            ("board.caption,a,,b", "board.caption"),
-            ("version,,board.caption", ""),
-            ("version,board.**.password,board..id", "board.**.password"),
+            ("nope,1x", 1, "matches no field of the board document"),
+            (
+                "1x,nope",
+                1,
+                "a segment is not *, ** or a name (a letter, then letters, digits or _)",
+            ),
+            (
+                "board.caption,a,,b",
+                1,
+                "matches no field of the board document",
+            ),
+            ("version,,board.caption", 2, "empty selector"),
+            (
+                "version,board.**.password,board..id",
+                2,
+                "matches no field of the board document",
+            ),
         ];
-        for (list, item) in cases {
-            for err in [
-                Selection::include(list).err(),
-                Selection::exclude(View::Full, list).err(),
+        for (list, n, reason) in cases {
+            for (param, err) in [
+                ("include", Selection::include(list).err()),
+                ("exclude", Selection::exclude(View::Full, list).err()),
             ] {
                 let err = err.expect(list);
                 assert_eq!(
                     err.message,
-                    format!("Unknown field selector: {item}"),
+                    format!("Unknown field selector: {param} item {n}: {reason}"),
                     "{list}"
                 );
             }
@@ -447,7 +466,10 @@ mod tests {
         ];
         for (bad, nearest) in cases {
             let err = Selection::include(bad).expect_err(bad);
-            assert_eq!(err.message, format!("Unknown field selector: {bad}"));
+            assert_eq!(
+                err.message,
+                "Unknown field selector: include item 1: matches no field of the board document"
+            );
             assert_eq!(err.hint.as_deref(), *nearest, "{bad}");
             if let Some(s) = nearest {
                 assert!(Selection::include(s).is_ok(), "{s} is valid");
@@ -524,27 +546,28 @@ mod tests {
             (
                 Selection::include("board.caption"),
                 Param::Include,
-                "Unknown field selector: board.caption",
+                "Unknown field selector: include item 1: matches no field of the board document",
             ),
             (
                 Selection::include("version,,b"),
                 Param::Include,
-                "Unknown field selector: ",
+                "Unknown field selector: include item 2: empty selector",
             ),
             (
                 Selection::exclude(View::Full, " bad-name "),
                 Param::Exclude,
-                "Unknown field selector: bad-name",
+                "Unknown field selector: exclude item 1: a segment is not *, ** or a name \
+                 (a letter, then letters, digits or _)",
             ),
             (
-                Selection::exclude(View::Compact, "**.password"),
+                Selection::exclude(View::Compact, "version,**.password"),
                 Param::Exclude,
-                "Unknown field selector: **.password",
+                "Unknown field selector: exclude item 2: matches no field of the board document",
             ),
             (
                 Selection::include("**.Token"),
                 Param::Include,
-                "Unknown field selector: **.Token",
+                "Unknown field selector: include item 1: matches no field of the board document",
             ),
         ];
         for (got, param, message) in cases {

@@ -72,6 +72,8 @@ pub enum ErrorKind {
 pub struct ParseError {
     kind: ErrorKind,
     item: Option<Box<str>>,
+    /// For item errors: the item's place in its list, from 1.
+    position: Option<usize>,
     /// For [`ErrorKind::NoMatch`]: the nearest selector that matches.
     suggestion: Option<Box<str>>,
 }
@@ -81,6 +83,7 @@ impl ParseError {
         ParseError {
             kind,
             item: None,
+            position: None,
             suggestion: None,
         }
     }
@@ -89,6 +92,7 @@ impl ParseError {
         ParseError {
             kind,
             item: Some(item.into()),
+            position: None,
             suggestion: None,
         }
     }
@@ -103,6 +107,28 @@ impl ParseError {
     #[cfg(any(test, feature = "internals"))]
     pub fn kind(&self) -> ErrorKind {
         self.kind
+    }
+
+    /// The message a client is answered with, for the parameter `param`:
+    /// never the client's own text (a permission id pasted into `include`
+    /// must not come back), but the item's place, `include item 3: matches
+    /// no field of the board document`.
+    pub fn client_message(&self, param: &str) -> String {
+        let reason = match self.kind {
+            ErrorKind::EmptyItem => "empty selector",
+            ErrorKind::InvalidSegment => {
+                "a segment is not *, ** or a name (a letter, then letters, digits or _)"
+            }
+            ErrorKind::TooManySegments => "more than 20 segments",
+            ErrorKind::NoMatch => "matches no field of the board document",
+            ErrorKind::TooLong | ErrorKind::TooManyItems | ErrorKind::TooComplex => {
+                return self.to_string();
+            }
+        };
+        match self.position {
+            Some(n) => format!("Unknown field selector: {param} item {n}: {reason}"),
+            None => format!("Unknown field selector: {param}: {reason}"),
+        }
     }
 
     /// The nearest valid selector (one name away from the offending item),
@@ -173,9 +199,13 @@ pub fn parse_list_checked(
         return Err(ParseError::whole(ErrorKind::TooManyItems));
     }
     let mut selectors: Vec<Selector> = Vec::new();
-    for raw in list.split(',') {
-        let selector = parse_item(raw.trim())?;
-        check(&selector)?;
+    for (n, raw) in list.split(',').enumerate() {
+        let at = |mut e: ParseError| {
+            e.position = Some(n + 1);
+            e
+        };
+        let selector = parse_item(raw.trim()).map_err(at)?;
+        check(&selector).map_err(at)?;
         if !selectors.iter().any(|s| s.text == selector.text) {
             selectors.push(selector);
         }

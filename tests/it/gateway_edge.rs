@@ -329,3 +329,38 @@ fn request_ids_are_echoed_minted_or_replaced() {
     let mcp = post_json(gateway(), "/api/mcp", "not json", &[]);
     assert!(mcp.header("x-request-id").is_some(), "{}", mcp.status);
 }
+
+#[test]
+fn a_post_that_expects_100_continue_hears_it_before_sending_its_body() {
+    use std::io::Write;
+    let body = json!({ "url": share_link() }).to_string();
+    let mut c = std::net::TcpStream::connect(gateway()).expect("connect");
+    let head = format!(
+        "POST /api/board HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).expect("send the head");
+    // curl waits a second for it; here the wait is bounded at 5 s.
+    c.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .expect("timeout");
+    let mut first = [0u8; 25];
+    c.read_exact(&mut first)
+        .expect("an interim answer before the body");
+    assert!(
+        first.starts_with(b"HTTP/1.1 100 Continue"),
+        "{:?}",
+        String::from_utf8_lossy(&first)
+    );
+    c.write_all(body.as_bytes()).expect("send the body");
+    c.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("timeout");
+    let mut rest = Vec::new();
+    c.read_to_end(&mut rest).expect("the answer");
+    let text = String::from_utf8_lossy(&rest);
+    let final_status = text
+        .split("\r\n")
+        .find(|l| l.starts_with("HTTP/1.1 ") && !l.starts_with("HTTP/1.1 100"))
+        .unwrap_or("");
+    assert!(final_status.starts_with("HTTP/1.1 200"), "{text}");
+}

@@ -13,6 +13,8 @@ mod capture_replay;
 mod captured_shape;
 mod changes;
 mod cli;
+mod client_log_lines;
+mod connections;
 mod deploy;
 mod docs;
 mod durability;

@@ -183,7 +183,7 @@ impl Conn {
 
     /// `GET path`: the status and the body.
     fn get(&mut self, path: &str) -> (u16, String) {
-        let req = format!("GET {path} HTTP/1.1\r\nHost: ops\r\n\r\n");
+        let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
         self.0.get_mut().write_all(req.as_bytes()).expect("send");
         let mut status_line = String::new();
         self.0.read_line(&mut status_line).expect("status line");
@@ -414,4 +414,77 @@ fn the_binary_writes_one_access_line_per_request_in_order() {
         gw.seen
     );
     let _ = std::fs::remove_dir_all(&s.dir);
+}
+
+#[test]
+fn the_operator_listener_answers_its_own_hosts_and_refuses_cross_site_posts() {
+    let (_gw, ops) = start_gateway_with_metrics("", "");
+    let own = ops.to_string();
+    // DNS rebinding: a page on another name, resolved to this address.
+    for host in [
+        "rebound.example",
+        "rebound.example:80",
+        &format!("evil.example:{}", ops.port()),
+    ] {
+        let r = request_as(ops, "GET", "/healthz", host, &[]);
+        assert_eq!(r.status, 421, "{host}");
+    }
+    for host in [
+        own.as_str(),
+        "localhost",
+        &format!("localhost:{}", ops.port()),
+    ] {
+        assert_eq!(
+            request_as(ops, "GET", "/healthz", host, &[]).status,
+            200,
+            "{host}"
+        );
+    }
+    // A form or fetch from another site: no custom header, a foreign Origin.
+    let cross = [
+        vec![
+            ("Content-Type", "text/plain"),
+            ("Origin", "https://evil.example"),
+        ],
+        vec![("Content-Type", "text/plain")],
+        vec![("X-Requested-By", "x"), ("Origin", "https://evil.example")],
+    ];
+    for headers in cross {
+        let r = request_as(ops, "POST", "/watch/trip/run", &own, &headers);
+        assert_eq!(r.status, 403, "{headers:?}");
+    }
+    // With the header and no foreign origin, the route answers (no jobs here).
+    let r = request_as(
+        ops,
+        "POST",
+        "/watch/trip/run",
+        &own,
+        &[("X-Requested-By", "ops")],
+    );
+    assert_eq!(r.status, 404);
+}
+
+/// One request with `Host: host` on a fresh connection.
+fn request_as(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    host: &str,
+    headers: &[(&str, &str)],
+) -> Response {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut req = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: 0\r\n"
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    stream.write_all(req.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    parse_response(&raw, false)
 }

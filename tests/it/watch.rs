@@ -315,14 +315,29 @@ fn a_receiver_that_answers_410_is_given_up_at_once() {
     node.assert_log_is_clean();
     // The operator routes: an unknown job, a wrong method.
     assert_eq!(
-        request(node.metrics, "POST", "/watch/nope/run", &[]).status,
+        request(
+            node.metrics,
+            "POST",
+            "/watch/nope/run",
+            &[("X-Requested-By", "test")]
+        )
+        .status,
         404
     );
     assert_eq!(
         request(node.metrics, "GET", "/watch/trip/run", &[]).status,
         405
     );
-    assert_eq!(request(node.metrics, "POST", "/watch", &[]).status, 405);
+    assert_eq!(
+        request(
+            node.metrics,
+            "POST",
+            "/watch",
+            &[("X-Requested-By", "test")]
+        )
+        .status,
+        405
+    );
     // SIGTERM: the watch service stops with the server, and the process
     // exits cleanly.
     node.stop();

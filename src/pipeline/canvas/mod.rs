@@ -96,15 +96,19 @@ pub fn render(doc: &[u8]) -> Result<Canvas, serde_json::Error> {
 }
 
 /// A download's file name for a board called `title`: `<title>.canvas`
-/// with the characters no file system or header takes replaced by `_`, at
-/// most 100 characters before the extension; `board.canvas` when nothing
-/// is left.
+/// with the characters no file system or header takes replaced by `_`,
+/// those that hide or reorder what a reader sees dropped (controls, line
+/// and paragraph separators, bidi overrides and isolates, zero-width and
+/// other invisible format characters), at most 100 characters before the
+/// extension; `board.canvas` when nothing is left. A name Windows reserves
+/// for a device (`CON`, `PRN`, `AUX`, `NUL`, `COM1`-`COM9`, `LPT1`-`LPT9`,
+/// in any case, before the first `.`) gets a leading `_`.
 pub fn file_name(title: &str) -> String {
     let mut name: String = title
         .chars()
+        .filter(|c| !is_hidden(*c))
         .map(|c| match c {
             '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|' | ';' | '%' => '_',
-            c if c.is_control() => '_',
             c => c,
         })
         .take(100)
@@ -115,8 +119,60 @@ pub fn file_name(title: &str) -> String {
     if name.is_empty() {
         name.push_str("board");
     }
+    if is_reserved(&name) {
+        name.insert(0, '_');
+    }
     name.push_str(".canvas");
     name
+}
+
+/// Characters a file name must not keep: controls, the line and paragraph
+/// separators, and the invisible format characters (bidi marks, overrides
+/// and isolates, zero-width characters, the BOM, soft hyphen, ...).
+fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{034F}'
+                | '\u{061C}'
+                | '\u{115F}'
+                | '\u{1160}'
+                | '\u{17B4}'
+                | '\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FEFF}'
+                | '\u{FFA0}'
+                | '\u{FFF9}'..='\u{FFFB}'
+                | '\u{1D173}'..='\u{1D17A}'
+                | '\u{E0000}'..='\u{E0FFF}'
+        )
+}
+
+/// Whether Windows reserves `name` for a device: its part before the first
+/// `.` (trailing spaces aside) is `CON`, `PRN`, `AUX`, `NUL`, `COM1`-`COM9`
+/// or `LPT1`-`LPT9`, in any case.
+fn is_reserved(name: &str) -> bool {
+    let stem = name
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .trim_end()
+        .to_ascii_uppercase();
+    match stem.as_str() {
+        "CON" | "PRN" | "AUX" | "NUL" => true,
+        _ => {
+            let b = stem.as_bytes();
+            b.len() == 4
+                && (stem.starts_with("COM") || stem.starts_with("LPT"))
+                && (b'1'..=b'9').contains(&b[3])
+        }
+    }
 }
 
 #[derive(Serialize)]

@@ -279,7 +279,7 @@ pub fn call(addr: SocketAddr, method: &str, target: &str) -> Option<(u16, Vec<u8
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     s.set_write_timeout(Some(Duration::from_secs(5))).ok()?;
     let req = format!(
-        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\nX-Requested-By: durability\r\n\r\n"
     );
     s.write_all(req.as_bytes()).ok()?;
     let mut raw = Vec::new();

@@ -178,9 +178,15 @@ impl Node {
         self.run_job("trip");
     }
 
-    /// `POST /watch/<id>/run`.
+    /// `POST /watch/<id>/run`, with the header the operator listener asks
+    /// of a `POST`.
     pub fn run_job(&self, id: &str) {
-        let r = request(self.metrics, "POST", &format!("/watch/{id}/run"), &[]);
+        let r = request(
+            self.metrics,
+            "POST",
+            &format!("/watch/{id}/run"),
+            &[("X-Requested-By", "test")],
+        );
         assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
     }
 
