@@ -163,7 +163,9 @@ mod tests {
                 "store: memory\nmax_bytes: 10",
                 "board_api.changes.max_bytes",
             ),
-            ("path: /nonexistent-dir/x.sqlite", "board_api.changes.path"),
+            // A missing directory is made at start when its parent exists;
+            // a missing parent is refused.
+            ("path: /nonexistent-dir/deeper/x.sqlite", "board_api.changes.path"),
         ] {
             assert_eq!(conf(bad).map_err(|e| e.key), Err(key.to_owned()), "{bad}");
         }

@@ -364,7 +364,7 @@ impl Boards {
         let mut task = coalesce::AbortOnDrop(tokio::spawn(async move {
             let deadline = inner.loader.deadline();
             let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
-            inner.keep_version(&b, &outcome);
+            inner.keep_version(&b, &p, &outcome);
             if let Some(cache) = &inner.cache {
                 cache.remember((b, p), coverage, &outcome, cache.settings.ttl);
             }

@@ -60,7 +60,12 @@ pub fn classify(status: u16, retry_after: Option<Duration>) -> Attempt {
 /// applies), capped.
 pub fn retry_after(value: Option<&[u8]>) -> Option<Duration> {
     let text = std::str::from_utf8(value?).ok()?.trim();
-    let seconds: u64 = text.parse().ok()?;
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Digits past u64 (a 20-digit value) are "a very long time": capped,
+    // never ignored.
+    let seconds: u64 = text.parse().unwrap_or(u64::MAX);
     Some(Duration::from_secs(seconds).min(MAX_RETRY_AFTER))
 }
 
@@ -279,6 +284,10 @@ mod tests {
         assert_eq!(retry_after(Some(b"3")), Some(Duration::from_secs(3)));
         assert_eq!(retry_after(Some(b" 7 ")), Some(Duration::from_secs(7)));
         assert_eq!(retry_after(Some(b"99999999")), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            retry_after(Some(b"99999999999999999999999")),
+            Some(MAX_RETRY_AFTER)
+        );
         assert_eq!(retry_after(Some(b"Wed, 21 Oct 2015 07:28:00 GMT")), None);
         assert_eq!(retry_after(Some(b"-1")), None);
         assert_eq!(retry_after(None), None);
