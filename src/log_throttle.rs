@@ -42,8 +42,6 @@ impl Throttle {
     }
 
     /// Logs `line` at `WARN` when [`Throttle::due`], else at `DEBUG`.
-    // Until src/watch/ and src/store/versions/ use it in place of their copies.
-    #[allow(dead_code)]
     pub fn warn(&self, line: &str) {
         if self.due().is_some() {
             log::warn!("{line}");

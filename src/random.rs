@@ -22,15 +22,11 @@ pub fn bytes<const N: usize>() -> [u8; N] {
 }
 
 /// A random number (0 is as likely as any other).
-// Until src/watch/ and src/store/versions/ use it in place of their copies.
-#[allow(dead_code)]
 pub fn u64() -> u64 {
     u64::from_le_bytes(bytes::<8>())
 }
 
 /// 16 random bytes as 32 lower-case hex digits.
-// Until src/watch/ and src/store/versions/ use it in place of their copies.
-#[allow(dead_code)]
 pub fn token() -> String {
     hex(&bytes::<16>())
 }

@@ -165,7 +165,10 @@ mod tests {
             ),
             // A missing directory is made at start when its parent exists;
             // a missing parent is refused.
-            ("path: /nonexistent-dir/deeper/x.sqlite", "board_api.changes.path"),
+            (
+                "path: /nonexistent-dir/deeper/x.sqlite",
+                "board_api.changes.path",
+            ),
         ] {
             assert_eq!(conf(bad).map_err(|e| e.key), Err(key.to_owned()), "{bad}");
         }

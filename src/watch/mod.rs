@@ -33,7 +33,7 @@ use outbox::Outbox;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::Notify;
 
 /// One configured job and what this node knows of it.
@@ -278,20 +278,8 @@ fn jittered(every: Duration) -> Duration {
     low + Duration::from_millis(random_u64() % spread)
 }
 
-/// A random number from the system's generator (0 if it fails).
-fn random_u64() -> u64 {
-    use ring::rand::SecureRandom as _;
-    let mut bytes = [0u8; 8];
-    let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
-    u64::from_le_bytes(bytes)
-}
-
-/// Milliseconds since the epoch.
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+use crate::clock::now_ms;
+use crate::random::u64 as random_u64;
 
 /// `ms` since the epoch as RFC 3339 UTC with milliseconds.
 fn rfc3339(ms: u64) -> String {

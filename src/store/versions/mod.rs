@@ -31,7 +31,7 @@ use crate::pipeline::LoadedBoard;
 use crate::store::sqlite::Db;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Versions waiting to be written at most; past it a version is not kept.
@@ -452,24 +452,13 @@ impl Backend {
     }
 }
 
-/// Milliseconds since the epoch (0 before it).
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+use crate::clock::now_ms;
 
 /// Logs `line` at WARN unless a line was logged in the last minute (then at
 /// DEBUG): a store that fails on every request is one line a minute.
 fn warn_at_most_every_minute(line: &str) {
-    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if last.is_some_and(|t| t.elapsed() < Duration::from_secs(60)) {
-        log::debug!("{line}");
-        return;
-    }
-    *last = Some(Instant::now());
-    log::warn!("{line}");
+    static STORE: crate::log_throttle::Throttle = crate::log_throttle::Throttle::new();
+    STORE.warn(line);
 }
 
 #[cfg(test)]

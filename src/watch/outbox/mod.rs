@@ -367,42 +367,13 @@ impl LocalLeases {
     }
 }
 
-/// 16 random bytes as hex.
-pub fn token() -> String {
-    use ring::rand::SecureRandom as _;
-    let mut bytes = [0u8; 16];
-    // The system's generator; on the (theoretical) failure, the time keeps
-    // tokens distinct within the process.
-    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        bytes.copy_from_slice(&nanos.to_le_bytes());
-    }
-    hex(&bytes)
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
-}
+pub use crate::random::{hex, token};
 
 /// Logs a rejected stored value at WARN at most once a minute.
 #[cfg_attr(not(any(feature = "sqlite", feature = "fleet")), allow(dead_code))]
 pub fn warn_rejected(what: &str) {
-    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if last.is_some_and(|t| t.elapsed() < Duration::from_secs(60)) {
-        log::debug!("watch: {what} that is not ours was deleted");
-        return;
-    }
-    *last = Some(Instant::now());
-    log::warn!("watch: {what} that is not ours was deleted");
+    static REJECTED: crate::log_throttle::Throttle = crate::log_throttle::Throttle::new();
+    REJECTED.warn(&format!("watch: {what} that is not ours was deleted"));
 }
 
 #[cfg(test)]

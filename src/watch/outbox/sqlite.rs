@@ -402,7 +402,8 @@ fn delivery_parts<'a>(id: &'a str, job: &'a str, value: &'a [u8]) -> [&'a [u8]; 
 }
 
 /// The seal a delivery row of `job` carries (what [`open_delivery`]
-/// checks).
+/// checks), for the fuzz target that checks the two agree.
+#[cfg(feature = "internals")]
 pub fn seal_delivery(key: &hmac::Key, id: &str, job: &str, value: &[u8]) -> Vec<u8> {
     seal(key, &delivery_parts(id, job, value))
 }
@@ -560,14 +561,8 @@ fn ms(d: Duration) -> u64 {
 
 /// Logs a store error at most once a minute.
 fn report(e: &DbError) {
-    static LAST: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if last.is_some_and(|t| t.elapsed() < Duration::from_secs(60)) {
-        log::debug!("watch: the state file did not answer: {e}");
-        return;
-    }
-    *last = Some(std::time::Instant::now());
-    log::warn!("watch: the state file did not answer: {e}");
+    static UNANSWERED: crate::log_throttle::Throttle = crate::log_throttle::Throttle::new();
+    UNANSWERED.warn(&format!("watch: the state file did not answer: {e}"));
 }
 
 #[cfg(test)]
