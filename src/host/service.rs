@@ -115,6 +115,7 @@ pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Bui
     // The watch jobs load boards through the same API value (its cache,
     // coalescing, fleet tier and limits).
     let watches = Watches::new(Arc::clone(&api), &settings.api)?;
+    let streams = Arc::clone(&api);
     let state_file = api.versions().and_then(|v| v.state_file()).cloned();
     let server = &settings.server;
     let mut app = BoardApiService::new(api, server.compression_level);
@@ -162,6 +163,7 @@ pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Bui
         api: service,
         watches,
         state_file,
+        streams,
     })
 }
 
@@ -173,6 +175,20 @@ pub(crate) struct Built {
     /// The state file (`board_api.changes.store: sqlite`), opened by
     /// [`StateFileService`] in the process that serves.
     pub(crate) state_file: Option<Arc<crate::store::sqlite::Db>>,
+    /// The API whose event streams end when the server shuts down.
+    pub(crate) streams: Arc<BoardApi>,
+}
+
+/// Ends the event streams of `/changes` when the server shuts down, so
+/// each ends with its last chunk rather than a cut connection.
+struct StreamsService(Arc<BoardApi>);
+
+#[async_trait]
+impl BackgroundService for StreamsService {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let _ = shutdown.changed().await;
+        self.0.end_streams();
+    }
 }
 
 /// Opens the state file as the server starts: after Pingora's fork with
@@ -251,7 +267,9 @@ pub fn add_services(
         api,
         watches,
         state_file,
+        streams,
     } = service(&server.configuration, settings)?;
+    server.add_service(background_service("event streams", StreamsService(streams)));
     if let Some(db) = state_file {
         server.add_service(background_service("state file", StateFileService(db)));
     }
