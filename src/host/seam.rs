@@ -75,7 +75,11 @@ impl BoardApi {
         };
         let client_ip = self.client_ip(session);
         if self.is_event_stream(session.req_header()) {
-            return self.serve_events(session, client_ip).await.map(Some);
+            // Boxed: its future nests deep (a host's async block must stay
+            // within the compiler's layout depth).
+            return Box::pin(self.serve_events(session, client_ip))
+                .await
+                .map(Some);
         }
         // The answer is computed while the client is watched, so a client
         // that goes away stops what only it was waiting for (a cold load
@@ -230,7 +234,7 @@ impl BoardApi {
         let mut served = Served::default();
         let opened = tokio::select! {
             biased;
-            opened = self.open_stream(&parts, &mut served) => Some(opened),
+            opened = Box::pin(self.open_stream(&parts, &mut served)) => Some(opened),
             () = client_gone(&mut session.downstream_session) => None,
         };
         served.request_id = Some(request_id.clone());
