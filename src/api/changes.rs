@@ -224,10 +224,10 @@ impl BoardApi {
                 // Nothing changed yet: wait for the board's poller to see a
                 // new version (or the board gone), then answer as without
                 // `wait`.
-                let slot = self.live.admit(req.client_ip)?;
-                let mut waiter = slot.watch(&request.link, &request.since);
-                if tokio::time::timeout(wait, waiter.next()).await.is_ok() {
-                    drop(waiter);
+                if self
+                    .wait_for_version(&request.link, &request.since, wait, req.client_ip)
+                    .await?
+                {
                     (answered, source) = self.changes_of(&request, representation, served).await?;
                 }
             }
@@ -247,6 +247,23 @@ impl BoardApi {
         );
         response.served = std::mem::take(served);
         Ok(response)
+    }
+
+    /// Waits up to `wait` for the poller of the board of `link` to see a
+    /// version other than `seen` (or the board gone): true when one came.
+    ///
+    /// # Errors
+    /// The bounds of `board_api.live` (`503`, `429`).
+    pub(crate) async fn wait_for_version(
+        &self,
+        link: &ShareLink,
+        seen: &str,
+        wait: std::time::Duration,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<bool, ApiError> {
+        let slot = self.live.admit(client)?;
+        let mut waiter = slot.watch(link, seen);
+        Ok(tokio::time::timeout(wait, waiter.next()).await.is_ok())
     }
 
     /// The changes `request` asks for, as `representation`, and the level
