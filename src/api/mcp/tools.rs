@@ -292,13 +292,14 @@ pub fn search_args<'a>(args: &Object<'a>) -> Result<SearchArgs<'a>, ApiError> {
 ///
 /// # Errors
 /// `INVALID_REQUEST` for an unknown argument or a value that is not a string.
-pub fn changes_args<'a>(
-    args: &Object<'a>,
-) -> Result<([Option<Cow<'a, str>>; 2], Option<usize>), ApiError> {
+pub fn changes_args<'a>(args: &Object<'a>) -> Result<ChangesArgs<'a>, ApiError> {
     known(args, &["url", "since", "wait"])?;
     let wait = integer(args, "wait", 1..=MAX_WAIT)?;
     Ok(([text(args, "url")?, text(args, "since")?], wait))
 }
+
+/// `board_changes`'s `[url, since]` and `wait`.
+pub type ChangesArgs<'a> = ([Option<Cow<'a, str>>; 2], Option<usize>);
 
 /// The longest `wait` of `board_changes`, in seconds.
 pub const MAX_WAIT: usize = 30;
