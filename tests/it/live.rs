@@ -354,3 +354,35 @@ fn bounds_answer_503_and_429_and_errors_before_a_stream_are_json() {
     second.assert_error(503, "OVERLOADED", None);
     assert!(second.header("retry-after").is_some());
 }
+
+#[test]
+fn board_changes_waits_for_a_change_when_asked() {
+    use crate::common::mcp::{call, result};
+    use serde_json::json;
+    let node = node("");
+    let gw = node.gateway.addr;
+    let v1 = node.version();
+    let url = format!("https://app.milanote.com/{BOARD}/slug?p={PERMISSION}");
+    for wait in [json!(0), json!(31), json!("5")] {
+        let r = result(&call(
+            gw,
+            "board_changes",
+            json!({"url": url, "since": v1, "wait": wait}),
+        ));
+        assert_eq!(r["isError"], true, "{wait}");
+        assert_eq!(r["structuredContent"]["error"]["field"], "wait", "{r}");
+    }
+    let args = json!({"url": url, "since": v1, "wait": 30});
+    let poll = std::thread::spawn(move || {
+        let started = Instant::now();
+        (result(&call(gw, "board_changes", args)), started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    node.edit(BOARD);
+    let (r, took) = poll.join().expect("the call");
+    assert_eq!(r["isError"], false, "{r}");
+    assert!(took < EVERY + Duration::from_secs(3), "{took:?}");
+    let data = &r["structuredContent"];
+    assert_eq!(data["from"], v1.as_str());
+    assert_eq!(data["added"].as_array().map(Vec::len), Some(1), "{data}");
+}

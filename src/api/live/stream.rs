@@ -276,3 +276,33 @@ impl BoardApi {
         Ok((Bytes::from(event), to))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_get_that_names_the_stream_gets_it() {
+        let with = |accept: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                http::header::ACCEPT,
+                http::HeaderValue::from_str(accept).expect("a value"),
+            );
+            headers
+        };
+        let get = http::Method::GET;
+        assert!(wants_events(&get, &with("text/event-stream")));
+        assert!(wants_events(
+            &get,
+            &with("application/json, Text/Event-Stream;q=0.5")
+        ));
+        assert!(!wants_events(&get, &with("text/event-stream;q=0")));
+        assert!(!wants_events(&get, &with("*/*")));
+        assert!(!wants_events(&get, &HeaderMap::new()));
+        assert!(!wants_events(
+            &http::Method::HEAD,
+            &with("text/event-stream")
+        ));
+    }
+}
