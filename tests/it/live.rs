@@ -386,3 +386,29 @@ fn board_changes_waits_for_a_change_when_asked() {
     assert_eq!(data["from"], v1.as_str());
     assert_eq!(data["added"].as_array().map(Vec::len), Some(1), "{data}");
 }
+
+#[test]
+fn open_streams_and_events_are_counted() {
+    let (gw, metrics) = start_gateway_with_metrics("", "");
+    let mut stream = open(gw.addr, &query(None), &[]);
+    assert_eq!(stream.status, 200, "{}", stream.text);
+    assert_eq!(
+        stream
+            .next(Duration::from_secs(5))
+            .map(|e| e.event)
+            .as_deref(),
+        Some("board.version")
+    );
+    let text = String::from_utf8(request(metrics, "GET", "/metrics", &[]).body).expect("UTF-8");
+    let value = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name) && l.contains("api=\"/api\""))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    assert_eq!(value("board_api_live_streams{"), Some(1.0), "{text}");
+    assert!(
+        value("board_api_live_events_total{").is_some_and(|v| v >= 1.0),
+        "{text}"
+    );
+}
