@@ -412,3 +412,27 @@ fn open_streams_and_events_are_counted() {
         "{text}"
     );
 }
+
+#[test]
+fn a_stream_ends_cleanly_after_max_stream_seconds() {
+    let node = node("    max_stream_seconds: 10\n");
+    let mut stream = open(node.gateway.addr, &query(None), &[]);
+    assert_eq!(stream.status, 200, "{}", stream.text);
+    let opened = Instant::now();
+    stream.next(Duration::from_secs(5)).expect("a first event");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline && stream.read_some() {}
+    let took = opened.elapsed();
+    assert!(
+        took >= Duration::from_secs(9) && took < Duration::from_secs(14),
+        "{took:?}"
+    );
+    // Ended, not cut: the last chunk of a chunked body, or (the stream's
+    // connection is not reused) a body delimited by the close that ends
+    // with a whole event.
+    let chunked = stream
+        .header("transfer-encoding")
+        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    let end = if chunked { "0\r\n\r\n" } else { "\n\n" };
+    assert!(stream.text.ends_with(end), "{:?}", stream.text);
+}
