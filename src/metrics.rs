@@ -469,6 +469,52 @@ fn status_label(status: u16) -> &'static str {
     }
 }
 
+/// `board_api_live_streams{api}`: event streams and long polls open now.
+static LIVE_OPEN: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge_vec(
+        "board_api_live_streams",
+        "Event streams and long polls of /changes open now",
+        &["api"],
+    )
+});
+
+/// `board_api_live_events_total{api}`: events sent on streams (keep-alive
+/// comments aside).
+static LIVE_EVENTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "board_api_live_events_total",
+        "Events sent on /changes event streams",
+        &["api"],
+    )
+});
+
+/// `board_api_live_polls_total{api, outcome}`: fresh loads of boards
+/// someone waits on, by outcome (`same`, `changed`, `gone`, `failed`).
+static LIVE_POLLS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "board_api_live_polls_total",
+        "Fresh loads of boards someone waits on, by outcome",
+        &["api", "outcome"],
+    )
+});
+
+impl Metrics {
+    /// A stream or long poll opened (`1`) or ended (`-1`).
+    pub(crate) fn live_open(&self, delta: i64) {
+        LIVE_OPEN.with_label_values(&[&self.0.api]).add(delta);
+    }
+
+    /// An event sent on a stream.
+    pub(crate) fn live_event(&self) {
+        LIVE_EVENTS.with_label_values(&[&self.0.api]).inc();
+    }
+
+    /// A fresh load for waiters, by outcome.
+    pub(crate) fn live_poll(&self, outcome: &str) {
+        LIVE_POLLS.with_label_values(&[&self.0.api, outcome]).inc();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

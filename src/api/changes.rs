@@ -30,26 +30,41 @@ pub struct ChangesRequest {
     pub link: ShareLink,
     /// The version the client saw: 32 lowercase hex digits.
     pub since: String,
+    /// `wait`: how long to wait for a new version when nothing changed
+    /// (the long poll; `board_api.live`).
+    pub wait: Option<std::time::Duration>,
 }
 
-/// Checks the query of a `/changes` request: only `url` and `since`, each
-/// once; then `url` (present, 1 to 2048 characters), `since` (present, a
-/// token this service could have made), the share link.
+/// The longest `wait` of `/changes`, in seconds.
+pub const MAX_WAIT_SECONDS: u64 = 60;
+
+/// The query of a `/changes` request, each parameter at most once: `url`,
+/// `since`, `wait`.
+#[derive(Debug, Default)]
+pub(crate) struct Query {
+    pub url: Option<String>,
+    pub since: Option<String>,
+    pub wait: Option<String>,
+}
+
+/// Splits the query of a `/changes` request: only `url`, `since` and
+/// `wait`, each at most once.
 ///
 /// # Errors
-/// `INVALID_REQUEST` (field: the parameter), then `INVALID_SHARE_URL`.
-pub fn parse(query: Option<&str>, share_host: &str) -> Result<ChangesRequest, ApiError> {
+/// `INVALID_REQUEST` naming the parameter.
+pub(crate) fn query(query: Option<&str>) -> Result<Query, ApiError> {
     let pairs: Vec<_> = url::form_urlencoded::parse(query.unwrap_or("").as_bytes()).collect();
-    let (mut url, mut since) = (None, None);
+    let mut found = Query::default();
     for (key, value) in &pairs {
         let slot = match key.as_ref() {
-            "url" => &mut url,
-            "since" => &mut since,
+            "url" => &mut found.url,
+            "since" => &mut found.since,
+            "wait" => &mut found.wait,
             other => {
                 let field = unknown_parameter(other, &pairs).field().map(str::to_owned);
                 return Err(ApiError::InvalidRequest {
                     field,
-                    message: "unknown query parameter; allowed: url, since".into(),
+                    message: "unknown query parameter; allowed: url, since, wait".into(),
                 });
             }
         };
@@ -59,9 +74,44 @@ pub fn parse(query: Option<&str>, share_host: &str) -> Result<ChangesRequest, Ap
                 format!("{key} must appear at most once"),
             ));
         }
-        *slot = Some(value.clone());
+        *slot = Some(value.to_string());
     }
-    from_values(url.as_deref(), since.as_deref(), share_host)
+    Ok(found)
+}
+
+/// Checks the query of a `/changes` request: only `url`, `since` and
+/// `wait`, each once; then `url` (present, 1 to 2048 characters), `since`
+/// (present, a token this service could have made), `wait` (1 to 60
+/// seconds), the share link.
+///
+/// # Errors
+/// `INVALID_REQUEST` (field: the parameter), then `INVALID_SHARE_URL`.
+pub fn parse(query_text: Option<&str>, share_host: &str) -> Result<ChangesRequest, ApiError> {
+    let q = query(query_text)?;
+    let wait = wait_value(q.wait.as_deref(), MAX_WAIT_SECONDS)?;
+    let mut request = from_values(q.url.as_deref(), q.since.as_deref(), share_host)?;
+    request.wait = wait;
+    Ok(request)
+}
+
+/// `wait` in seconds, 1 to `max`.
+///
+/// # Errors
+/// `INVALID_REQUEST` with field `wait`.
+pub(crate) fn wait_value(
+    wait: Option<&str>,
+    max: u64,
+) -> Result<Option<std::time::Duration>, ApiError> {
+    let Some(text) = wait else {
+        return Ok(None);
+    };
+    match text.trim().parse::<u64>() {
+        Ok(s) if (1..=max).contains(&s) => Ok(Some(std::time::Duration::from_secs(s))),
+        _ => Err(ApiError::invalid_request(
+            "wait",
+            format!("wait is a number of seconds from 1 to {max}"),
+        )),
+    }
 }
 
 /// [`parse`] for values given some other way (an MCP tool's arguments).
@@ -81,18 +131,37 @@ pub fn from_values(
             "since is required: a Board-Version this service answered with",
         ));
     }
-    if !is_version(since) {
-        return Err(ApiError::invalid_request(
-            "since",
-            "since is not a board version (32 lowercase hex digits, from a Board-Version header)",
-        ));
-    }
-    let link = share_link::parse(url, share_host).map_err(|e| ApiError::InvalidShareUrl {
-        message: e.message(),
-    })?;
+    check_version("since", since)?;
+    let link = link_value(url, share_host)?;
     Ok(ChangesRequest {
         link,
         since: since.to_owned(),
+        wait: None,
+    })
+}
+
+/// `version` is a token this service could have made.
+///
+/// # Errors
+/// `INVALID_REQUEST` naming `field`.
+pub(crate) fn check_version(field: &str, version: &str) -> Result<(), ApiError> {
+    if is_version(version) {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_request(
+            field,
+            format!("{field} is not a board version (32 lowercase hex digits, from a Board-Version header)"),
+        ))
+    }
+}
+
+/// The share link of a checked `url` value.
+///
+/// # Errors
+/// `INVALID_SHARE_URL`.
+pub(crate) fn link_value(url: &str, share_host: &str) -> Result<ShareLink, ApiError> {
+    share_link::parse(url, share_host).map_err(|e| ApiError::InvalidShareUrl {
+        message: e.message(),
     })
 }
 
@@ -149,7 +218,20 @@ impl BoardApi {
             Representation::Markdown => Representation::Markdown,
             _ => Representation::Json,
         };
-        let (answered, source) = self.changes_of(&request, representation, served).await?;
+        let (mut answered, mut source) = self.changes_of(&request, representation, served).await?;
+        if let Some(wait) = request.wait {
+            if answered.doc.board.version() == Some(request.since.as_str()) {
+                // Nothing changed yet: wait for the board's poller to see a
+                // new version (or the board gone), then answer as without
+                // `wait`.
+                if self
+                    .wait_for_version(&request.link, &request.since, wait, req.client_ip)
+                    .await?
+                {
+                    (answered, source) = self.changes_of(&request, representation, served).await?;
+                }
+            }
+        }
         let mut response = respond::success(
             &answered.rendered,
             representation,
@@ -165,6 +247,23 @@ impl BoardApi {
         );
         response.served = std::mem::take(served);
         Ok(response)
+    }
+
+    /// Waits up to `wait` for the poller of the board of `link` to see a
+    /// version other than `seen` (or the board gone): true when one came.
+    ///
+    /// # Errors
+    /// The bounds of `board_api.live` (`503`, `429`).
+    pub(crate) async fn wait_for_version(
+        &self,
+        link: &ShareLink,
+        seen: &str,
+        wait: std::time::Duration,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<bool, ApiError> {
+        let slot = self.live.admit(client)?;
+        let mut waiter = slot.watch(link, seen);
+        Ok(tokio::time::timeout(wait, waiter.next()).await.is_ok())
     }
 
     /// The changes `request` asks for, as `representation`, and the level

@@ -7,6 +7,7 @@
 pub mod accept;
 pub mod changes;
 pub mod error;
+pub(crate) mod live;
 mod load;
 pub mod mcp;
 mod memo;
@@ -138,6 +139,8 @@ pub struct BoardApi {
     mcp: McpSettings,
     /// This instance's series, labelled `api` by `board_api.name`.
     metrics: Metrics,
+    /// Streams, long polls and their pollers (`board_api.live`).
+    live: live::Hub,
 }
 
 impl BoardApi {
@@ -166,6 +169,7 @@ impl BoardApi {
         let versions = Versions::open(&settings.changes, settings.shared.as_ref())
             .map_err(|e| ConfigError::new("board_api.changes", e))?;
         let boards = boards.with_versions(versions);
+        let live = live::Hub::new(settings.live.clone(), boards.clone(), metrics.clone());
         Ok(BoardApi {
             share_host: settings.share_host.clone(),
             parsed: ParseMemo::default(),
@@ -179,6 +183,7 @@ impl BoardApi {
             compress: true,
             mcp: settings.mcp.clone(),
             metrics,
+            live,
         })
     }
 
@@ -359,6 +364,34 @@ impl BoardApi {
         let mut response = respond::error(e, request_id);
         response.served = served;
         response
+    }
+
+    /// The error answer to a request for an event stream, stamped with its
+    /// `X-Request-Id`.
+    pub(crate) fn refused_stream(
+        &self,
+        e: &ApiError,
+        request_id: &HeaderValue,
+        served: Served,
+    ) -> ApiResponse {
+        let mut response = self.refused(e, request_id, served);
+        respond::stamp(&mut response, request_id.clone());
+        response
+    }
+
+    /// Counts a request answered outside [`BoardApi::respond`] (a stream).
+    pub(crate) fn count_request(&self, endpoint: &str, status: u16) {
+        self.metrics.request(endpoint, status);
+    }
+
+    /// The path prefix of the endpoints.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Ends every open event stream: the server shuts down.
+    pub(crate) fn end_streams(&self) {
+        self.live.shut_down();
     }
 
     /// The optional per-client rate limit (`board_api.rate_limit`).

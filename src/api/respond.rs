@@ -106,6 +106,24 @@ fn cors(headers: &mut HeaderMap) {
     );
 }
 
+/// The headers of an event stream (`/changes` with `Accept:
+/// text/event-stream`): its type, `no-store`, no buffering by a proxy in
+/// front (`X-Accel-Buffering: no`), and the CORS headers.
+pub(crate) fn stream_headers() -> HeaderMap {
+    let mut headers = HeaderMap::with_capacity(6);
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        http::HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    cors(&mut headers);
+    headers
+}
+
 /// `{"ok":false,"error":{"code","message","field"?,"hint"?,"requestId"}}`
 /// with `no-store`; `request_id` is the answer's `X-Request-Id`, which the
 /// caller sets (see [`stamp`]).

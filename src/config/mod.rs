@@ -14,6 +14,7 @@ mod cache;
 mod changes;
 mod files;
 mod limits;
+mod live;
 mod mcp;
 mod provider;
 mod rate_limit;
@@ -30,6 +31,8 @@ use cache::CacheConf;
 use changes::ChangesConf;
 pub(crate) use files::writable_file;
 use limits::LimitsConf;
+use live::LiveConf;
+pub use live::LiveSettings;
 use mcp::McpConf;
 pub use mcp::McpSettings;
 use provider::ProviderConf;
@@ -127,6 +130,10 @@ pub(crate) struct BoardApiConf {
     /// Watch jobs and their webhooks; none when absent.
     #[serde(default)]
     pub watch: Option<WatchConf>,
+    /// Changes as they happen (streams, long polls, feeds); defaults when
+    /// absent.
+    #[serde(default)]
+    pub live: Option<LiveConf>,
     /// The standalone binary's own settings; an embedding host ignores them.
     #[serde(default)]
     pub server: Option<ServerConf>,
@@ -155,6 +162,8 @@ pub struct ApiSettings {
     pub(crate) changes: VersionSettings,
     /// Watch jobs (`board_api.watch`), run by the standalone binary.
     pub(crate) watch: WatchSettings,
+    /// Streams, long polls and feeds (`board_api.live`).
+    pub(crate) live: LiveSettings,
     /// `board_api.server.trusted_proxies`, which a host reads too.
     pub(crate) trusted_proxies: TrustedProxies,
 }
@@ -399,6 +408,7 @@ impl BoardApiConf {
             mcp: McpConf::validate(self.mcp)?,
             changes,
             watch,
+            live: LiveConf::validate(self.live)?,
             trusted_proxies: TrustedProxies::none(),
         })
     }

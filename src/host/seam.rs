@@ -1,6 +1,7 @@
 //! The embedding seam: one call from a host gateway's `request_filter`, and
 //! a redacted request summary for the host's `request_summary`.
 
+use crate::api::live::stream;
 use crate::api::request_id;
 use crate::api::respond::{ApiResponse, Served};
 use crate::api::{BoardApi, RequestParts};
@@ -73,6 +74,13 @@ impl BoardApi {
             }));
         };
         let client_ip = self.client_ip(session);
+        if self.is_event_stream(session.req_header()) {
+            // Boxed: its future nests deep (a host's async block must stay
+            // within the compiler's layout depth).
+            return Box::pin(self.serve_events(session, client_ip))
+                .await
+                .map(Some);
+        }
         // The answer is computed while the client is watched, so a client
         // that goes away stops what only it was waiting for (a cold load
         // nobody else joined). Watching needs the session mutably while the
@@ -209,6 +217,127 @@ fn expects_continue(req: &pingora_http::RequestHeader) -> bool {
                 .trim_ascii()
                 .eq_ignore_ascii_case(b"100-continue")
         })
+}
+
+impl BoardApi {
+    /// Whether the request is for the event stream of `/changes`.
+    fn is_event_stream(&self, req: &RequestHeader) -> bool {
+        matches!(
+            crate::api::route::route(req.uri.path(), self.prefix()),
+            crate::api::route::Route::Changes
+        ) && stream::wants_events(&req.method, &req.headers)
+    }
+
+    /// `GET {prefix}/changes` as Server-Sent Events: the endpoint's JSON
+    /// error before the stream starts; then the header, and each chunk as
+    /// it comes, until the stream ends or the client leaves. Compression is
+    /// off for the stream (a compressor holds bytes back).
+    async fn serve_events(
+        &self,
+        session: &mut Session,
+        client_ip: Option<std::net::IpAddr>,
+    ) -> Result<Answered> {
+        let head = session.req_header().clone();
+        let request_id = request_id::for_request(&head.headers);
+        let parts = RequestParts::new(
+            &head.method,
+            head.uri.path(),
+            head.uri.query(),
+            &head.headers,
+        )
+        .with_client_ip(client_ip);
+        let mut served = Served::default();
+        let opened = tokio::select! {
+            biased;
+            opened = Box::pin(self.open_stream(&parts, &mut served)) => Some(opened),
+            () = client_gone(&mut session.downstream_session) => None,
+        };
+        served.request_id = Some(request_id.clone());
+        let mut stream = match opened {
+            None => {
+                session.set_keepalive(None);
+                return Ok(Answered {
+                    status: CLIENT_GONE,
+                    bytes: 0,
+                    served,
+                });
+            }
+            Some(Err(e)) => {
+                let mut response = self.refused_stream(&e, &request_id, served);
+                self.count_request("changes", response.status.as_u16());
+                let mut answered = Answered {
+                    status: response.status.as_u16(),
+                    bytes: response.body.len(),
+                    served: std::mem::take(&mut response.served),
+                };
+                if write(session, response, false).await.is_err() {
+                    answered.bytes = 0;
+                }
+                return Ok(answered);
+            }
+            Some(Ok(stream)) => stream,
+        };
+        self.count_request("changes", 200);
+        if let Some(c) = session
+            .downstream_modules_ctx
+            .get_mut::<pingora_core::modules::http::compression::ResponseCompression>()
+        {
+            c.adjust_level(0);
+        }
+        let mut header = ResponseHeader::build(200, Some(8))?;
+        for (name, value) in &crate::api::respond::stream_headers() {
+            header.append_header(name.clone(), value.clone())?;
+        }
+        header.insert_header(request_id::X_REQUEST_ID, request_id)?;
+        // A stream is not followed by another request on its connection.
+        session.set_keepalive(None);
+        let mut bytes = 0;
+        let mut gone = session
+            .write_response_header(Box::new(header), false)
+            .await
+            .is_err();
+        while !gone {
+            let next = tokio::select! {
+                biased;
+                () = client_gone(&mut session.downstream_session) => None,
+                chunk = stream.next(self) => Some(chunk),
+            };
+            match next {
+                None => gone = true,
+                Some(None) => break,
+                Some(Some(chunk)) => {
+                    let len = chunk.len();
+                    if session
+                        .write_response_body(Some(chunk), false)
+                        .await
+                        .is_err()
+                    {
+                        gone = true;
+                    } else {
+                        bytes += len;
+                    }
+                }
+            }
+        }
+        if !gone {
+            let _ = session.write_response_body(None, true).await;
+        }
+        let why = if gone {
+            "client gone"
+        } else {
+            stream.ended().map_or("ended", stream::Ended::name)
+        };
+        log::info!(
+            "event stream of board {} ended ({why}): {} events",
+            stream.board(),
+            stream.events
+        );
+        Ok(Answered {
+            status: 200,
+            bytes,
+            served,
+        })
+    }
 }
 
 /// The status an access log records for a request whose client went away

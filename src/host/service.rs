@@ -126,6 +126,7 @@ pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Bui
     // The watch jobs load boards through the same API value (its cache,
     // coalescing, fleet tier and limits).
     let watches = Watches::new(Arc::clone(&api), &settings.api)?;
+    let streams = Arc::clone(&api);
     #[cfg(feature = "sqlite")]
     let state_file = api.versions().and_then(|v| v.state_file()).cloned();
     let server = &settings.server;
@@ -178,6 +179,7 @@ pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Bui
         watches,
         #[cfg(feature = "sqlite")]
         state_file,
+        streams,
     })
 }
 
@@ -190,6 +192,20 @@ pub(crate) struct Built {
     /// [`StateFileService`] in the process that serves.
     #[cfg(feature = "sqlite")]
     pub(crate) state_file: Option<Arc<crate::store::sqlite::Db>>,
+    /// The API whose event streams end when the server shuts down.
+    pub(crate) streams: Arc<BoardApi>,
+}
+
+/// Ends the event streams of `/changes` when the server shuts down, so
+/// each ends with its last chunk rather than a cut connection.
+struct StreamsService(Arc<BoardApi>);
+
+#[async_trait]
+impl BackgroundService for StreamsService {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let _ = shutdown.changed().await;
+        self.0.end_streams();
+    }
 }
 
 /// Opens the state file as the server starts: after Pingora's fork with
@@ -267,6 +283,10 @@ pub fn add_services(
     settings: &Settings,
 ) -> Result<Vec<pingora_core::services::ServiceHandle>, ConfigError> {
     let built = service(&server.configuration, settings)?;
+    server.add_service(background_service(
+        "event streams",
+        StreamsService(built.streams),
+    ));
     #[cfg(feature = "sqlite")]
     if let Some(db) = built.state_file {
         server.add_service(background_service("state file", StateFileService(db)));

@@ -28,6 +28,7 @@
 
 mod budget;
 mod coalesce;
+mod fresh;
 mod kept;
 mod load;
 pub mod shared;

@@ -29,6 +29,7 @@ mod gateway_upstream;
 mod governance;
 mod host_example;
 mod http2;
+mod live;
 mod log_redaction;
 mod markdown;
 mod mcp;

@@ -108,10 +108,16 @@ impl BoardApi {
         }
         let (read, search) = match tool {
             Tool::BoardChanges => {
-                let [url, since] = tools::changes_args(args)?;
+                let ([url, since], wait) = tools::changes_args(args)?;
                 // Boxed, as the endpoint's: its future nests deep.
-                let changes =
-                    self.board_changes(url.as_deref(), since.as_deref(), served, called, started);
+                let changes = self.board_changes(
+                    url.as_deref(),
+                    since.as_deref(),
+                    (wait, req.client_ip),
+                    served,
+                    called,
+                    started,
+                );
                 return Box::pin(changes).await;
             }
             Tool::ReadBoard => (Some(tools::read_args(args)?), None),
@@ -373,11 +379,20 @@ impl BoardApi {
         &self,
         url: Option<&str>,
         since: Option<&str>,
+        (wait, client): (Option<usize>, Option<std::net::IpAddr>),
         served: &mut Served,
         called: &mut Called,
         started: Instant,
     ) -> Result<Bytes, ApiError> {
         let request = crate::api::changes::from_values(url, since, &self.share_host)?;
+        if let Some(wait) = wait {
+            let (doc, _) = self.load_full(&request.link, served).await?;
+            if doc.board.version() == Some(request.since.as_str()) {
+                let wait = std::time::Duration::from_secs(wait as u64);
+                self.wait_for_version(&request.link, &request.since, wait, client)
+                    .await?;
+            }
+        }
         let (markdown, source) = self
             .changes_of(&request, Representation::Markdown, served)
             .await?;

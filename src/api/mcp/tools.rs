@@ -103,6 +103,7 @@ pub fn definitions() -> Value {
                 "properties": {
                     "url": url,
                     "since": {"type": "string", "pattern": "^[0-9a-f]{32}$", "description": "A board version seen before"},
+                    "wait": {"type": "integer", "minimum": 1, "maximum": 30, "description": "Seconds to wait for a change when nothing changed since `since` (a long poll)"},
                 },
                 "required": ["url", "since"],
                 "additionalProperties": false,
@@ -286,14 +287,22 @@ pub fn search_args<'a>(args: &Object<'a>) -> Result<SearchArgs<'a>, ApiError> {
     })
 }
 
-/// `board_changes`'s arguments: `url` and `since`, as `/changes` takes them.
+/// `board_changes`'s arguments: `url`, `since` and `wait` (1 to 30 seconds),
+/// as `/changes` takes them.
 ///
 /// # Errors
 /// `INVALID_REQUEST` for an unknown argument or a value that is not a string.
-pub fn changes_args<'a>(args: &Object<'a>) -> Result<[Option<Cow<'a, str>>; 2], ApiError> {
-    known(args, &["url", "since"])?;
-    Ok([text(args, "url")?, text(args, "since")?])
+pub fn changes_args<'a>(args: &Object<'a>) -> Result<ChangesArgs<'a>, ApiError> {
+    known(args, &["url", "since", "wait"])?;
+    let wait = integer(args, "wait", 1..=MAX_WAIT)?;
+    Ok(([text(args, "url")?, text(args, "since")?], wait))
 }
+
+/// `board_changes`'s `[url, since]` and `wait`.
+pub type ChangesArgs<'a> = ([Option<Cow<'a, str>>; 2], Option<usize>);
+
+/// The longest `wait` of `board_changes`, in seconds.
+pub const MAX_WAIT: usize = 30;
 
 /// An argument that is absent (or `null`), or a string.
 fn text<'a>(args: &Object<'a>, name: &str) -> Result<Option<Cow<'a, str>>, ApiError> {
