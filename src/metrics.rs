@@ -325,6 +325,11 @@ impl Metrics {
         }
         LazyLock::force(&CHALLENGES);
         LazyLock::force(&ACCESS_DROPPED);
+        LIVE_OPEN.with_label_values(&[api]);
+        LIVE_EVENTS.with_label_values(&[api]);
+        for outcome in ["same", "changed", "gone", "failed"] {
+            LIVE_POLLS.with_label_values(&[api, outcome]);
+        }
         let level = |vec: &IntGaugeVec, labels: &[&str]| Level::new(vec.with_label_values(labels));
         let mcp = |tool: &str| {
             ["ok", "tool_error"].map(|o| MCP.with_label_values(&[api, "tools/call", tool, o]))

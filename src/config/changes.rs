@@ -4,6 +4,7 @@
 //! file unless the file asks for it); with it, the store is `sqlite` unless
 //! named.
 
+use super::shared::SharedConf;
 use super::{fail, files::state_file, within, ConfigError};
 use crate::store::versions::{Bounds, StoreKind, VersionSettings};
 use serde::Deserialize;
@@ -13,7 +14,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ChangesConf {
-    /// `sqlite` (default), `redis` (the fleet tier's server) or `memory`.
+    /// `sqlite` (default), `redis` (the fleet tier's server, or `redis`
+    /// below) or `memory`.
     #[serde(default)]
     pub store: Option<String>,
     /// The SQLite file (required with `store: sqlite`); created at start.
@@ -30,6 +32,12 @@ pub(crate) struct ChangesConf {
     /// 268435456 (256 MiB), 67108864 (64 MiB) in memory.
     #[serde(default)]
     pub max_bytes: Option<usize>,
+    /// With `store: redis`, a Redis or Valkey of the state's own, apart
+    /// from the cache tier's (`cache.shared`'s keys: `url` or `cluster`,
+    /// `secret_env`, ...): deliveries want `noeviction` and persistence, a
+    /// cache wants `allkeys-lru` and none.
+    #[serde(default)]
+    pub redis: Option<SharedConf>,
 }
 
 /// Versions kept per board by default.
@@ -54,9 +62,23 @@ impl ChangesConf {
         conf: Option<ChangesConf>,
         max_document_bytes: usize,
         fleet: bool,
+        fetch_deadline: Duration,
     ) -> Result<VersionSettings, ConfigError> {
         let present = conf.is_some();
-        let conf = conf.unwrap_or_default();
+        let mut conf = conf.unwrap_or_default();
+        let redis = match conf.redis.take() {
+            Some(own) if cfg!(feature = "fleet") => {
+                Some(own.validate_at("board_api.changes.redis", fetch_deadline, None)?)
+            }
+            Some(_) => {
+                return fail(
+                    "board_api.changes.redis",
+                    "needs the `fleet` feature of this build",
+                )
+            }
+            None => None,
+        };
+        let fleet = fleet || redis.is_some();
         let store = match (conf.store.as_deref(), present) {
             (None, false) | (Some("memory"), _) => StoreKind::Memory,
             (None, true) | (Some("sqlite"), _) => {
@@ -73,7 +95,7 @@ impl ChangesConf {
             (Some("redis"), _) => {
                 return fail(
                     "board_api.changes.store",
-                    "redis needs the fleet tier (board_api.cache.shared)",
+                    "redis needs a server: board_api.changes.redis, or the fleet tier (board_api.cache.shared)",
                 )
             }
             (Some(other), _) => {
@@ -114,8 +136,12 @@ impl ChangesConf {
             1 << 20,
             1 << 40,
         )?;
+        if redis.is_some() && store != StoreKind::Redis {
+            return fail("board_api.changes.redis", "only with store redis");
+        }
         Ok(VersionSettings {
             store,
+            redis,
             bounds: Bounds {
                 keep_versions,
                 keep: Duration::from_secs(keep_seconds),
@@ -132,12 +158,13 @@ mod tests {
 
     fn conf(yaml: &str) -> Result<VersionSettings, ConfigError> {
         let conf: ChangesConf = serde_yaml::from_str(yaml).expect("parses");
-        ChangesConf::validate(Some(conf), 1 << 20, false)
+        ChangesConf::validate(Some(conf), 1 << 20, false, Duration::from_secs(5))
     }
 
     #[test]
     fn defaults_and_checks() {
-        let absent = ChangesConf::validate(None, 1 << 20, false).expect("valid");
+        let absent =
+            ChangesConf::validate(None, 1 << 20, false, Duration::from_secs(5)).expect("valid");
         assert_eq!(absent.store, StoreKind::Memory);
         assert_eq!(absent.bounds.keep_versions, 20);
         assert_eq!(absent.bounds.keep, Duration::from_secs(604_800));
@@ -168,6 +195,37 @@ mod tests {
             (
                 "path: /nonexistent-dir/deeper/x.sqlite",
                 "board_api.changes.path",
+            ),
+        ] {
+            assert_eq!(conf(bad).map_err(|e| e.key), Err(key.to_owned()), "{bad}");
+        }
+    }
+
+    #[cfg(feature = "fleet")]
+    #[test]
+    fn a_redis_of_its_own_without_the_fleet_tier() {
+        std::env::set_var(
+            "SBAPI_CONFIG_TEST_CHANGES_KEY",
+            "0123456789abcdef0123456789abcdef",
+        );
+        let own = conf(
+            "store: redis\nredis:\n  url: redis://127.0.0.1:6390\n  secret_env: SBAPI_CONFIG_TEST_CHANGES_KEY",
+        )
+        .expect("valid without cache.shared");
+        assert_eq!(own.store, StoreKind::Redis);
+        assert!(own.redis.is_some());
+        for (bad, key) in [
+            (
+                "store: memory\nredis:\n  url: redis://127.0.0.1:6390\n  secret_env: SBAPI_CONFIG_TEST_CHANGES_KEY",
+                "board_api.changes.redis",
+            ),
+            (
+                "store: redis\nredis:\n  url: redis://127.0.0.1:6390",
+                "board_api.changes.redis.secret_env",
+            ),
+            (
+                "store: redis\nredis:\n  url: http://x\n  secret_env: SBAPI_CONFIG_TEST_CHANGES_KEY",
+                "board_api.changes.redis.url",
             ),
         ] {
             assert_eq!(conf(bad).map_err(|e| e.key), Err(key.to_owned()), "{bad}");

@@ -387,7 +387,12 @@ impl BoardApiConf {
             .map_or(crate::store::DEFAULT_BUDGET_BYTES / 4, |c| {
                 c.max_entry_bytes
             });
-        let changes = ChangesConf::validate(self.changes, max_document_bytes, shared.is_some())?;
+        let changes = ChangesConf::validate(
+            self.changes,
+            max_document_bytes,
+            shared.is_some(),
+            provider.settings.fetch_deadline,
+        )?;
         let freshest = cache.as_ref().map_or(Duration::ZERO, |c| c.ttl);
         let watch = WatchConf::validate(self.watch, freshest)?;
         let rate_limit = match &self.rate_limit {

@@ -47,12 +47,26 @@ impl SharedConf {
         fetch_deadline: Duration,
         fleet_requests_per_second: Option<u32>,
     ) -> Result<SharedSettings, ConfigError> {
+        self.validate_at(KEY, fetch_deadline, fleet_requests_per_second)
+    }
+
+    /// As [`SharedConf::validate`], for the section at `key` (the fleet
+    /// tier's, or `board_api.changes.redis`, a server of the state's own).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key under `key`.
+    pub(crate) fn validate_at(
+        self,
+        key: &str,
+        fetch_deadline: Duration,
+        fleet_requests_per_second: Option<u32>,
+    ) -> Result<SharedSettings, ConfigError> {
         let endpoint = match (self.url, self.cluster) {
-            (Some(_), Some(_)) => return fail(KEY, "set url or cluster, not both"),
-            (None, None) => return fail(KEY, "url (one server) or cluster (nodes) is required"),
-            (Some(url), None) => Endpoint::Server(server_url(&format!("{KEY}.url"), &url)?),
+            (Some(_), Some(_)) => return fail(key, "set url or cluster, not both"),
+            (None, None) => return fail(key, "url (one server) or cluster (nodes) is required"),
+            (Some(url), None) => Endpoint::Server(server_url(&format!("{key}.url"), &url)?),
             (None, Some(nodes)) => {
-                let key = format!("{KEY}.cluster");
+                let key = format!("{key}.cluster");
                 if nodes.is_empty() {
                     return fail(&key, "at least one node URL is required");
                 }
@@ -77,7 +91,7 @@ impl SharedConf {
                 .all(|b| b.is_ascii_graphic() && b != b'{' && b != b'}');
         if !prefix_ok {
             return fail(
-                &format!("{KEY}.key_prefix"),
+                &format!("{key}.key_prefix"),
                 "1 to 64 printable characters, no space, `{` or `}`",
             );
         }
@@ -90,7 +104,7 @@ impl SharedConf {
                 }
                 _ => {
                     return fail(
-                        &format!("{KEY}.password_env"),
+                        &format!("{key}.password_env"),
                         format!("environment variable {name:?} is not set"),
                     )
                 }
@@ -98,21 +112,21 @@ impl SharedConf {
         };
         let Some(secret_env) = self.secret_env else {
             return fail(
-                &format!("{KEY}.secret_env"),
+                &format!("{key}.secret_env"),
                 "required: the name of an environment variable holding the fleet key (at least 32 bytes, e.g. `openssl rand -base64 48`), the same on every node",
             );
         };
-        let secret = fleet_key(&format!("{KEY}.secret_env"), &secret_env)?;
+        let secret = fleet_key(&format!("{key}.secret_env"), &secret_env)?;
         let previous_secret = match self.previous_secret_env {
             None => None,
-            Some(name) => Some(fleet_key(&format!("{KEY}.previous_secret_env"), &name)?),
+            Some(name) => Some(fleet_key(&format!("{key}.previous_secret_env"), &name)?),
         };
         let timeout = millis(
-            &format!("{KEY}.timeout_ms"),
+            &format!("{key}.timeout_ms"),
             self.timeout_ms,
             SharedSettings::DEFAULT_TIMEOUT,
         )?;
-        let lock = millis(&format!("{KEY}.lock_ms"), self.lock_ms, fetch_deadline)?;
+        let lock = millis(&format!("{key}.lock_ms"), self.lock_ms, fetch_deadline)?;
         Ok(SharedSettings {
             endpoint,
             password,

@@ -84,7 +84,9 @@ impl Guard {
         if self.names.contains(&name) {
             return true;
         }
-        if port.is_some_and(|p| p != self.addr.port()) {
+        // Port 0 in the configuration: the kernel picked the port, which
+        // this check does not know; the name still has to be ours.
+        if self.addr.port() != 0 && port.is_some_and(|p| p != self.addr.port()) {
             return false;
         }
         if name == "localhost" {
@@ -159,6 +161,19 @@ mod tests {
         ] {
             assert_eq!(
                 any.refusal(&req("GET", &[("Host", host)])).is_none(),
+                ok,
+                "{host}"
+            );
+        }
+        // Port 0: the kernel's pick, any port; the name is still checked.
+        let picked = Guard::new("127.0.0.2:0".parse().unwrap(), &[]);
+        for (host, ok) in [
+            ("127.0.0.2:41234", true),
+            ("127.0.0.3:41234", false),
+            ("rebound.example:41234", false),
+        ] {
+            assert_eq!(
+                picked.refusal(&req("GET", &[("Host", host)])).is_none(),
                 ok,
                 "{host}"
             );

@@ -135,18 +135,21 @@ impl Watches {
                 ))
             }
             #[cfg(feature = "fleet")]
-            StoreKind::Redis => match &settings.shared {
-                Some(shared) => Outbox::Redis(
-                    outbox::redis::RedisOutbox::new(shared)
-                        .map_err(|e| ConfigError::new("board_api.cache.shared", e))?,
-                ),
-                None => {
-                    return Err(ConfigError::new(
-                        "board_api.changes.store",
-                        "redis needs the fleet tier (board_api.cache.shared)",
-                    ))
+            // The state's own server when named, else the fleet tier's.
+            StoreKind::Redis => {
+                match settings.changes.redis.as_ref().or(settings.shared.as_ref()) {
+                    Some(shared) => Outbox::Redis(
+                        outbox::redis::RedisOutbox::new(shared)
+                            .map_err(|e| ConfigError::new("board_api.changes.store", e))?,
+                    ),
+                    None => {
+                        return Err(ConfigError::new(
+                            "board_api.changes.store",
+                            "redis needs the fleet tier (board_api.cache.shared)",
+                        ))
+                    }
                 }
-            },
+            }
             #[cfg(not(feature = "fleet"))]
             StoreKind::Redis => {
                 return Err(ConfigError::new(

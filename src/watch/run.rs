@@ -81,15 +81,16 @@ impl Watches {
         let id = job.settings.id.as_str();
         let board = job.link.board_id.as_str();
         let unavailable = |_: Unavailable| "the watch store did not answer".to_owned();
-        let state = self.outbox.state(id, board).await.map_err(unavailable)?;
+        let mut state = self.outbox.state(id, board).await.map_err(unavailable)?;
+        // A run that recorded a change may have stopped before queuing its
+        // delivery: queued now, under its id (the store keeps one per id).
+        if let Some(pending) = state.as_mut().and_then(|s| s.queued.take()) {
+            self.queue(id, &pending).await.map_err(unavailable)?;
+        }
         let now = now_ms();
-        // The first run on this node (at start) is never skipped for a run
-        // recorded before: after a quick restart that run is the previous
-        // process's, and the docs promise a run at start.
-        let ran_here = job.status.lock().map_or(true, |s| s.last_run.is_some());
         if let Some(state) = &state {
             let most = u64::try_from((job.settings.every * 4 / 5).as_millis()).unwrap_or(u64::MAX);
-            if scheduled && ran_here && now.saturating_sub(state.last_run_ms) < most {
+            if scheduled && now.saturating_sub(state.last_run_ms) < most {
                 // What the node that ran it recorded.
                 job.update(|s| {
                     s.last_run = Some(rfc3339(state.last_run_ms));
@@ -117,6 +118,7 @@ impl Watches {
                     seq: 0,
                     last_run_ms: now,
                     last_change_ms: None,
+                    queued: None,
                 },
             ),
             Some(state) if state.version == version => (
@@ -139,24 +141,25 @@ impl Watches {
                     next_at_ms: now,
                     created_ms: now,
                 };
-                // Stored before the version moves on, and before any attempt.
-                let added = self.outbox.add(&delivery).await.map_err(unavailable)?;
-                if !added && self.outbox.count().await.unwrap_or(0) >= super::outbox::MAX_PENDING {
-                    metrics::delivery("dropped");
-                    log::warn!(
-                        "watch {id}: the outbox is full; the change to {version} is not delivered"
-                    );
+                let recorded = JobState {
+                    version: version.clone(),
+                    seq,
+                    last_run_ms: now,
+                    last_change_ms: Some(now),
+                    queued: Some(delivery),
+                };
+                // The change and its delivery recorded together, then the
+                // delivery queued (before any attempt): a stop between the
+                // two is finished by the next run, under the same id.
+                self.outbox
+                    .set_state(id, board, &recorded)
+                    .await
+                    .map_err(unavailable)?;
+                let mut next = recorded;
+                if let Some(delivery) = next.queued.take() {
+                    self.queue(id, &delivery).await.map_err(unavailable)?;
                 }
-                self.queued.notify_one();
-                (
-                    Outcome::Changed,
-                    JobState {
-                        version: version.clone(),
-                        seq,
-                        last_run_ms: now,
-                        last_change_ms: Some(now),
-                    },
-                )
+                (Outcome::Changed, next)
             }
         };
         self.outbox
@@ -169,6 +172,21 @@ impl Watches {
             s.last_error = None;
         });
         Ok(outcome)
+    }
+
+    /// Stores `delivery` in the outbox (once per id) and wakes the delivery
+    /// loop; a full outbox drops it, counted and logged.
+    async fn queue(&self, job: &str, delivery: &Delivery) -> Result<(), Unavailable> {
+        let added = self.outbox.add(delivery).await?;
+        if !added && self.outbox.count().await.unwrap_or(0) >= super::outbox::MAX_PENDING {
+            metrics::delivery("dropped");
+            log::warn!(
+                "watch {job}: the outbox is full; delivery {} is not kept",
+                delivery.id
+            );
+        }
+        self.queued.notify_one();
+        Ok(())
     }
 
     /// The delivery body: what changed from `from` to `to`. When `from` is

@@ -402,36 +402,6 @@ fn a_run_asked_for_by_hand_reads_past_the_cache() {
     node.assert_log_is_clean();
 }
 
-/// A node restarted within the interval runs each job at start (the run
-/// the previous process recorded did not make it skip), and sees an edit
-/// made while it was down.
-#[test]
-fn a_quick_restart_runs_the_job_at_start() {
-    let (dir, upstream, receiver) = started("restart", &[]);
-    let mut node = Node::start(&dir, &upstream, &receiver, &sqlite(&dir), 8);
-    let before = first_run(&node);
-    node.child.kill().expect("SIGKILL");
-    node.child.wait().expect("reaped");
-    edit(&upstream);
-    let restarted_at = Instant::now();
-    let restarted = Node::start(&dir, &upstream, &receiver, &sqlite(&dir), 8);
-    wait_until("a run at start", || {
-        restarted.job()["lastOutcome"].is_string()
-    });
-    // The next scheduled run is `every` (10 s) give or take a tenth away.
-    assert!(
-        restarted_at.elapsed() < Duration::from_secs(8),
-        "no run at start: the first came after {:?}",
-        restarted_at.elapsed()
-    );
-    let job = restarted.job();
-    assert_eq!(job["lastOutcome"], "changed", "{job}");
-    wait_until("the delivery", || receiver.count() >= 1);
-    assert_eq!(receiver.seen()[0].json()["data"]["from"], before.as_str());
-    restarted.assert_log_is_clean();
-    drop(node);
-}
-
 #[test]
 fn retry_after_is_honoured() {
     let (dir, upstream, receiver) = started("429", &[Reply::TooMany(3)]);

@@ -109,6 +109,9 @@ pub enum StoreKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VersionSettings {
     pub store: StoreKind,
+    /// With `Redis`: a server of the state's own (`board_api.changes.redis`),
+    /// else the fleet tier's.
+    pub redis: Option<super::SharedSettings>,
     pub bounds: Bounds,
 }
 
@@ -172,6 +175,8 @@ impl Versions {
         shared: Option<&super::SharedSettings>,
     ) -> Result<Self, String> {
         let bounds = settings.bounds.clone();
+        // Exported at 0 from the start, as every series.
+        std::sync::LazyLock::force(&NOT_KEPT);
         #[cfg(feature = "sqlite")]
         let mut db = None;
         let backend = match &settings.store {
@@ -187,7 +192,7 @@ impl Versions {
                 return Err("store sqlite needs the `sqlite` feature of this build".into())
             }
             #[cfg(feature = "fleet")]
-            StoreKind::Redis => match shared {
+            StoreKind::Redis => match settings.redis.as_ref().or(shared) {
                 Some(shared) => Backend::Redis(redis::RedisVersions::new(shared, bounds.clone())?),
                 None => {
                     return Err("store redis needs the fleet tier (board_api.cache.shared)".into())
@@ -476,6 +481,7 @@ mod tests {
     async fn a_store_slower_than_new_versions_holds_at_most_the_queue() {
         let settings = VersionSettings {
             store: StoreKind::Memory,
+            redis: None,
             bounds: Bounds {
                 keep_versions: 100,
                 keep: Duration::from_secs(60),
@@ -529,6 +535,7 @@ mod without_sqlite {
     fn store_sqlite_is_refused_by_a_build_without_the_feature() {
         let settings = VersionSettings {
             store: StoreKind::Sqlite(PathBuf::from("/tmp/never-made.sqlite")),
+            redis: None,
             bounds: Bounds {
                 keep_versions: 1,
                 keep: Duration::from_secs(60),

@@ -47,11 +47,21 @@ pub struct JobState {
     pub last_run_ms: u64,
     /// When the last change was seen.
     pub last_change_ms: Option<u64>,
+    /// The delivery of the change this state records, written with it
+    /// before the delivery is queued: a run that stops between the two
+    /// leaves it here, and the next run queues it (the same id) before
+    /// anything else, so a change is never lost nor sent under two ids.
+    /// Absent once queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<Delivery>,
 }
 
 #[cfg_attr(not(any(feature = "sqlite", feature = "fleet")), allow(dead_code))]
 impl JobState {
-    fn checked(self) -> Option<Self> {
+    fn checked(mut self) -> Option<Self> {
+        if let Some(d) = self.queued.take() {
+            self.queued = Some(d.checked()?);
+        }
         is_version(&self.version).then_some(self)
     }
 }

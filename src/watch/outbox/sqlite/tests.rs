@@ -183,6 +183,7 @@ async fn an_earlier_versions_rows_move_to_the_sealed_tables() {
         seq: 3,
         last_run_ms: 1,
         last_change_ms: Some(1),
+        queued: None,
     };
     db.with(|c| {
         c.execute_batch(
@@ -228,6 +229,7 @@ async fn what_is_pending_survives_a_restart_and_states_are_sealed() {
         seq: 1,
         last_run_ms: 1,
         last_change_ms: None,
+        queued: None,
     };
     first.set_state("trip", "b", &state).await.expect("stored");
     assert_eq!(first.add(&delivery('a', "trip", 0)).await, Ok(true));
