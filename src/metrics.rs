@@ -325,6 +325,7 @@ impl Metrics {
         }
         LazyLock::force(&CHALLENGES);
         LazyLock::force(&ACCESS_DROPPED);
+        CLIENT_LOG_LINES.with_label_values(&["accept_encoding"]);
         LIVE_OPEN.with_label_values(&[api]);
         LIVE_EVENTS.with_label_values(&[api]);
         for outcome in ["same", "changed", "gone", "failed"] {
