@@ -190,22 +190,7 @@ impl SqliteOutbox {
             if n >= MAX_PENDING as i64 || held as usize + value.len() > MAX_PENDING_BYTES {
                 return Ok(false);
             }
-            let tag = seal(key, &delivery_parts(&d.id, &d.job, &value));
-            let write = |conn: &Connection| {
-                conn.execute(
-                    "INSERT OR IGNORE INTO watch_outbox (id, job, due_ms, created_ms, bytes, value, seal)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![
-                        d.id,
-                        d.job,
-                        clamp(d.next_at_ms),
-                        clamp(d.created_ms),
-                        value.len() as i64,
-                        value,
-                        tag
-                    ],
-                )
-            };
+            let write = |conn: &Connection| insert_sealed(conn, key, &d, &value);
             match write(conn) {
                 Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) => {
                     // Versions give way before a delivery does.
@@ -397,6 +382,30 @@ impl SqliteOutbox {
     }
 }
 
+/// Inserts `d` (its JSON `value`) sealed with its job's `key`, unless a
+/// delivery of its id is stored; how many rows were added (0 or 1).
+fn insert_sealed(
+    conn: &Connection,
+    key: &hmac::Key,
+    d: &Delivery,
+    value: &[u8],
+) -> rusqlite::Result<usize> {
+    let tag = seal(key, &delivery_parts(&d.id, &d.job, value));
+    conn.execute(
+        "INSERT OR IGNORE INTO watch_outbox (id, job, due_ms, created_ms, bytes, value, seal)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            d.id,
+            d.job,
+            clamp(d.next_at_ms),
+            clamp(d.created_ms),
+            value.len() as i64,
+            value,
+            tag
+        ],
+    )
+}
+
 fn delivery_parts<'a>(id: &'a str, job: &'a str, value: &'a [u8]) -> [&'a [u8]; 4] {
     [b"delivery", id.as_bytes(), job.as_bytes(), value]
 }
@@ -469,20 +478,7 @@ fn migrate(conn: &mut Connection, keys: &HashMap<String, hmac::Key>) -> rusqlite
             let Some(key) = keys.get(&d.job) else {
                 continue;
             };
-            let tag = seal(key, &delivery_parts(&d.id, &d.job, &value));
-            tx.execute(
-                "INSERT OR IGNORE INTO watch_outbox (id, job, due_ms, created_ms, bytes, value, seal)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    d.id,
-                    d.job,
-                    clamp(d.next_at_ms),
-                    clamp(d.created_ms),
-                    value.len() as i64,
-                    value,
-                    tag
-                ],
-            )?;
+            insert_sealed(&tx, key, &d, &value)?;
             tx.execute("DELETE FROM watch_deliveries WHERE id = ?1", [&id])?;
             moved += 1;
         }
