@@ -107,18 +107,8 @@ impl Receiver {
 async fn serve(mut conn: tokio::net::TcpStream, state: Arc<State>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let head_end = loop {
-        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        match conn.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-        if buf.len() > 64 * 1024 {
-            return;
-        }
+    let Some(head_end) = crate::watch::receiver::read_head(&mut conn, &mut buf).await else {
+        return;
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let header = |name: &str| {
@@ -130,6 +120,7 @@ async fn serve(mut conn: tokio::net::TcpStream, state: Arc<State>) {
             .unwrap_or_default()
     };
     let length: usize = header("content-length").parse().unwrap_or(0);
+    let mut chunk = [0u8; 8192];
     while buf.len() < head_end + length {
         match conn.read(&mut chunk).await {
             Ok(0) | Err(_) => return,

@@ -89,6 +89,28 @@ impl Receiver {
     }
 }
 
+/// Reads from `conn` into `buf` until a request head is whole (at most
+/// 64 KiB); where the head ends, or `None` when the peer closed first.
+pub(crate) async fn read_head(
+    conn: &mut tokio::net::TcpStream,
+    buf: &mut Vec<u8>,
+) -> Option<usize> {
+    use tokio::io::AsyncReadExt;
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            return Some(at + 4);
+        }
+        match conn.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+        if buf.len() > 64 * 1024 {
+            return None;
+        }
+    }
+}
+
 async fn serve(
     mut conn: tokio::net::TcpStream,
     plan: Arc<Mutex<VecDeque<Reply>>>,
@@ -96,18 +118,8 @@ async fn serve(
 ) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        match conn.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-        if buf.len() > 64 * 1024 {
-            return;
-        }
+    let Some(head_end) = read_head(&mut conn, &mut buf).await else {
+        return;
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let mut headers = HashMap::new();
@@ -120,6 +132,7 @@ async fn serve(
         .get("content-length")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
+    let mut chunk = [0u8; 4096];
     while buf.len() < head_end + length {
         match conn.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
