@@ -34,8 +34,8 @@ pub const UNTITLED_BOARD: &str = "Untitled board";
 
 /// An element's `width` and `height` (grid units), from its `content`;
 /// outlines keep them (they are no body).
-pub fn size(content: Option<&Value>) -> Size {
-    let c = object(content);
+pub fn size(content: Option<&Map<String, Value>>) -> Size {
+    let c = content;
     let get = |k: &str| scalar(c.and_then(|c| c.get(k)));
     Size {
         width: get("width"),
@@ -53,21 +53,66 @@ pub fn size(content: Option<&Value>) -> Size {
 /// content is its body and is left out here.
 /// `unloaded` is why a `BOARD`'s own children were not loaded (`None`
 /// when they were); other types ignore it.
+///
+/// `rich` is where the rich text comes from: read from `content` here
+/// ([`Rich::Tree`]), or already read from the content's text
+/// ([`Rich::Read`], see [`rich_key`]).
 pub fn kind(
     element: &Head,
     content: Option<&Value>,
+    mut rich: Rich,
     unloaded: Option<UnloadedReason>,
     bodies: bool,
 ) -> NodeKind {
     let empty = Map::new();
     let c = object(content).unwrap_or(&empty);
+    kind_of(element, c, content, &mut rich, unloaded, bodies)
+}
+
+/// The member that holds the rich text of an element of type
+/// `element_type`, for the types whose only body is rich text.
+pub fn rich_key(element_type: &str) -> Option<&'static str> {
+    match element_type {
+        "CARD" | "TASK" | "DOCUMENT" => Some("textContent"),
+        "LINK" | "COLOR_SWATCH" => Some("caption"),
+        _ => None,
+    }
+}
+
+/// Where an element's rich text comes from.
+pub enum Rich {
+    /// Its member in the content object, a parsed value.
+    Tree,
+    /// Read already (its [`rich_key`] member, left out of the object).
+    Read(Option<RichText>),
+}
+
+impl Rich {
+    fn get(&mut self, c: &Map<String, Value>, key: &str) -> Option<RichText> {
+        match self {
+            Rich::Tree => c.get(key).and_then(rich_text),
+            Rich::Read(read) => read.take(),
+        }
+    }
+}
+
+/// [`kind`] on the content object `c` (`content` itself, for the raw
+/// content of an unknown element and a thread id).
+pub fn kind_of(
+    element: &Head,
+    c: &Map<String, Value>,
+    content: Option<&Value>,
+    rich: &mut Rich,
+    unloaded: Option<UnloadedReason>,
+    bodies: bool,
+) -> NodeKind {
     match element.element_type() {
         "BOARD" => NodeKind::Board(board(c, unloaded)),
         "COLUMN" => NodeKind::Column(ColumnFields {
             title: string(c.get("title")),
         }),
         "CARD" => NodeKind::Card(CardFields {
-            rich_text: c.get("textContent").and_then(rich_text),
+            rich_text: rich.get(c, "textContent"),
             background: scalar(c.get("background")),
             transparent: match c.get("transparent") {
                 Some(Value::Object(t)) => boolean(t.get("enabled")),
@@ -85,13 +130,13 @@ pub fn kind(
             preview_ready: scalar(c.get("previewReady")),
             display_mode: scalar(c.get("displayMode")),
         }),
-        "LINK" => NodeKind::Link(link(c)),
+        "LINK" => NodeKind::Link(link(c, rich)),
         "TASK_LIST" => NodeKind::TaskList(TaskListFields {
             title: string(c.get("title")),
             show_title: scalar(c.get("showTitle")),
         }),
         "TASK" => NodeKind::Task(TaskFields {
-            rich_text: c.get("textContent").and_then(rich_text),
+            rich_text: rich.get(c, "textContent"),
             completed: ["isComplete", "completed", "checked"]
                 .iter()
                 .find_map(|k| boolean(c.get(*k))),
@@ -108,11 +153,11 @@ pub fn kind(
         }),
         "DOCUMENT" => NodeKind::Document(DocumentFields {
             title: string(c.get("title")),
-            rich_text: c.get("textContent").and_then(rich_text),
+            rich_text: rich.get(c, "textContent"),
         }),
         "COLOR_SWATCH" => NodeKind::ColorSwatch(ColorSwatchFields {
             color: swatch_color(c.get("color")),
-            caption: c.get("caption").and_then(rich_text),
+            caption: rich.get(c, "caption"),
         }),
         "SKETCH" => NodeKind::Sketch(DrawingFields {
             drawing: raw(c.get("drawing")),
@@ -206,7 +251,7 @@ fn file(value: Option<&Value>) -> Option<File> {
     (file != File::default()).then_some(file)
 }
 
-fn link(c: &Map<String, Value>) -> LinkFields {
+fn link(c: &Map<String, Value>, rich: &mut Rich) -> LinkFields {
     let l = object(c.get("link"));
     let provider = object(c.get("provider")).map(|p| LinkProvider {
         name: scalar(p.get("name")),
@@ -219,7 +264,7 @@ fn link(c: &Map<String, Value>) -> LinkFields {
         favicon_url: non_empty(l.and_then(|l| l.get("favicon"))),
         provider: provider.filter(|p| *p != LinkProvider::default()),
         media_type: scalar(c.get("mediaType")),
-        caption: c.get("caption").and_then(rich_text),
+        caption: rich.get(c, "caption"),
         show_caption: scalar(c.get("showCaption")),
     }
 }

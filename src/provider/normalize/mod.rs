@@ -7,6 +7,7 @@
 //! `order` (children order), `tree` (the tree, built without recursion).
 //! Same input, same bytes: nothing depends on hash-map iteration order.
 
+mod content;
 pub(crate) mod fields;
 mod order;
 mod tree;
@@ -83,7 +84,14 @@ pub fn normalize(fetched: &Fetched, provider_name: &str) -> Result<BoardDocument
     let index = tree::Index::new(&fetched.elements);
     let root = root_entry(&index, fetched)?;
     let mut sink = tree::TreeSink::default();
-    tree::walk(&index, root, fetched, Coverage::Full, &mut sink);
+    tree::walk(
+        &index,
+        root,
+        fetched,
+        Coverage::Full,
+        tree::ContentReader::Tree,
+        &mut sink,
+    );
     sink.into_root()
         .and_then(|node| document(fetched, provider_name, node))
         .ok_or_else(|| not_a_board(fetched))
@@ -112,7 +120,8 @@ pub fn write(
         first_child: Vec::new(),
         failed: false,
     };
-    let completeness = tree::walk(&index, root, fetched, coverage, &mut writer);
+    let reader = tree::ContentReader::Text;
+    let completeness = tree::walk(&index, root, fetched, coverage, reader, &mut writer);
     if writer.failed {
         return Err(NormalizeError::Unwritable);
     }

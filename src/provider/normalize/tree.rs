@@ -23,9 +23,9 @@
 //!   at a time; a thread the budget cannot pay gets `[]`. So N threads sharing
 //!   an id cannot multiply M comments into N x M.
 
-use super::fields;
 use super::order::{order_children, SortKey};
 use super::MAX_NODE_DEPTH;
+use super::{content, fields};
 use crate::document::{Comment, Completeness, Coverage, Node, NodeKind};
 use crate::provider::answer::{Element, JsonText};
 use crate::provider::fetched::{outline_content, parse_content, Comments, IdHasher};
@@ -202,6 +202,18 @@ impl Threads {
     }
 }
 
+/// How the walk reads the content of elements whose body is rich text
+/// ([`fields::rich_key`]); other content is parsed into a value either way.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ContentReader {
+    /// Straight from its text, the rich text into blocks and plain text
+    /// without a value tree ([`content::read`]): the serving path.
+    Text,
+    /// Parsed into a value, then read: the reference pipeline.
+    #[cfg(any(test, feature = "internals"))]
+    Tree,
+}
+
 /// Walks the tree from `root` (an index into `index.entries`), handing
 /// each node to `sink` in document order; an outline's nodes come without
 /// bodies (see [`Coverage`]). Returns the nested boards output whose
@@ -211,6 +223,7 @@ pub fn walk(
     root: usize,
     fetched: &Fetched,
     coverage: Coverage,
+    reader: ContentReader,
     sink: &mut impl Sink,
 ) -> Completeness {
     let bodies = coverage == Coverage::Full;
@@ -229,14 +242,29 @@ pub fn walk(
             "BOARD" => fetched.unloaded_reason(entry.id),
             _ => None,
         };
-        let content = entry.content.and_then(|raw| {
-            if bodies {
-                parse_content(raw)
-            } else {
-                outline_content(raw)
+        let element_type = entry.head.element_type();
+        let (mut kind, size) = match (entry.content, fields::rich_key(element_type), reader) {
+            (Some(raw), Some(key), ContentReader::Text) if bodies => {
+                let read = content::read(raw, key);
+                let c = &read.members;
+                let mut rich = fields::Rich::Read(read.rich);
+                let kind = fields::kind_of(entry.head, c, None, &mut rich, unloaded, bodies);
+                (kind, fields::size(Some(c)))
             }
-        });
-        let mut kind = fields::kind(entry.head, content.as_ref(), unloaded, bodies);
+            _ => {
+                let content = entry.content.and_then(|raw| {
+                    if bodies {
+                        parse_content(raw)
+                    } else {
+                        outline_content(raw)
+                    }
+                });
+                let content = content.as_ref();
+                let rich = fields::Rich::Tree;
+                let kind = fields::kind(entry.head, content, rich, unloaded, bodies);
+                (kind, fields::size(content.and_then(Value::as_object)))
+            }
+        };
         if let NodeKind::Board(board) = &kind {
             if let (Some(reason), true) = (board.unloaded_reason, depth > 0) {
                 completeness.add(reason);
@@ -254,7 +282,7 @@ pub fn walk(
         let node = Node {
             id: entry.id.to_owned(),
             kind,
-            size: fields::size(content.as_ref()),
+            size,
             location: entry.head.location.clone(),
             timestamps: entry.head.timestamps(),
             children: Vec::new(),

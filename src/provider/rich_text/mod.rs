@@ -23,11 +23,22 @@
 //! The walk is iterative, so deep documents cannot overflow the stack.
 //! Blocks are written as compact JSON text keeping at most
 //! [`MAX_RAW_DEPTH`] nested levels.
+//!
+//! Two readers give these results: [`rich_text`] from a parsed value (table
+//! cells and comments, which arrive as values, and the reference pipeline),
+//! and [`stream`] from the JSON text, without building the value (the
+//! content of cards, tasks, documents, links and swatches on the serving
+//! path). The tests hold the two to the same blocks and plain text.
 
 use crate::document::RichText;
 use crate::provider::raw::{raw_leaf, MAX_RAW_DEPTH};
 use serde_json::Value;
 use std::borrow::Cow;
+
+mod copy;
+pub mod stream;
+
+pub use stream::{rich_text_from_str, RichSeed};
 
 /// Reads rich text in any of the accepted shapes (see the module docs).
 ///
@@ -339,3 +350,6 @@ mod tests {
         std::mem::forget(doc);
     }
 }
+
+#[cfg(test)]
+mod oracle;

@@ -1,0 +1,94 @@
+//! One cold load of the 7,000-card TipTap board (`benches/gen_board.py`),
+//! raw answer bytes to the loaded document, a fixed number of times, with
+//! none of criterion's setup: for instruction counts under callgrind, which
+//! a busy machine does not move, and for the peak heap of one load.
+//!
+//!   cargo build --profile bench --example cold_build
+//!   valgrind --tool=callgrind --toggle-collect='cold_build::load_once' \
+//!       target/release/examples/cold_build full 3
+//!
+//! Arguments: the coverage (`full` or `outline`; default `full`) and the
+//! number of loads (default 3). Each load reads the answer
+//! (`Answer::parse_bytes`), merges it as the provider client does and runs
+//! `pipeline::load::build`; the generator and the file read stay outside
+//! `load_once`. Prints the document's length and the peak heap of the
+//! last load above what was live before it, as a multiple of the raw body.
+
+#[path = "../benches/support/tiptap_board.rs"]
+mod tiptap_board;
+
+use serde_json::Value;
+use shared_board_api::internals::document::Coverage;
+use shared_board_api::internals::pipeline::{load, LoadedBoard};
+use shared_board_api::internals::provider::answer::Answer;
+use shared_board_api::internals::provider::Fetched;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+/// Counts live heap bytes and their peak.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let size = layout.size() as isize;
+        let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let grow = new_size as isize - layout.size() as isize;
+        let live = LIVE.fetch_add(grow, Ordering::Relaxed) + grow;
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[inline(never)]
+fn load_once(raw: &bytes::Bytes, root: &str, coverage: Coverage) -> Option<LoadedBoard> {
+    let answer = Answer::parse_bytes(raw).ok()?;
+    let mut fetched = Fetched::new(root, 0);
+    fetched.fetched_time_ms = answer.fields.get("fetchedTime").and_then(Value::as_i64);
+    fetched.merge_answer(answer);
+    fetched.loaded_boards.insert(root.to_owned());
+    load::build(fetched, root, "milanote", coverage).ok()
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let coverage = match args.next().as_deref() {
+        None | Some("full") => Coverage::Full,
+        Some("outline") => Coverage::Outline,
+        Some(other) => {
+            eprintln!("unknown coverage {other}: full or outline");
+            std::process::exit(2)
+        }
+    };
+    let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let (raw, root) = tiptap_board::raw().expect("python3 runs benches/gen_board.py");
+    let raw = bytes::Bytes::from(raw);
+    let mut length = 0;
+    let mut peak = 0;
+    for _ in 0..runs {
+        let before = LIVE.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
+        let board = load_once(black_box(&raw), &root, coverage);
+        peak = PEAK.load(Ordering::Relaxed) - before;
+        length = board.map(|b| b.document_json().len()).unwrap_or_default();
+    }
+    let ratio = peak as f64 / raw.len() as f64;
+    println!(
+        "{length} bytes of document from {} raw, {runs} loads; peak heap of a load {peak} B = {ratio:.2}x the raw body",
+        raw.len()
+    );
+}

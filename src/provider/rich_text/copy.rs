@@ -1,0 +1,500 @@
+//! The visitor behind [`super::stream`]: one JSON value read once, written
+//! as its bounded, sanitized compact copy (what `provider::raw::raw_leaf`
+//! writes for the parsed value) while what the plain text needs is gathered.
+//!
+//! The copy follows `raw_leaf`'s rules as the value arrives:
+//! - a sensitive key ([`is_sensitive`]) is read and not written;
+//! - an array or object past the level bound is read and not written (an
+//!   object loses that key, an array that item);
+//! - a repeated key means its last value, in its first place, and an object
+//!   whose `type` is a mention ([`is_mention`]) loses the keys by which it
+//!   points at a person, on itself and in its `attrs`. Both are known only
+//!   when the object closes, so such an object (rare) is written as it
+//!   comes and then rewritten from the spans of its members.
+//!
+//! The plain text is gathered by [`Role`]: a TipTap node reports its part
+//! (its `text`, a break, a mention's label, or its children's parts joined),
+//! a Draft.js block its `text`, and `attrs` its `label` and `title`.
+
+use crate::document::sanitize::{is_mention, is_mention_person_key, is_sensitive};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::ops::Range;
+
+/// The copy's buffers, reused across the blocks of a rich text.
+#[derive(Default)]
+pub struct Copy {
+    /// The block being written.
+    pub out: Vec<u8>,
+    /// The quoted, escaped keys of the open objects' members.
+    keys: Vec<u8>,
+    /// The open objects' members, in the order read.
+    members: Vec<Member>,
+}
+
+/// One member of an open object: its key in [`Copy::keys`], its value in
+/// [`Copy::out`] (`None` when the value was too deep to keep).
+struct Member {
+    key: Range<usize>,
+    value: Option<Range<usize>>,
+}
+
+/// What a value is read for, besides its copy.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Nothing.
+    Plain,
+    /// Its string (a `type`, a `text`, a `label`, a `title`).
+    Want,
+    /// A TipTap node: its plain-text part.
+    Node,
+    /// A TipTap node's `content`: the parts of its nodes.
+    NodeList,
+    /// A TipTap node's `attrs`: `label` and `title`.
+    Attrs,
+    /// A Draft.js block: its `text`.
+    DraftBlock,
+}
+
+/// What a value reported for its [`Role`].
+pub enum Info<'de> {
+    None,
+    /// A string read as [`Role::Want`].
+    Str(Cow<'de, str>),
+    /// A node's part or a Draft.js block's text (possibly empty).
+    Part(Cow<'de, str>),
+    /// The non-empty parts of a node list.
+    Parts(Vec<Cow<'de, str>>),
+    /// An `attrs` object's `label` and `title`.
+    Attrs(Option<Cow<'de, str>>, Option<Cow<'de, str>>),
+}
+
+impl<'de> Info<'de> {
+    /// The string a [`Role::Want`] value reported, if it was one.
+    fn into_str(self) -> Option<Cow<'de, str>> {
+        match self {
+            Info::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// A value read once; the value of [`Item`].
+pub struct Seen<'de> {
+    pub info: Info<'de>,
+    /// An array or object past the level bound: read, not written.
+    pub dropped: bool,
+}
+
+/// Reads one value: writes its copy to [`Copy::out`] when `write` (with
+/// `levels` array/object levels left, counting itself), and reports what
+/// its `role` asks for.
+pub struct Item<'c> {
+    copy: &'c mut Copy,
+    levels: usize,
+    write: bool,
+    role: Role,
+}
+
+impl<'c> Item<'c> {
+    /// A value read for its role only, not copied.
+    pub fn reading(copy: &'c mut Copy, role: Role) -> Item<'c> {
+        Item {
+            copy,
+            levels: 0,
+            write: false,
+            role,
+        }
+    }
+
+    /// A value copied with `levels` levels left.
+    pub fn writing(copy: &'c mut Copy, levels: usize, role: Role) -> Item<'c> {
+        Item {
+            copy,
+            levels,
+            write: true,
+            role,
+        }
+    }
+
+    fn scalar<'de>(self, json: impl FnOnce(&mut Vec<u8>)) -> Seen<'de> {
+        if self.write {
+            json(&mut self.copy.out);
+        }
+        Seen {
+            info: Info::None,
+            dropped: false,
+        }
+    }
+
+    fn string<'de>(self, s: Cow<'de, str>) -> Seen<'de> {
+        if self.write {
+            write_json(&mut self.copy.out, &*s);
+        }
+        let info = match self.role {
+            Role::Want => Info::Str(s),
+            _ => Info::None,
+        };
+        Seen {
+            info,
+            dropped: false,
+        }
+    }
+}
+
+/// serde_json's compact text of a scalar (it cannot fail on a `Vec`).
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let _ = serde_json::to_writer(out, value);
+}
+
+/// The role of a member `key` of an object read as `parent`.
+fn role_of(parent: Role, key: &str) -> Role {
+    match (parent, key) {
+        (_, "type") => Role::Want,
+        (Role::Node, "text") | (Role::DraftBlock, "text") => Role::Want,
+        (Role::Attrs, "label") | (Role::Attrs, "title") => Role::Want,
+        (Role::Node, "content") => Role::NodeList,
+        (Role::Node, "attrs") => Role::Attrs,
+        _ => Role::Plain,
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Item<'_> {
+    type Value = Seen<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Seen<'de>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Item<'_> {
+    type Value = Seen<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Seen<'de>, E> {
+        Ok(self.scalar(|out| write_json(out, &v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Seen<'de>, E> {
+        Ok(self.scalar(|out| write_json(out, &v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Seen<'de>, E> {
+        Ok(self.scalar(|out| write_json(out, &v)))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Seen<'de>, E> {
+        // As a parsed value holds it: a number, or null when not finite.
+        Ok(self.scalar(|out| match serde_json::Number::from_f64(v) {
+            Some(n) => write_json(out, &n),
+            None => out.extend_from_slice(b"null"),
+        }))
+    }
+    fn visit_unit<E>(self) -> Result<Seen<'de>, E> {
+        Ok(self.scalar(|out| out.extend_from_slice(b"null")))
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Seen<'de>, E> {
+        Ok(self.string(Cow::Borrowed(s)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Seen<'de>, E> {
+        Ok(self.string(Cow::Owned(s.to_owned())))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Seen<'de>, A::Error> {
+        let dropped = self.write && self.levels == 0;
+        let write = self.write && !dropped;
+        let inner = self.levels.saturating_sub(1);
+        let child_role = match self.role {
+            Role::NodeList => Role::Node,
+            _ => Role::Plain,
+        };
+        let copy = self.copy;
+        let mut parts = Vec::new();
+        let mut any = false;
+        if write {
+            copy.out.push(b'[');
+        }
+        loop {
+            let mark = copy.out.len();
+            if write && any {
+                copy.out.push(b',');
+            }
+            let item = Item {
+                copy: &mut *copy,
+                levels: inner,
+                write,
+                role: child_role,
+            };
+            let Some(seen) = seq.next_element_seed(item)? else {
+                copy.out.truncate(mark);
+                break;
+            };
+            if seen.dropped {
+                copy.out.truncate(mark);
+            } else {
+                any = true;
+            }
+            if let Info::Part(part) = seen.info {
+                if !part.is_empty() {
+                    parts.push(part);
+                }
+            }
+        }
+        if write {
+            copy.out.push(b']');
+        }
+        let info = match self.role {
+            Role::NodeList => Info::Parts(parts),
+            _ => Info::None,
+        };
+        Ok(Seen { info, dropped })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen<'de>, A::Error> {
+        let dropped = self.write && self.levels == 0;
+        let write = self.write && !dropped;
+        let inner = self.levels.saturating_sub(1);
+        let role = self.role;
+        let copy = self.copy;
+        let mut node = NodeText::default();
+        let mut kind: Option<Cow<'de, str>> = None;
+        let start = copy.out.len() + 1;
+        let base = copy.members.len();
+        let keys_base = copy.keys.len();
+        let mut repeated = false;
+        let mut many: Option<HashSet<Vec<u8>>> = None;
+        if write {
+            copy.out.push(b'{');
+        }
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let child_role = role_of(role, &key);
+            let seen = if !write {
+                map.next_value_seed(Item::reading(&mut *copy, child_role))?
+            } else if is_sensitive(&key) {
+                map.next_value_seed(Item::reading(&mut *copy, Role::Plain))?
+            } else {
+                let mark = copy.out.len();
+                if copy.out.len() > start {
+                    copy.out.push(b',');
+                }
+                let key_start = copy.out.len();
+                write_json(&mut copy.out, &*key);
+                let key_range = copy.keys.len()..copy.keys.len() + (copy.out.len() - key_start);
+                let (written, key_bytes) = (&copy.out[key_start..], &mut copy.keys);
+                key_bytes.extend_from_slice(written);
+                copy.out.push(b':');
+                let value_start = copy.out.len();
+                let seen = map.next_value_seed(Item::writing(&mut *copy, inner, child_role))?;
+                let value = if seen.dropped {
+                    copy.out.truncate(mark);
+                    None
+                } else {
+                    Some(value_start..copy.out.len())
+                };
+                repeated |= copy.is_repeated(base, &key_range, &mut many);
+                copy.members.push(Member {
+                    key: key_range,
+                    value,
+                });
+                seen
+            };
+            match (role, &*key, seen.info) {
+                (_, "type", info) => kind = info.into_str(),
+                (Role::Node | Role::DraftBlock, "text", info) => node.text = info.into_str(),
+                (Role::Attrs, "label", info) => node.label = info.into_str(),
+                (Role::Attrs, "title", info) => node.title = info.into_str(),
+                (Role::Node, "content", info) => {
+                    node.children = match info {
+                        Info::Parts(parts) => parts,
+                        _ => Vec::new(),
+                    }
+                }
+                (Role::Node, "attrs", info) => {
+                    (node.label, node.title) = match info {
+                        Info::Attrs(label, title) => (label, title),
+                        _ => (None, None),
+                    }
+                }
+                _ => {}
+            }
+        }
+        if write {
+            let mention = kind.as_deref().is_some_and(is_mention);
+            if repeated || mention {
+                copy.rewrite(start, base, mention);
+            }
+            copy.out.push(b'}');
+        }
+        copy.members.truncate(base);
+        copy.keys.truncate(keys_base);
+        let info = match role {
+            Role::Node => Info::Part(node.part(kind)),
+            Role::DraftBlock => Info::Part(node.text.unwrap_or_default()),
+            Role::Attrs => Info::Attrs(node.label, node.title),
+            _ => Info::None,
+        };
+        Ok(Seen { info, dropped })
+    }
+}
+
+/// What a node's or block's members said for its plain text, the last of
+/// each key winning.
+#[derive(Default)]
+struct NodeText<'de> {
+    text: Option<Cow<'de, str>>,
+    label: Option<Cow<'de, str>>,
+    title: Option<Cow<'de, str>>,
+    children: Vec<Cow<'de, str>>,
+}
+
+impl<'de> NodeText<'de> {
+    /// The node's part, by the rules of the module docs of `rich_text`.
+    fn part(self, kind: Option<Cow<'de, str>>) -> Cow<'de, str> {
+        if let Some(text) = self.text {
+            return text;
+        }
+        let kind = kind.as_deref().unwrap_or_default();
+        match kind {
+            "hardBreak" => Cow::Borrowed("\n"),
+            "mention" => mention_part(self.label.unwrap_or_default()),
+            "inlineBoardLink" => self.title.unwrap_or_default(),
+            _ => {
+                let separator = match kind {
+                    "paragraph" | "heading" | "smallText" | "codeBlock" | "listItem"
+                    | "taskItem" => "",
+                    _ => "\n",
+                };
+                let mut children = self.children;
+                if children.len() == 1 {
+                    return children.pop().unwrap_or_default();
+                }
+                Cow::Owned(children.join(separator))
+            }
+        }
+    }
+}
+
+/// [`super::mention_text`], borrowing where it can.
+fn mention_part(label: Cow<'_, str>) -> Cow<'_, str> {
+    let trimmed = label.trim();
+    if trimmed.is_empty() || trimmed.starts_with('@') {
+        match label {
+            Cow::Borrowed(s) => Cow::Borrowed(s.trim()),
+            Cow::Owned(s) => Cow::Owned(s.trim().to_owned()),
+        }
+    } else {
+        Cow::Owned(format!("@{trimmed}"))
+    }
+}
+
+impl Copy {
+    /// Whether the key just written (`key`, not yet among the members)
+    /// repeats one of the open object's keys since `base`. Past a few
+    /// members the keys are also kept in a set, so an object with very many
+    /// keys costs no more than a lookup per key.
+    fn is_repeated(
+        &self,
+        base: usize,
+        key: &Range<usize>,
+        many: &mut Option<HashSet<Vec<u8>>>,
+    ) -> bool {
+        const LINEAR: usize = 16;
+        let bytes = &self.keys[key.clone()];
+        let earlier = &self.members[base..];
+        if let Some(set) = many {
+            return !set.insert(bytes.to_vec());
+        }
+        let found = earlier.iter().any(|m| &self.keys[m.key.clone()] == bytes);
+        if earlier.len() >= LINEAR {
+            let mut set: HashSet<Vec<u8>> = earlier
+                .iter()
+                .map(|m| self.keys[m.key.clone()].to_vec())
+                .collect();
+            set.insert(bytes.to_vec());
+            *many = Some(set);
+        }
+        found
+    }
+
+    /// Rewrites the open object whose members start at `start` in `out`
+    /// (members from `base`): each key once, in its first place, with its
+    /// last value, and for a `mention` without its person keys, on itself
+    /// and in its `attrs`.
+    fn rewrite(&mut self, start: usize, base: usize, mention: bool) {
+        let written = self.out.split_off(start);
+        let mut order: Vec<(Range<usize>, Option<Range<usize>>)> = Vec::new();
+        let mut first_place: HashMap<&[u8], usize> = HashMap::new();
+        for member in &self.members[base..] {
+            let key = &self.keys[member.key.clone()];
+            match first_place.get(key) {
+                Some(&i) => order[i].1.clone_from(&member.value),
+                None => {
+                    first_place.insert(key, order.len());
+                    order.push((member.key.clone(), member.value.clone()));
+                }
+            }
+        }
+        let mut any = false;
+        for (key, value) in order {
+            let Some(value) = value else { continue };
+            let key = &self.keys[key];
+            let bare = key.get(1..key.len() - 1).unwrap_or_default();
+            let bare = std::str::from_utf8(bare).unwrap_or_default();
+            if mention && is_mention_person_key(bare) {
+                continue;
+            }
+            if any {
+                self.out.push(b',');
+            }
+            any = true;
+            self.out.extend_from_slice(key);
+            self.out.push(b':');
+            let value = &written[value.start - start..value.end - start];
+            if mention && bare == "attrs" && value.first() == Some(&b'{') {
+                without_person_keys(value, &mut self.out);
+            } else {
+                self.out.extend_from_slice(value);
+            }
+        }
+    }
+}
+
+/// A mention's `attrs` (compact JSON this module wrote) without its person
+/// keys. Mentions are few and their `attrs` small, so it goes through a value.
+fn without_person_keys(attrs: &[u8], out: &mut Vec<u8>) {
+    match serde_json::from_slice::<Value>(attrs) {
+        Ok(Value::Object(mut map)) => {
+            map.retain(|key, _| !is_mention_person_key(key));
+            write_json(out, &map);
+        }
+        _ => out.extend_from_slice(attrs),
+    }
+}
+
+/// An object key, borrowed from the text when it has no escapes.
+pub struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(s))
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(s.to_owned()))
+    }
+}

@@ -1,0 +1,256 @@
+//! Rich text read straight from its JSON text into [`RichText`]: the same
+//! blocks and plain text as [`super::rich_text`] gives for the parsed
+//! value, without building the value.
+//!
+//! Why a reader of its own: a card's rich text is most of a board, and
+//! parsing it into a `serde_json::Value` allocates a map, a vector and a
+//! string for nearly every node, which are then walked twice (for the plain
+//! text and for the sanitized copy of each block) and freed. Here one serde
+//! visitor walks the text once and, for each node, writes the block's copy
+//! ([`super::copy`]: depth-bounded, without sensitive keys or a mention's
+//! person keys) and gathers the node's plain text as it closes. Strings
+//! without escapes are borrowed from the text, not copied. A typed serde
+//! derive cannot express this input: the same key means different things by
+//! the node's `type`, which may come after it, and a repeated key means its
+//! last value; the visitor keeps what each rule needs until the node closes.
+//!
+//! What a parse of the text into a value accepts, this reader accepts: every
+//! value goes through serde_json's `deserialize_any`, so strings are decoded
+//! (a lone surrogate escape is refused), numbers converted and nesting held
+//! to serde_json's limit, and the callers treat a refusal as the value parse
+//! failing.
+
+use super::copy::{Copy, Info, Item, Role};
+use crate::document::{Raw, RichText};
+use crate::provider::raw::MAX_RAW_DEPTH;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::fmt;
+
+/// Reads rich text from the JSON text of a value, in the shapes and with the
+/// results of [`super::rich_text`] on the parsed value.
+///
+/// # Errors
+/// When serde_json would not parse `text` into a value; the caller decides
+/// what that means (an element's content that does not parse has no fields).
+pub fn rich_text_from_str(text: &str) -> Result<Option<RichText>, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let rich = RichSeed::default().deserialize(&mut de)?;
+    de.end()?;
+    Ok(rich)
+}
+
+/// Reads one rich-text value (an object or a JSON string) from a
+/// deserializer, as [`rich_text_from_str`] does.
+#[derive(Default)]
+pub struct RichSeed {
+    copy: Copy,
+}
+
+impl<'de> DeserializeSeed<'de> for RichSeed {
+    type Value = Option<RichText>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(RootVisitor { copy: self.copy })
+    }
+}
+
+struct RootVisitor {
+    copy: Copy,
+}
+
+/// What the root object's members said, the last of each key winning.
+#[derive(Default)]
+struct Root<'de> {
+    kind: Option<Cow<'de, str>>,
+    text: Option<Cow<'de, str>>,
+    /// `content`, when it is an array: its blocks and their parts.
+    content: Option<(Vec<Raw>, Vec<Cow<'de, str>>)>,
+    /// `blocks`, when it is an array: its blocks and their non-empty texts.
+    blocks: Option<(Vec<Raw>, Vec<Cow<'de, str>>)>,
+}
+
+impl<'de> Visitor<'de> for RootVisitor {
+    type Value = Option<RichText>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("rich text")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut root = Root::default();
+        while let Some(key) = map.next_key_seed(super::copy::KeySeed)? {
+            match &*key {
+                "type" | "text" => {
+                    let seen = map.next_value_seed(Item::reading(&mut self.copy, Role::Want))?;
+                    let value = match seen.info {
+                        Info::Str(s) => Some(s),
+                        _ => None,
+                    };
+                    if &*key == "type" {
+                        root.kind = value;
+                    } else {
+                        root.text = value;
+                    }
+                }
+                "content" => {
+                    root.content = map.next_value_seed(Blocks {
+                        copy: &mut self.copy,
+                        role: Role::Node,
+                    })?;
+                }
+                "blocks" => {
+                    root.blocks = map.next_value_seed(Blocks {
+                        copy: &mut self.copy,
+                        role: Role::DraftBlock,
+                    })?;
+                }
+                _ => {
+                    map.next_value_seed(Item::reading(&mut self.copy, Role::Plain))?;
+                }
+            }
+        }
+        Ok(root.into_rich_text())
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(Some(string_rich_text(s)))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Some(string_rich_text(s)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq
+            .next_element_seed(Item::reading(&mut self.copy, Role::Plain))?
+            .is_some()
+        {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+impl Root<'_> {
+    fn into_rich_text(self) -> Option<RichText> {
+        if self.kind.as_deref() == Some("doc") {
+            let (blocks, parts) = self.content.unwrap_or_default();
+            let plain_text = match self.text {
+                Some(text) => text.into_owned(),
+                None => parts.join("\n"),
+            };
+            return Some(RichText { blocks, plain_text });
+        }
+        let (blocks, texts) = self.blocks?;
+        Some(RichText {
+            blocks,
+            plain_text: texts.join("\n"),
+        })
+    }
+}
+
+/// A string is the rich text it encodes when it holds a TipTap or Draft.js
+/// object, else plain text with no blocks.
+fn string_rich_text(s: &str) -> RichText {
+    let trimmed = s.trim_start();
+    if trimmed.starts_with('{') {
+        if let Ok(Some(rich)) = rich_text_from_str(trimmed) {
+            return rich;
+        }
+    }
+    RichText {
+        blocks: Vec::new(),
+        plain_text: s.to_owned(),
+    }
+}
+
+/// The root's `content` or `blocks`: when an array, each item copied as one
+/// block and read for its plain-text part (a TipTap node's part, or a
+/// Draft.js block's `text`; empty ones left out).
+struct Blocks<'c> {
+    copy: &'c mut Copy,
+    role: Role,
+}
+
+impl<'de> DeserializeSeed<'de> for Blocks<'_> {
+    type Value = Option<(Vec<Raw>, Vec<Cow<'de, str>>)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Blocks<'_> {
+    type Value = Option<(Vec<Raw>, Vec<Cow<'de, str>>)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("rich-text blocks")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        let mut parts = Vec::new();
+        loop {
+            self.copy.out.clear();
+            let item = Item::writing(self.copy, MAX_RAW_DEPTH, self.role);
+            let Some(seen) = seq.next_element_seed(item)? else {
+                break;
+            };
+            match seen.info {
+                Info::Part(part) if !part.is_empty() => parts.push(part),
+                _ => {}
+            }
+            // A block is at most MAX_RAW_DEPTH levels, so it is never
+            // dropped itself; its text is compact JSON written by serde_json.
+            let text = String::from_utf8_lossy(&self.copy.out).into_owned();
+            let raw = RawValue::from_string(text).map_err(de::Error::custom)?;
+            blocks.push(Raw::from_json(raw));
+        }
+        Ok(Some((blocks, parts)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_key_seed(super::copy::KeySeed)?.is_some() {
+            map.next_value_seed(Item::reading(self.copy, Role::Plain))?;
+        }
+        Ok(None)
+    }
+
+    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
