@@ -38,7 +38,9 @@ use std::borrow::Cow;
 mod copy;
 pub mod stream;
 
-pub use stream::{rich_text_from_str, RichSeed};
+#[cfg(any(test, feature = "internals"))]
+pub use stream::rich_text_from_str;
+pub use stream::RichSeed;
 
 /// Reads rich text in any of the accepted shapes (see the module docs).
 ///

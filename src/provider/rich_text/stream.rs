@@ -218,7 +218,8 @@ impl<'de> Visitor<'de> for Blocks<'_> {
             }
             // A block is at most MAX_RAW_DEPTH levels, so it is never
             // dropped itself; its text is compact JSON written by serde_json.
-            let text = String::from_utf8_lossy(&self.copy.out).into_owned();
+            let text = std::str::from_utf8(&self.copy.out).map_err(de::Error::custom)?;
+            let text = text.to_owned();
             let raw = RawValue::from_string(text).map_err(de::Error::custom)?;
             blocks.push(Raw::from_json(raw));
         }
