@@ -2,12 +2,13 @@
 //! hosts that want no files. Bounded like the others (count per board,
 //! age, total bytes); lost on restart.
 
-use super::{Bounds, Kept};
+use super::{Bounds, Kept, Listed};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-/// One kept version: its token, when it was last seen (ms), its value.
-type Held = (Box<str>, u64, std::sync::Arc<[u8]>);
+/// One kept version: its token, when it was last seen (ms), its value,
+/// when it was first kept (ms).
+type Held = (Box<str>, u64, std::sync::Arc<[u8]>, u64);
 
 #[derive(Default)]
 struct State {
@@ -64,16 +65,18 @@ impl Memory {
         let state = &mut *state;
         state.bytes += value.len();
         let list = state.boards.entry(board.to_owned()).or_default();
+        let mut first = now;
         if let Some(at) = list.iter().position(|(v, ..)| **v == *version) {
-            if let Some((_, _, gone)) = list.remove(at) {
+            if let Some((_, _, gone, was)) = list.remove(at) {
                 state.bytes -= gone.len();
+                first = was;
             }
         }
-        list.push_back((version.into(), now, value.into()));
+        list.push_back((version.into(), now, value.into(), first));
         state.order.push_back((board.to_owned(), version.into()));
         let oldest = now.saturating_sub(self.bounds.keep_ms());
         while list.len() > self.bounds.keep_versions || list.front().is_some_and(|e| e.1 < oldest) {
-            if let Some((_, _, gone)) = list.pop_front() {
+            if let Some((_, _, gone, _)) = list.pop_front() {
                 state.bytes -= gone.len();
             }
         }
@@ -83,7 +86,7 @@ impl Memory {
             };
             if let Some(list) = state.boards.get_mut(&b) {
                 if let Some(at) = list.iter().position(|(kept, ..)| *kept == v) {
-                    if let Some((_, _, gone)) = list.remove(at) {
+                    if let Some((_, _, gone, _)) = list.remove(at) {
                         state.bytes -= gone.len();
                     }
                 }
@@ -110,9 +113,25 @@ impl Memory {
             .get(board)
             .and_then(|list| list.iter().find(|(v, ..)| **v == *version))
         {
-            Some((_, at, value)) if *at >= oldest => Kept::Value(value.to_vec()),
+            Some((_, at, value, _)) if *at >= oldest => Kept::Value(value.to_vec()),
             _ => Kept::Missing,
         }
+    }
+
+    /// The versions of `board` younger than the age bound, with when each
+    /// was first kept, newest first, at most `max`.
+    pub fn list(&self, board: &str, max: usize, now: u64) -> Vec<Listed> {
+        let state = self.lock();
+        let oldest = now.saturating_sub(self.bounds.keep_ms());
+        let held = state.boards.get(board).into_iter().flatten();
+        let listed = held
+            .filter(|(_, seen, ..)| *seen >= oldest)
+            .map(|(version, _, _, first)| Listed {
+                version: version.to_string(),
+                first_kept_ms: *first,
+            })
+            .collect();
+        super::newest_first(listed, max)
     }
 
     /// Total bytes held.
@@ -158,5 +177,28 @@ mod tests {
         assert!(m.bytes() <= 100, "{}", m.bytes());
         m.put("B", "huge", vec![0; 101], 8);
         assert_eq!(m.get("B", "huge", 8), Kept::Missing);
+    }
+
+    #[test]
+    fn listed_newest_first_by_when_first_kept() {
+        let m = Memory::new(bounds(5, 1000));
+        for (i, v) in ["a", "b", "c"].iter().enumerate() {
+            m.put("B", v, vec![0; 10], 100 + i as u64);
+        }
+        // Seen again later: still listed by when it was first kept.
+        assert!(m.touch("B", "a", 200));
+        m.put("B", "b", vec![0; 10], 201);
+        let listed = |max, now| {
+            m.list("B", max, now)
+                .into_iter()
+                .map(|l| (l.version, l.first_kept_ms))
+                .collect::<Vec<_>>()
+        };
+        let all = vec![("c".into(), 102), ("b".into(), 101), ("a".into(), 100)];
+        assert_eq!(listed(10, 300), all);
+        assert_eq!(listed(2, 300), all[..2].to_vec(), "bounded");
+        // Past the age bound of what was last seen at 102.
+        assert_eq!(listed(10, 10_150), all[1..].to_vec());
+        assert!(m.list("other", 10, 300).is_empty());
     }
 }

@@ -5,8 +5,8 @@
 //!
 //! - **Keys** carry no secret: `{prefix}{<hash of the board id>}:ver:<version>`
 //!   for a version (the token is a hash of content, not a secret) and
-//!   `…:vers` for the board's index (version, when last seen, bytes). The
-//!   hash tag keeps a board's keys on one cluster slot.
+//!   `…:vers` for the board's index (version, when last seen, bytes, when
+//!   first kept). The hash tag keeps a board's keys on one cluster slot.
 //! - **Sealed**: every value ends in the fleet key's HMAC for its own key
 //!   name, as the tier's documents do; a value that does not open is
 //!   deleted and counts as not kept.
@@ -18,9 +18,12 @@
 //!   version kept a little longer, never one served that is not one).
 //! - **Untrusted**: a value of another type, with no expiry or a longer one
 //!   than `keep_seconds`, or an index that does not open or parse, is
-//!   deleted (an index starts afresh); never an error to a client.
+//!   deleted (an index starts afresh); never an error to a client. A line
+//!   of three fields (written before feeds) reads as first kept when last
+//!   seen; a node of such a build reads a line of four as not ours, so
+//!   while a fleet upgrades an index may start afresh once.
 
-use super::{Bounds, Kept};
+use super::{Bounds, Kept, Listed};
 use crate::pipeline::version::is_version;
 use crate::store::shared::format::Invalid;
 use crate::store::shared::{SharedSettings, SharedTier, TierLimits};
@@ -44,6 +47,8 @@ struct Line {
     version: String,
     seen_ms: u64,
     bytes: usize,
+    /// When first kept: never after `seen_ms` (a foreign line's is cut).
+    first_ms: u64,
 }
 
 impl RedisVersions {
@@ -138,7 +143,11 @@ impl RedisVersions {
         let key = self.index_key(board);
         let mut text = String::from(INDEX_MARK);
         for l in lines {
-            let _ = writeln!(text, "{} {} {}", l.version, l.seen_ms, l.bytes);
+            let _ = writeln!(
+                text,
+                "{} {} {} {}",
+                l.version, l.seen_ms, l.bytes, l.first_ms
+            );
         }
         let sealed = self.tier.seal().seal(&key, text.into_bytes());
         let _ = self.set(key, sealed).await;
@@ -210,11 +219,17 @@ impl RedisVersions {
         if self.set(key, sealed).await.is_none() {
             return;
         }
+        // Kept again (its value had gone): when it was first kept stays.
+        let first_ms = lines
+            .iter()
+            .find(|l| l.version == version)
+            .map_or(now, |l| l.first_ms.min(now));
         lines.retain(|l| l.version != version);
         lines.push(Line {
             version: version.to_owned(),
             seen_ms: now,
             bytes,
+            first_ms,
         });
         let oldest = now.saturating_sub(u64::try_from(self.keep_ms()).unwrap_or(u64::MAX));
         let mut gone = Vec::new();
@@ -262,6 +277,15 @@ impl RedisVersions {
         Kept::Value(value.to_vec())
     }
 
+    /// The versions of `board` its index lists younger than the age bound,
+    /// with when each was first kept, newest first, at most `max`; `None`
+    /// when the tier did not answer. A line whose value has gone since
+    /// (expired, evicted) is still listed: reading it back says so.
+    pub async fn list(&self, board: &str, max: usize, now: u64) -> Option<Vec<Listed>> {
+        let lines = self.index(board).await?;
+        Some(listed(lines, max, now, self.bounds.keep_ms()))
+    }
+
     /// Deletes a value that did not open as its version (counted and
     /// logged as the tier's rejections are).
     pub async fn forget(&self, board: &str, version: &str) {
@@ -272,28 +296,61 @@ impl RedisVersions {
     }
 }
 
+/// The lines younger than the age bound as [`Listed`], newest first.
+fn listed(lines: Vec<Line>, max: usize, now: u64, keep_ms: u64) -> Vec<Listed> {
+    let oldest = now.saturating_sub(keep_ms);
+    let listed = lines
+        .into_iter()
+        .filter(|l| l.seen_ms >= oldest)
+        .map(|l| Listed {
+            version: l.version,
+            first_kept_ms: l.first_ms,
+        })
+        .collect();
+    super::newest_first(listed, max)
+}
+
 /// The lines of an index's text; `None` when any line is not one a node
-/// writes.
+/// writes: `version seen bytes first`, or `version seen bytes` as builds
+/// before feeds wrote it (first kept then counts as last seen).
 fn parse_index(text: &str) -> Option<Vec<Line>> {
     let body = text.strip_prefix(INDEX_MARK)?;
     let mut lines = Vec::new();
     for line in body.lines() {
         let mut parts = line.split(' ');
-        let (Some(version), Some(seen), Some(bytes), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
+        let (Some(version), Some(seen), Some(bytes), first, None) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
             return None;
         };
         if !is_version(version) || lines.len() >= 10_000 {
             return None;
         }
+        let seen_ms: u64 = number(seen)?;
+        let first_ms = match first {
+            Some(first) => number::<u64>(first)?.min(seen_ms),
+            None => seen_ms,
+        };
         lines.push(Line {
             version: version.to_owned(),
-            seen_ms: seen.parse().ok()?,
-            bytes: bytes.parse().ok()?,
+            seen_ms,
+            bytes: number(bytes)?,
+            first_ms,
         });
     }
     Some(lines)
+}
+
+/// A field of digits only (`parse` alone would take a leading `+`).
+fn number<T: std::str::FromStr>(field: &str) -> Option<T> {
+    if field.is_empty() || field.len() > 20 || !field.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    field.parse().ok()
 }
 
 #[cfg(test)]
@@ -303,18 +360,60 @@ mod tests {
     #[test]
     fn an_index_is_read_only_as_written() {
         let v = "0a".repeat(16);
-        let ok = format!("{INDEX_MARK}{v} 5 100\n{v} 6 7\n");
-        assert_eq!(parse_index(&ok).map(|l| l.len()), Some(2));
+        let ok = format!("{INDEX_MARK}{v} 5 100 4\n{v} 6 7\n");
+        let lines = parse_index(&ok).expect("reads");
+        assert_eq!(
+            lines
+                .iter()
+                .map(|l| (l.seen_ms, l.bytes, l.first_ms))
+                .collect::<Vec<_>>(),
+            vec![(5, 100, 4), (6, 7, 6)],
+            "a line of an older build: first kept when last seen"
+        );
         assert_eq!(parse_index(INDEX_MARK), Some(Vec::new()));
+        // A first sight after the last one (a foreign line) is cut to it.
+        let late = parse_index(&format!("{INDEX_MARK}{v} 5 100 99\n")).expect("reads");
+        assert_eq!(late[0].first_ms, 5);
         for bad in [
             String::new(),
             format!("{v} 5 100\n"),
             format!("{INDEX_MARK}{v} 5\n"),
-            format!("{INDEX_MARK}{v} 5 100 9\n"),
+            format!("{INDEX_MARK}{v} 5 100 9 1\n"),
+            format!("{INDEX_MARK}{v} 5 100 x\n"),
+            format!("{INDEX_MARK}{v} 5 100 -9\n"),
+            format!("{INDEX_MARK}{v} 5 100 +9\n"),
+            format!("{INDEX_MARK}{v} 5 100 \n"),
+            format!("{INDEX_MARK}{v} 5 100 99999999999999999999999\n"),
             format!("{INDEX_MARK}XYZ 5 100\n"),
             format!("{INDEX_MARK}{v} -5 100\n"),
+            format!("{INDEX_MARK}{v} +5 100\n"),
         ] {
             assert_eq!(parse_index(&bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn listed_newest_first_by_when_first_kept() {
+        let line = |c: char, seen_ms, first_ms| Line {
+            version: c.to_string().repeat(32),
+            seen_ms,
+            bytes: 1,
+            first_ms,
+        };
+        // The index's order is by last sight; the list's by first.
+        let lines = vec![
+            line('c', 120, 120),
+            line('b', 130, 110),
+            line('a', 140, 100),
+        ];
+        let order = |max, now| {
+            listed(lines.clone(), max, now, 1000)
+                .into_iter()
+                .map(|l| (l.version.as_bytes()[0], l.first_kept_ms))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(10, 200), vec![(b'c', 120), (b'b', 110), (b'a', 100)]);
+        assert_eq!(order(1, 200), vec![(b'c', 120)], "bounded");
+        assert_eq!(order(10, 1125), vec![(b'b', 110), (b'a', 100)], "aged");
     }
 }
