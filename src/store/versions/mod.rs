@@ -81,7 +81,8 @@ pub struct Bounds {
     pub keep_versions: usize,
     /// How long a version is kept after it was last produced (default 7 days).
     pub keep: Duration,
-    /// Compressed bytes kept in all (default 256 MiB; in Redis, per board).
+    /// Compressed bytes kept in all (default 256 MiB), taken from the
+    /// largest holder first.
     pub max_bytes: usize,
     /// Largest document a stored value may inflate to (the cache's
     /// `max_entry_bytes`).
