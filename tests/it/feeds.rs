@@ -1,7 +1,8 @@
 //! Feeds of a board's changes (`/api/changes` without `since`, Atom or
 //! JSON Feed by `Accept`), over real sockets in front of a sample upstream
 //! of each test's own: the entries after edits, newest first, with ids and
-//! times that stay the same when the node restarts on its SQLite file;
+//! times that stay the same when the node restarts on its SQLite file, and
+//! the same feed from two nodes keeping versions in one real Redis;
 //! ETag and `304`; no share link or permission id in a feed; hostile card
 //! text escaped and the Atom well formed to an XML parser (roxmltree); the
 //! JSON Feed's required members; the endpoint's JSON errors before a feed;
@@ -50,12 +51,14 @@ impl Drop for Temp {
     }
 }
 
-/// A gateway in front of `origin` without a process cache (each request
-/// loads, so an edit shows at once), `api` under `board_api`.
+/// No process cache: each request loads, so an edit shows at once.
+const NO_CACHE: &str = "  cache:\n    enabled: false\n";
+
+/// A gateway in front of `origin`, `api` under `board_api`.
 fn gateway(origin: &str, api: &str) -> Gateway {
     start_server(1, |server, addrs| {
         let text = format!(
-            "version: 1\nthreads: 2\nboard_api:\n  server:\n    listen: [\"{}\"]\n  provider:\n    origin: {origin}\n  cache:\n    enabled: false\n{api}",
+            "version: 1\nthreads: 2\nboard_api:\n  server:\n    listen: [\"{}\"]\n  provider:\n    origin: {origin}\n{api}",
             addrs[0]
         );
         let settings = Settings::from_yaml(&text).expect("test config is valid");
@@ -66,7 +69,7 @@ fn gateway(origin: &str, api: &str) -> Gateway {
 
 fn sqlite(db: &Path) -> String {
     format!(
-        "  changes:\n    store: sqlite\n    path: {}\n",
+        "{NO_CACHE}  changes:\n    store: sqlite\n    path: {}\n",
         db.display()
     )
 }
@@ -321,6 +324,38 @@ fn the_feed_lists_edits_newest_first_and_keeps_its_ids_across_a_restart() {
     assert_eq!(cached.status, 304, "a reader's ETag still holds");
 }
 
+#[test]
+fn every_node_of_a_fleet_serves_the_same_feed() {
+    let server = redis::Redis::start();
+    let proxy = redis::Proxy::start(&server.socket());
+    let api = format!(
+        "  cache:\n    ttl_seconds: 1\n    shared:\n      url: {}\n      secret_env: {}\n  changes:\n    store: redis\n",
+        proxy.url(),
+        redis::fleet_key_var()
+    );
+    let up = upstream();
+    let (a, b) = (gateway(&up.origin(), &api), gateway(&up.origin(), &api));
+    let board = "3Hq7ZsWd2KpL8c";
+    let link = link(board, SECRET_PERMISSION);
+    let v1 = version(a.addr, &link);
+    edit(&up, board);
+    // The tier keeps a document a second: the edit shows after it.
+    let mut v2 = v1.clone();
+    assert!(redis::wait_for(|| {
+        v2 = version(a.addr, &link);
+        v2 != v1
+    }));
+    let from_a = atom_with(a.addr, &link, 1);
+    let (_, _, entries) = parse_atom(&from_a.body);
+    assert_eq!(entries[0].id, format!("urn:board-version:{v1}:{v2}"));
+    // The other node reads the versions the first one kept.
+    let from_b = atom_with(b.addr, &link, 1);
+    assert_eq!(from_b.body, from_a.body, "the same feed, byte for byte");
+    assert_eq!(from_b.header("etag"), from_a.header("etag"));
+    let text = String::from_utf8_lossy(&from_b.body).into_owned();
+    assert!(!text.contains(SECRET_PERMISSION), "{text}");
+}
+
 /// A captured board whose texts are hostile: a title and a task with
 /// markup, an XML section end, references and control characters.
 fn hostile_capture(dir: &Path) -> Captured {
@@ -360,7 +395,7 @@ fn hostile_card_text_stays_text_in_both_feeds() {
             .expect("starts");
     let board = "1XbZFeedHost01";
     let link = link(board, SECRET_PERMISSION);
-    let gw = gateway(&up.origin(), "");
+    let gw = gateway(&up.origin(), NO_CACHE);
     version(gw.addr, &link);
     edit(&up, board);
     version(gw.addr, &link);
@@ -400,7 +435,7 @@ fn hostile_card_text_stays_text_in_both_feeds() {
 #[test]
 fn errors_before_a_feed_are_the_endpoints_json_errors() {
     let up = upstream();
-    let gw = gateway(&up.origin(), "");
+    let gw = gateway(&up.origin(), NO_CACHE);
     let good = link(BOARD, PERMISSION);
     let get = |query: &str| {
         request(
@@ -453,7 +488,7 @@ fn feedparser_reads_both_feeds_as_written() {
     std::fs::create_dir_all(&dir.0).expect("a directory");
     let up = upstream();
     let link = link(BOARD, SECRET_PERMISSION);
-    let gw = gateway(&up.origin(), "");
+    let gw = gateway(&up.origin(), NO_CACHE);
     let v1 = version(gw.addr, &link);
     edit(&up, BOARD);
     let v2 = version(gw.addr, &link);
