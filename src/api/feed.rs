@@ -173,7 +173,7 @@ impl BoardApi {
                 .await
                 .map_err(|_| store_unavailable())?;
             match compared {
-                Some(changes) => {
+                Ok(changes) => {
                     steps.push(Step {
                         changes,
                         updated_ms: to.first_kept_ms,
@@ -182,25 +182,47 @@ impl BoardApi {
                 }
                 // The older side is not a document of this board: the newer
                 // one waits for the next.
-                None => newer = Some((newer_side, to)),
+                Err(Unfit::Older) => newer = Some((newer_side, to)),
+                // Nor is the newer: the older one takes its place.
+                Err(Unfit::Newer) => newer = Some((side, version)),
             }
         }
         Ok(steps)
     }
 }
 
+/// Which side of a comparison is not a document of the board (a value a
+/// store holds that hashes to its token, but is unreadable or another
+/// board's: never compared).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unfit {
+    Older,
+    Newer,
+}
+
 /// The changes from `older` (`from`) to `newer` (`to`), both documents of
-/// `board_id`, cut to what a feed entry lists; `None` when either is not.
-/// CPU work: on the work pool.
-fn compare(board_id: &str, older: &Side, from: &str, newer: &Side, to: &str) -> Option<Changes> {
-    let old = flat::read(older.bytes()).ok()?;
-    let new = flat::read(newer.bytes()).ok()?;
-    if old.board_id != board_id || new.board_id != board_id {
-        return None;
-    }
+/// `board_id`, cut to what a feed entry lists. CPU work: on the work pool.
+///
+/// # Errors
+/// The side that is not a document of `board_id` (the newer one first).
+fn compare(
+    board_id: &str,
+    older: &Side,
+    from: &str,
+    newer: &Side,
+    to: &str,
+) -> Result<Changes, Unfit> {
+    let new = flat::read(newer.bytes())
+        .ok()
+        .filter(|f| f.board_id == board_id)
+        .ok_or(Unfit::Newer)?;
+    let old = flat::read(older.bytes())
+        .ok()
+        .filter(|f| f.board_id == board_id)
+        .ok_or(Unfit::Older)?;
     let mut changes = compare_flat(&old, from, &new, to);
     changes.truncate(feed::LINES);
-    Some(changes)
+    Ok(changes)
 }
 
 /// The cache key of a feed made from `listed`: each version and when it
@@ -226,5 +248,36 @@ mod tests {
         assert_eq!(&*cache_key(&[l("a", 2), l("b", 1)]), "a@2,b@1,");
         assert_ne!(cache_key(&[l("a", 2)]), cache_key(&[l("a", 3)]));
         assert_eq!(&*cache_key(&[]), "");
+    }
+
+    #[test]
+    fn only_documents_of_the_board_are_compared() {
+        let doc = |board: &str, title: &str| {
+            Side::Kept(Arc::new(format!(
+                r#"{{"version":1,"source":{{"provider":"milanote","boardId":"{board}"}},"fetchedAt":"t","board":{{"id":"{board}","type":"BOARD","title":"{title}","children":[]}}}}"#
+            ).into_bytes()))
+        };
+        let (from, to) = ("0".repeat(32), "1".repeat(32));
+        let (old, new) = (doc("B", "old"), doc("B", "new"));
+        let changes = compare("B", &old, &from, &new, &to).expect("compared");
+        assert_eq!(
+            (changes.from.as_str(), changes.to.as_str()),
+            (from.as_str(), to.as_str())
+        );
+        assert_eq!(changes.counts.changed, 1, "{changes:?}");
+        let other = doc("OTHER", "x");
+        assert_eq!(
+            compare("B", &other, &from, &new, &to).err(),
+            Some(Unfit::Older)
+        );
+        assert_eq!(
+            compare("B", &old, &from, &other, &to).err(),
+            Some(Unfit::Newer)
+        );
+        let junk = Side::Kept(Arc::new(b"not json".to_vec()));
+        assert_eq!(
+            compare("B", &junk, &from, &junk, &to).err(),
+            Some(Unfit::Newer)
+        );
     }
 }

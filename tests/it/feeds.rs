@@ -308,8 +308,20 @@ fn the_feed_lists_edits_newest_first_and_keeps_its_ids_across_a_restart() {
         assert!(!json_text.contains(secret), "{secret} in {json_text}");
     }
 
-    // A new node on the same file: the same feed, byte for byte.
+    // A new node on the same file: the same feed, byte for byte, though
+    // the file now also lists a newer version that is not one (random
+    // bytes under a token): read back, rejected and left out.
     drop(gw);
+    let conn = rusqlite::Connection::open(&db.0).expect("opens the test's file");
+    conn.busy_timeout(Duration::from_secs(5))
+        .expect("busy timeout");
+    conn.execute(
+        "INSERT INTO board_versions (board, version, stored_at, bytes, value, first_kept)
+           VALUES (?1, ?2, 9999999999999, 4000, randomblob(4000), 9999999999999)",
+        rusqlite::params![owner, "ab".repeat(16)],
+    )
+    .expect("the test writes");
+    drop(conn);
     let gw = gateway(&up.origin(), &sqlite(&db.0));
     let after = feed(gw.addr, &link, ATOM, &[]);
     assert_eq!(
