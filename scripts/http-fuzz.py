@@ -47,9 +47,12 @@ MCP_TOOLS = ["read_board", "search_board", "board_changes", "nope", ""]
 
 def link(rng):
     board = rng.choice(BOARDS)
-    permission = rng.choice(["demo", "p1", "fault-denied", "", "a" * 200, "%00", "é"])
+    permission = "demo" if rng.random() < 0.5 else rng.choice(
+        ["p1", "fault-denied", "", "a" * 200, "%00", "é"])
     base = "https://app.milanote.com/%s/slug?p=%s" % (board, permission)
-    return rng.choice([base, base, base, "http://app.milanote.com/%s/x?p=demo" % board,
+    if rng.random() < 0.6:
+        return base
+    return rng.choice([base, "http://app.milanote.com/%s/x?p=demo" % board,
                        "https://evil.example.com/%s/x?p=demo" % board,
                        "https://app.milanote.com/%s" % board, "not a link", "",
                        base + "&p=other", base + "#frag", "https://app.milanote.com:99999/x/y?p=z"])
@@ -128,8 +131,12 @@ def json_body(rng):
 
 
 def request(rng):
-    method = rng.choice(METHODS)
-    path = rng.choice(PATHS)
+    path = rng.choice(PATHS) if rng.random() < 0.3 else rng.choice(PATHS[:6])
+    if rng.random() < 0.8:
+        # The method the endpoint takes, most of the time.
+        method = "POST" if path in ("/api/board", "/api/mcp") else rng.choice(["GET"] * 9 + ["HEAD"])
+    else:
+        method = rng.choice(METHODS)
     target = path + ("?" + query(rng) if rng.random() < 0.95 else "")
     headers = [("Host", rng.choice(["127.0.0.1", "localhost", "", "evil.example.com", "a" * 300]))]
     if rng.random() < 0.7:
@@ -174,22 +181,24 @@ class Stats:
             self.sent += 1
             self.status[status] = self.status.get(status, 0) + 1
             if status in ("500", "no answer", "not http") and len(self.unexpected) < 50:
-                self.unexpected.append((status, what[:300]))
+                self.unexpected.append((status, what[:1500]))
 
 
 def one(addr, rng, stats):
     method, target, raw = request(rng)
-    events = b"text/event-stream" in raw.split(b"\r\n\r\n", 1)[0]
+    # A stream (or a long poll) stays open: read what comes for a while.
+    events = target.startswith("/api/changes") and (
+        b"text/event-stream" in raw.split(b"\r\n\r\n", 1)[0] or "wait=" in target)
     try:
         with socket.create_connection(addr, timeout=10) as s:
-            s.settimeout(3 if events else 40)
+            s.settimeout(10 if events else 40)
             s.sendall(raw)
             data = b""
             while True:
                 try:
                     chunk = s.recv(65536)
                 except socket.timeout:
-                    if events or b"wait=" in raw[:2000]:
+                    if events and data:
                         break  # a stream or a long poll that is still open
                     raise
                 if not chunk:
@@ -198,8 +207,11 @@ def one(addr, rng, stats):
                 if len(data) > 200_000_000:
                     break
         if not data:
-            stats.add("no answer", "%s %s" % (method, target))
+            stats.add("no answer", raw[:1500].decode("utf-8", "replace"))
             return
+        # Past interim answers (100 Continue) to the final one.
+        while data.startswith(b"HTTP/1.1 1") and b"\r\n\r\n" in data:
+            data = data.split(b"\r\n\r\n", 1)[1]
         line = data.split(b"\r\n", 1)[0]
         if not line.startswith(b"HTTP/1.1 "):
             stats.add("not http", "%s %s: %r" % (method, target, line[:80]))
@@ -209,7 +221,7 @@ def one(addr, rng, stats):
         # A refused request head (too long, bad framing) may be cut by the server.
         stats.add("reset", "%s %s" % (method, target))
     except socket.timeout:
-        stats.add("no answer", "timeout: %s %s" % (method, target))
+        stats.add("no answer", "timeout: " + raw[:1500].decode("utf-8", "replace"))
 
 
 def rss(pid):

@@ -426,7 +426,20 @@ fn board_changes_answers_as_the_endpoint_does() {
         "{text}"
     );
     assert!(text.contains("## Added (1)"), "{text}");
+    assert!(
+        r.get("structuredContent").is_none(),
+        "Markdown only, unless asked"
+    );
+    let r = result(&call(
+        gw.addr,
+        "board_changes",
+        json!({"url": url, "since": v1, "format": "json"}),
+    ));
+    assert_eq!(r["isError"], false, "{r}");
     let data = &r["structuredContent"];
+    let text: Value =
+        serde_json::from_str(r["content"][0]["text"].as_str().expect("text")).expect("JSON text");
+    assert_eq!(&text, data, "the same JSON as text");
     assert_eq!(data["from"], v1.as_str());
     assert_eq!(ids(&data["added"]), [format!("Edit{board}")]);
     let endpoint = request(
@@ -444,6 +457,7 @@ fn board_changes_answers_as_the_endpoint_does() {
         (json!({"url": url, "since": "nope"}), "since"),
         (json!({"url": url, "since": "0".repeat(32)}), "since"),
         (json!({"url": url, "since": v1, "view": "full"}), "view"),
+        (json!({"url": url, "since": v1, "format": "html"}), "format"),
     ] {
         let r = result(&call(gw.addr, "board_changes", args.clone()));
         assert_eq!(r["isError"], true, "{args}");
