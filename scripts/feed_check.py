@@ -1,13 +1,16 @@
 """Reads a board's two feeds with feed libraries from PyPI and prints what
 they read as one JSON object, for tests/it/feeds.rs to check:
 
-    python3 scripts/feed_check.py feed.atom feed.json
+    python3 scripts/feed_check.py feed.atom feed.json [FEED_URL]
 
 - the Atom feed with `feedparser`, the library many feed readers and
   services are built on, handed over with its Content-Type as a reader that
   fetched it would;
 - the JSON Feed with `jsonfeed-util` (`import jsonfeed`): no released
   feedparser (6.0.x) reads JSON Feed, it only tries XML.
+
+With FEED_URL (loopback), feedparser also fetches the feed itself, with its
+own `Accept` header, as a reader subscribed to that URL does (`"fetched"`).
 
 Prints `{"atom": {...}, "json": {...}}`, each with the format's `version`
 (feedparser's `atom10`; `json11` for a JSON Feed 1.1), `bozo` (true when
@@ -27,7 +30,10 @@ import jsonfeed
 def read_atom(path):
     with open(path, "rb") as f:
         body = f.read()
-    d = feedparser.parse(body, response_headers={"content-type": "application/atom+xml; charset=utf-8"})
+    return summary(feedparser.parse(body, response_headers={"content-type": "application/atom+xml; charset=utf-8"}))
+
+
+def summary(d):
     entries = []
     for e in d.entries:
         content = e.get("content")
@@ -82,7 +88,10 @@ def read_json(path):
 
 
 def main():
-    print(json.dumps({"atom": read_atom(sys.argv[1]), "json": read_json(sys.argv[2])}))
+    out = {"atom": read_atom(sys.argv[1]), "json": read_json(sys.argv[2])}
+    if len(sys.argv) > 3:
+        out["fetched"] = summary(feedparser.parse(sys.argv[3]))
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -515,6 +515,7 @@ fn feedparser_reads_both_feeds_as_written() {
         .arg(script)
         .arg(&atom_path)
         .arg(&json_path)
+        .arg(format!("http://{}/api/changes?url={link}", gw.addr))
         .output()
         .expect("the check script runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -551,4 +552,6 @@ fn feedparser_reads_both_feeds_as_written() {
         );
     }
     assert_eq!(read["atom"]["feed_id"], format!("urn:board:{BOARD}"));
+    // Subscribed to the URL, feedparser's own Accept gets the same Atom.
+    assert_eq!(read["fetched"], read["atom"], "{read}");
 }
