@@ -113,5 +113,5 @@ run_one() { # label binary
 }
 
 [ -n "${BIN_BEFORE:-}" ] && run_one before "$BIN_BEFORE"
-run_one after "$TARGET/release/shared-board-api"
+run_one after "${BIN_AFTER:-$TARGET/release/shared-board-api}"
 log_problems after

@@ -27,6 +27,7 @@ import time
 import urllib.parse
 
 
+DEMO_LINK = "https://app.milanote.com/1W3ZZU1Qvua02H/demo?p=demo"
 DEMO = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf", "demo.yaml")).read()
 
 
@@ -112,7 +113,8 @@ def logs(port, log_path, result):
 
     base = warns()
     for _ in range(1000):
-        get(port, "/api/nope", [("Accept-Encoding", "gzip;q=abc, br")])
+        get(port, "/api/search?url=" + urllib.parse.quote(DEMO_LINK, safe=""),
+            [("Accept-Encoding", "gzip;q=abc, br")])
     time.sleep(0.5)
     result["WARN per 1,000 bad Accept-Encoding"] = warns() - base
     base = warns()
