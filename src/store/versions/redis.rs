@@ -37,7 +37,7 @@ use crate::store::shared::format::Invalid;
 use crate::store::shared::{SharedSettings, SharedTier, TierLimits};
 use bytes::Bytes;
 use fred::prelude::{Expiration, KeysInterface, LuaInterface};
-use index::{listed, parse_index, Line};
+use index::{apply_firsts, listed, parse_index, Line};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -202,6 +202,36 @@ impl RedisVersions {
         let _ = self.set(key, sealed).await;
     }
 
+    fn firsts_key(&self, holder: &str) -> String {
+        format!("{}firsts", self.base(holder))
+    }
+
+    /// Sets the first-kept times of `lines` from the holder's `…:firsts`;
+    /// a value that is absent or not ours leaves them at the last sight.
+    async fn read_firsts(&self, holder: &str, lines: &mut [Line]) {
+        let key = self.firsts_key(holder);
+        let Some(Ok(Some(value))) = self.get_bytes(&key).await else {
+            return;
+        };
+        let text = self
+            .tier
+            .seal()
+            .open(&key, &value)
+            .and_then(|data| std::str::from_utf8(data).ok());
+        if text.and_then(|t| apply_firsts(t, lines)).is_none() {
+            self.tier
+                .reject(&key, &Invalid("first-kept times that are not ours"))
+                .await;
+        }
+    }
+
+    async fn write_firsts(&self, holder: &str, lines: &[Line]) {
+        let key = self.firsts_key(holder);
+        let text = index::firsts_text(lines);
+        let sealed = self.tier.seal().seal(&key, text.into_bytes());
+        let _ = self.set(key, sealed).await;
+    }
+
     /// Stores `value` under `key` for as long as versions are kept; `None`
     /// when the tier did not answer.
     async fn set(&self, key: String, value: Vec<u8>) -> Option<Option<String>> {
@@ -237,6 +267,8 @@ impl RedisVersions {
         line.seen_ms = now;
         lines.push(line);
         self.write_index(&holder, &lines).await;
+        let firsts = client.pexpire::<i64, _>(self.firsts_key(&holder), self.keep_ms(), None);
+        let _ = self.tier.call(firsts).await;
         true
     }
 
@@ -266,6 +298,7 @@ impl RedisVersions {
         let Some(mut lines) = self.index(&holder).await else {
             return;
         };
+        self.read_firsts(&holder, &mut lines).await;
         let key = self.value_key(&holder, version);
         let bytes = sealed.len();
         if self.set(key, sealed).await.is_none() {
@@ -283,7 +316,10 @@ impl RedisVersions {
             bytes,
             first_ms,
         });
-        let held = self.trim(&holder, lines, now, 0).await;
+        let held = self.trim(&holder, &mut lines, now, 0).await;
+        if !lines.is_empty() {
+            self.write_firsts(&holder, &lines).await;
+        }
         let mut largest = self.account(&holder, held, now).await;
         // Over the bound: the oldest versions of the largest holder go,
         // one call at a time (a holder whose keys expired counts 0 and
@@ -296,10 +332,10 @@ impl RedisVersions {
                 largest = self.account(&victim, 0, now).await;
                 continue;
             }
-            let Some(lines) = self.index(&victim).await else {
+            let Some(mut lines) = self.index(&victim).await else {
                 break;
             };
-            let held = self.trim(&victim, lines, now, 1).await;
+            let held = self.trim(&victim, &mut lines, now, 1).await;
             largest = self.account(&victim, held, now).await;
         }
     }
@@ -307,7 +343,7 @@ impl RedisVersions {
     /// Applies the count and age bounds to a holder's index, and drops
     /// `extra` more of its oldest versions; writes the index back, deletes
     /// what fell out, and answers the bytes it still holds.
-    async fn trim(&self, holder: &str, mut lines: Vec<Line>, now: u64, extra: usize) -> usize {
+    async fn trim(&self, holder: &str, lines: &mut Vec<Line>, now: u64, extra: usize) -> usize {
         let oldest = now.saturating_sub(u64::try_from(self.keep_ms()).unwrap_or(u64::MAX));
         let mut gone = Vec::new();
         let mut extra = extra;
@@ -324,8 +360,9 @@ impl RedisVersions {
         }
         if lines.is_empty() {
             gone.push(self.index_key(holder));
+            gone.push(self.firsts_key(holder));
         } else {
-            self.write_index(holder, &lines).await;
+            self.write_index(holder, lines).await;
         }
         if !gone.is_empty() {
             let _ = self.tier.call(self.tier.client().del::<i64, _>(gone)).await;
@@ -394,7 +431,9 @@ impl RedisVersions {
     /// when the tier did not answer. A line whose value has gone since
     /// (expired, evicted) is still listed: reading it back says so.
     pub async fn list(&self, board: &str, max: usize, now: u64) -> Option<Vec<Listed>> {
-        let lines = self.index(&Self::holder(board)).await?;
+        let holder = Self::holder(board);
+        let mut lines = self.index(&holder).await?;
+        self.read_firsts(&holder, &mut lines).await;
         Some(listed(lines, max, now, self.bounds.keep_ms()))
     }
 
