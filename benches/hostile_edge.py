@@ -114,7 +114,7 @@ def logs(port, log_path, result):
     base = warns()
     for _ in range(1000):
         get(port, "/api/search?url=" + urllib.parse.quote(DEMO_LINK, safe=""),
-            [("Accept-Encoding", "gzip;q=abc, br")])
+            [("Accept-Encoding", "br, , gzip;q=1.0.0")])
     time.sleep(0.5)
     result["WARN per 1,000 bad Accept-Encoding"] = warns() - base
     base = warns()
