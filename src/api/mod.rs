@@ -7,6 +7,7 @@
 pub mod accept;
 pub mod changes;
 pub mod error;
+mod feed;
 pub(crate) mod live;
 mod load;
 pub mod mcp;

@@ -5,8 +5,8 @@
 //!
 //! - **Keys** carry no secret: `{prefix}{<hash of the board id>}:ver:<version>`
 //!   for a version (the token is a hash of content, not a secret) and
-//!   `…:vers` for the board's index (version, when last seen, bytes). The
-//!   hash tag keeps a board's keys on one cluster slot.
+//!   `…:vers` for the board's index (version, when last seen, bytes, when
+//!   first kept). The hash tag keeps a board's keys on one cluster slot.
 //! - **Sealed**: every value ends in the fleet key's HMAC for its own key
 //!   name, as the tier's documents do; a value that does not open is
 //!   deleted and counts as not kept.
@@ -25,19 +25,21 @@
 //!   that is not one).
 //! - **Untrusted**: a value of another type, with no expiry or a longer one
 //!   than `keep_seconds`, or an index that does not open or parse, is
-//!   deleted (an index starts afresh); never an error to a client.
+//!   deleted (an index starts afresh); never an error to a client. A line
+//!   of three fields (written before feeds) reads as first kept when last
+//!   seen; a node of such a build reads a line of four as not ours, so
+//!   while a fleet upgrades an index may start afresh once.
 
-use super::{Bounds, Kept};
-use crate::pipeline::version::is_version;
+mod index;
+
+use super::{Bounds, Kept, Listed};
 use crate::store::shared::format::Invalid;
 use crate::store::shared::{SharedSettings, SharedTier, TierLimits};
 use bytes::Bytes;
 use fred::prelude::{Expiration, KeysInterface, LuaInterface};
+use index::{apply_firsts, listed, parse_index, Line};
 use std::fmt::Write as _;
 use std::time::Duration;
-
-/// The first line of an index value.
-const INDEX_MARK: &str = "SBVI1\n";
 
 /// Versions one write may evict from the largest holders to bring the
 /// fleet within its byte bound (each a few calls; the next write goes on).
@@ -102,14 +104,6 @@ fn is_holder(name: &str) -> bool {
 pub struct RedisVersions {
     tier: SharedTier,
     bounds: Bounds,
-}
-
-/// One line of a board's index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Line {
-    version: String,
-    seen_ms: u64,
-    bytes: usize,
 }
 
 impl RedisVersions {
@@ -204,10 +198,36 @@ impl RedisVersions {
 
     async fn write_index(&self, holder: &str, lines: &[Line]) {
         let key = self.index_key(holder);
-        let mut text = String::from(INDEX_MARK);
-        for l in lines {
-            let _ = writeln!(text, "{} {} {}", l.version, l.seen_ms, l.bytes);
+        let sealed = self.tier.seal().seal(&key, index::text(lines).into_bytes());
+        let _ = self.set(key, sealed).await;
+    }
+
+    fn firsts_key(&self, holder: &str) -> String {
+        format!("{}firsts", self.base(holder))
+    }
+
+    /// Sets the first-kept times of `lines` from the holder's `…:firsts`;
+    /// a value that is absent or not ours leaves them at the last sight.
+    async fn read_firsts(&self, holder: &str, lines: &mut [Line]) {
+        let key = self.firsts_key(holder);
+        let Some(Ok(Some(value))) = self.get_bytes(&key).await else {
+            return;
+        };
+        let text = self
+            .tier
+            .seal()
+            .open(&key, &value)
+            .and_then(|data| std::str::from_utf8(data).ok());
+        if text.and_then(|t| apply_firsts(t, lines)).is_none() {
+            self.tier
+                .reject(&key, &Invalid("first-kept times that are not ours"))
+                .await;
         }
+    }
+
+    async fn write_firsts(&self, holder: &str, lines: &[Line]) {
+        let key = self.firsts_key(holder);
+        let text = index::firsts_text(lines);
         let sealed = self.tier.seal().seal(&key, text.into_bytes());
         let _ = self.set(key, sealed).await;
     }
@@ -247,6 +267,8 @@ impl RedisVersions {
         line.seen_ms = now;
         lines.push(line);
         self.write_index(&holder, &lines).await;
+        let firsts = client.pexpire::<i64, _>(self.firsts_key(&holder), self.keep_ms(), None);
+        let _ = self.tier.call(firsts).await;
         true
     }
 
@@ -276,18 +298,28 @@ impl RedisVersions {
         let Some(mut lines) = self.index(&holder).await else {
             return;
         };
+        self.read_firsts(&holder, &mut lines).await;
         let key = self.value_key(&holder, version);
         let bytes = sealed.len();
         if self.set(key, sealed).await.is_none() {
             return;
         }
+        // Kept again (its value had gone): when it was first kept stays.
+        let first_ms = lines
+            .iter()
+            .find(|l| l.version == version)
+            .map_or(now, |l| l.first_ms.min(now));
         lines.retain(|l| l.version != version);
         lines.push(Line {
             version: version.to_owned(),
             seen_ms: now,
             bytes,
+            first_ms,
         });
-        let held = self.trim(&holder, lines, now, 0).await;
+        let held = self.trim(&holder, &mut lines, now, 0).await;
+        if !lines.is_empty() {
+            self.write_firsts(&holder, &lines).await;
+        }
         let mut largest = self.account(&holder, held, now).await;
         // Over the bound: the oldest versions of the largest holder go,
         // one call at a time (a holder whose keys expired counts 0 and
@@ -300,10 +332,10 @@ impl RedisVersions {
                 largest = self.account(&victim, 0, now).await;
                 continue;
             }
-            let Some(lines) = self.index(&victim).await else {
+            let Some(mut lines) = self.index(&victim).await else {
                 break;
             };
-            let held = self.trim(&victim, lines, now, 1).await;
+            let held = self.trim(&victim, &mut lines, now, 1).await;
             largest = self.account(&victim, held, now).await;
         }
     }
@@ -311,7 +343,7 @@ impl RedisVersions {
     /// Applies the count and age bounds to a holder's index, and drops
     /// `extra` more of its oldest versions; writes the index back, deletes
     /// what fell out, and answers the bytes it still holds.
-    async fn trim(&self, holder: &str, mut lines: Vec<Line>, now: u64, extra: usize) -> usize {
+    async fn trim(&self, holder: &str, lines: &mut Vec<Line>, now: u64, extra: usize) -> usize {
         let oldest = now.saturating_sub(u64::try_from(self.keep_ms()).unwrap_or(u64::MAX));
         let mut gone = Vec::new();
         let mut extra = extra;
@@ -328,8 +360,9 @@ impl RedisVersions {
         }
         if lines.is_empty() {
             gone.push(self.index_key(holder));
+            gone.push(self.firsts_key(holder));
         } else {
-            self.write_index(holder, &lines).await;
+            self.write_index(holder, lines).await;
         }
         if !gone.is_empty() {
             let _ = self.tier.call(self.tier.client().del::<i64, _>(gone)).await;
@@ -393,6 +426,17 @@ impl RedisVersions {
         Kept::Value(value.to_vec())
     }
 
+    /// The versions of `board` its index lists younger than the age bound,
+    /// with when each was first kept, newest first, at most `max`; `None`
+    /// when the tier did not answer. A line whose value has gone since
+    /// (expired, evicted) is still listed: reading it back says so.
+    pub async fn list(&self, board: &str, max: usize, now: u64) -> Option<Vec<Listed>> {
+        let holder = Self::holder(board);
+        let mut lines = self.index(&holder).await?;
+        self.read_firsts(&holder, &mut lines).await;
+        Some(listed(lines, max, now, self.bounds.keep_ms()))
+    }
+
     /// Deletes a value that did not open as its version (counted and
     /// logged as the tier's rejections are).
     pub async fn forget(&self, board: &str, version: &str) {
@@ -401,30 +445,6 @@ impl RedisVersions {
             .reject(&key, &Invalid("a kept version that is not its version"))
             .await;
     }
-}
-
-/// The lines of an index's text; `None` when any line is not one a node
-/// writes.
-fn parse_index(text: &str) -> Option<Vec<Line>> {
-    let body = text.strip_prefix(INDEX_MARK)?;
-    let mut lines = Vec::new();
-    for line in body.lines() {
-        let mut parts = line.split(' ');
-        let (Some(version), Some(seen), Some(bytes), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return None;
-        };
-        if !is_version(version) || lines.len() >= 10_000 {
-            return None;
-        }
-        lines.push(Line {
-            version: version.to_owned(),
-            seen_ms: seen.parse().ok()?,
-            bytes: bytes.parse().ok()?,
-        });
-    }
-    Some(lines)
 }
 
 #[cfg(test)]
@@ -518,6 +538,53 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn listed_newest_first_across_nodes_and_from_an_older_builds_index() {
+        let server = Server::start(&["--save", "", "--appendonly", "no"]);
+        let proxy = proxy(server.socket()).await;
+        let (a, b) = (store(&proxy.url, 1 << 20), store(&proxy.url, 1 << 20));
+        put(&a, "board", 1, 100, 1_000).await;
+        put(&b, "board", 2, 100, 2_000).await;
+        // Seen again, then written again (its value had gone): when it was
+        // first kept stays.
+        assert!(a.touch("board", &version(1), 3_000).await);
+        put(&a, "board", 1, 100, 3_001).await;
+        let order = |l: Option<Vec<Listed>>| {
+            l.expect("the tier answers")
+                .into_iter()
+                .map(|l| (l.version, l.first_kept_ms))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            order(b.list("board", 10, 4_000).await),
+            vec![(version(2), 2_000), (version(1), 1_000)]
+        );
+        assert_eq!(
+            order(a.list("board", 1, 4_000).await),
+            vec![(version(2), 2_000)],
+            "bounded"
+        );
+        // An index as builds before feeds wrote it: three fields a line.
+        let key = a.index_key(&RedisVersions::holder("board"));
+        let text = format!(
+            "{}{} 5000 100\n{} 6000 100\n",
+            index::INDEX_MARK,
+            version(3),
+            version(4)
+        );
+        let sealed = a.tier.seal().seal(&key, text.into_bytes());
+        a.set(key.clone(), sealed).await.expect("the tier answers");
+        assert_eq!(
+            order(a.list("board", 10, 7_000).await),
+            vec![(version(4), 6_000), (version(3), 5_000)]
+        );
+        // One that is not ours: an empty list (and the index starts afresh),
+        // never an error.
+        server.cli(&["set", &key, "SBVI1\nnot a line"]);
+        assert_eq!(order(a.list("board", 10, 7_000).await), Vec::new());
+        assert_eq!(order(a.list("other", 10, 7_000).await), Vec::new());
+    }
+
+    #[tokio::test]
     async fn hostile_accounting_is_counted_afresh_and_never_an_error() {
         let server = Server::start(&["--save", "", "--appendonly", "no"]);
         let proxy = proxy(server.socket()).await;
@@ -551,23 +618,5 @@ mod tests {
             server.cli(&["zscore", "t:{versions}:holders", "not-a-holder"]),
             ""
         );
-    }
-
-    #[test]
-    fn an_index_is_read_only_as_written() {
-        let v = "0a".repeat(16);
-        let ok = format!("{INDEX_MARK}{v} 5 100\n{v} 6 7\n");
-        assert_eq!(parse_index(&ok).map(|l| l.len()), Some(2));
-        assert_eq!(parse_index(INDEX_MARK), Some(Vec::new()));
-        for bad in [
-            String::new(),
-            format!("{v} 5 100\n"),
-            format!("{INDEX_MARK}{v} 5\n"),
-            format!("{INDEX_MARK}{v} 5 100 9\n"),
-            format!("{INDEX_MARK}XYZ 5 100\n"),
-            format!("{INDEX_MARK}{v} -5 100\n"),
-        ] {
-            assert_eq!(parse_index(&bad), None, "{bad:?}");
-        }
     }
 }
