@@ -132,7 +132,7 @@ impl<'c> Item<'c> {
 
     fn string<'de>(self, s: Cow<'de, str>) -> Seen<'de> {
         if self.write {
-            write_string(&mut self.copy.out, &s);
+            write_string(&mut self.copy.out, &s, matches!(s, Cow::Borrowed(_)));
         }
         let info = match self.role {
             Role::Want => Info::Str(s),
@@ -149,15 +149,14 @@ impl<'c> Item<'c> {
 /// escape there, and a string without one holds no quote, backslash or
 /// control character (serde_json refuses those raw), so it is its own
 /// escaped form: copied, not scanned byte by byte for what to escape.
-fn write_string(out: &mut Vec<u8>, s: &Cow<'_, str>) {
-    match s {
-        Cow::Borrowed(s) => {
-            out.reserve(s.len() + 2);
-            out.push(b'"');
-            out.extend_from_slice(s.as_bytes());
-            out.push(b'"');
-        }
-        Cow::Owned(s) => write_json(out, s),
+fn write_string(out: &mut Vec<u8>, s: &str, borrowed: bool) {
+    if borrowed {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        write_json(out, s);
     }
 }
 
@@ -297,7 +296,7 @@ impl<'de> Visitor<'de> for Item<'_> {
                     copy.out.push(b',');
                 }
                 let key_start = copy.out.len();
-                write_string(&mut copy.out, &key);
+                write_string(&mut copy.out, &key, matches!(key, Cow::Borrowed(_)));
                 let key_range = copy.keys.len()..copy.keys.len() + (copy.out.len() - key_start);
                 let (written, key_bytes) = (&copy.out[key_start..], &mut copy.keys);
                 key_bytes.extend_from_slice(written);
