@@ -50,7 +50,8 @@ impl RawComment {
         }
     }
 
-    /// Its `text`, as a value.
+    /// Its `text`, as a value (the reference pipeline reads it so).
+    #[cfg(any(test, feature = "internals"))]
     pub fn text(&self) -> Option<Value> {
         self.text.as_ref()?.value()
     }

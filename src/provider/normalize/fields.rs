@@ -19,6 +19,7 @@
 //!   sanitized like `UNKNOWN.content`).
 //! - `UNKNOWN.elementType` is the raw `elementType` string, `""` when missing.
 
+use super::tree::ContentReader;
 use crate::document::*;
 use crate::provider::fetched::RawComment;
 use crate::provider::head::Head;
@@ -26,6 +27,7 @@ use crate::provider::raw::{
     boolean, ident, non_empty, object, own_id, raw, raw_array, scalar, string,
 };
 use crate::provider::rich_text::rich_text;
+use crate::provider::rich_text::stream::rich_text_from_str as rich_text_from_text;
 use crate::provider::time::normalize_time;
 use serde_json::{Map, Value};
 
@@ -323,15 +325,21 @@ pub fn thread_id(element: &Head, content: Option<&Value>) -> Option<String> {
 
 /// One comment of the top-level `comments` map. `userId` and other fields
 /// beyond the table are not copied.
-/// Its rich text is a body: left out when `bodies` is false.
-pub fn comment(key: &str, raw: &RawComment, bodies: bool) -> Comment {
+/// Its rich text is a body: left out when `bodies` is false. `reader`
+/// says whether it is read from its text or from the text parsed into a
+/// value (the reference pipeline).
+pub fn comment(key: &str, raw: &RawComment, bodies: bool, reader: ContentReader) -> Comment {
     Comment {
         id: own_id(raw.id.as_ref(), raw.underscore_id.as_ref()).unwrap_or_else(|| key.to_owned()),
         thread_id: ident(raw.thread_id.as_ref()),
-        rich_text: if bodies {
-            raw.text().as_ref().and_then(rich_text)
-        } else {
-            None
+        rich_text: match (bodies, reader) {
+            (false, _) => None,
+            (true, ContentReader::Text) => {
+                let text = raw.text.as_ref().and_then(|t| t.text());
+                text.and_then(|t| rich_text_from_text(t).ok().flatten())
+            }
+            #[cfg(any(test, feature = "internals"))]
+            (true, ContentReader::Tree) => raw.text().as_ref().and_then(rich_text),
         },
         created_at: raw.created_at.as_ref().and_then(normalize_time),
         updated_at: raw.updated_at.as_ref().and_then(normalize_time),
@@ -356,7 +364,7 @@ mod tests {
             (json!({"id": ["x"], "_id": {"y": 1}}), "key"),
         ];
         for (raw, want) in cases {
-            let id = comment("key", &RawComment::of(raw), true).id;
+            let id = comment("key", &RawComment::of(raw), true, ContentReader::Text).id;
             assert_eq!(id, *want, "{raw}");
         }
     }

@@ -148,13 +148,17 @@ impl Sink for TreeSink {
 
 /// Comments grouped by `threadId`, each group sorted by `createdAt` then id
 /// (missing times last).
-fn comments_by_thread(comments: &Comments, bodies: bool) -> HashMap<String, Vec<Comment>> {
+fn comments_by_thread(
+    comments: &Comments,
+    bodies: bool,
+    reader: ContentReader,
+) -> HashMap<String, Vec<Comment>> {
     let mut groups: HashMap<String, Vec<(Comment, &str)>> = HashMap::new();
     for (key, raw) in comments {
         if !raw.is_object {
             continue;
         }
-        let comment = fields::comment(key, raw, bodies);
+        let comment = fields::comment(key, raw, bodies, reader);
         if let Some(thread) = comment.thread_id.clone() {
             groups.entry(thread).or_default().push((comment, key));
         }
@@ -228,7 +232,7 @@ pub fn walk(
 ) -> Completeness {
     let bodies = coverage == Coverage::Full;
     let mut threads = Threads {
-        groups: comments_by_thread(&fetched.comments, bodies),
+        groups: comments_by_thread(&fetched.comments, bodies, reader),
         claimed: HashSet::new(),
         budget: fetched.comments.len(),
     };
@@ -353,7 +357,8 @@ mod tests {
             "k8": {"id": "y"},
             "k9": "not an object"
         });
-        let groups = comments_by_thread(&comments_of(raw.as_object().unwrap()), true);
+        let comments = comments_of(raw.as_object().unwrap());
+        let groups = comments_by_thread(&comments, true, ContentReader::Text);
         let ids = |t: &str| -> Vec<String> { groups[t].iter().map(|c| c.id.clone()).collect() };
         assert_eq!(ids("T"), ["e", "a", "a", "b", "c", "d"]);
         assert_eq!(ids("U"), ["z"]);
