@@ -3,8 +3,12 @@
 //! sanitize; pure, no I/O.
 //!
 //! The work is split by concern: `raw` (lenient readers, depth-bounded raw
-//! copies), `fields` (one element's fields, one row per element type),
-//! `order` (children order), `tree` (the tree, built without recursion).
+//! copies), `content` (an element's content read from its text, its rich
+//! text without a value tree), `fields` (one element's fields, one row per
+//! element type), `order` (children order), `tree` (the tree, built without
+//! recursion). [`write`] (the serving path) reads rich text from the text;
+//! [`normalize`] (the reference) parses all content into values, so the
+//! tests that hold the two equal compare the two readers.
 //! Same input, same bytes: nothing depends on hash-map iteration order.
 
 mod content;

@@ -25,10 +25,11 @@
 //! [`MAX_RAW_DEPTH`] nested levels.
 //!
 //! Two readers give these results: [`rich_text`] from a parsed value (table
-//! cells and comments, which arrive as values, and the reference pipeline),
-//! and [`stream`] from the JSON text, without building the value (the
-//! content of cards, tasks, documents, links and swatches on the serving
-//! path). The tests hold the two to the same blocks and plain text.
+//! cells, read inside their table's value, and the reference pipeline), and
+//! [`stream`] from the JSON text, without building the value (comments and
+//! the content of cards, tasks, documents, links and swatches on the
+//! serving path). The tests (`oracle`) and the `rich_text` fuzz target hold
+//! the two to the same blocks and plain text.
 
 use crate::document::RichText;
 use crate::provider::raw::{raw_leaf, MAX_RAW_DEPTH};
