@@ -11,8 +11,9 @@
 //! number of loads (default 3). Each load reads the answer
 //! (`Answer::parse_bytes`), merges it as the provider client does and runs
 //! `pipeline::load::build`; the generator and the file read stay outside
-//! `load_once`. Prints the document's length and the peak heap of the
-//! last load above what was live before it, as a multiple of the raw body.
+//! `load_once`. Prints the document's length, the peak heap of the last
+//! load above what was live before it (as a multiple of the raw body), and
+//! what the read and merged answer holds before the build.
 
 #[path = "../benches/support/tiptap_board.rs"]
 mod tiptap_board;
@@ -31,6 +32,8 @@ struct Counting;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 static PEAK: AtomicIsize = AtomicIsize::new(0);
+/// Live bytes once the answer is read and merged, before the build.
+static MERGED: AtomicIsize = AtomicIsize::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -61,6 +64,7 @@ fn load_once(raw: &bytes::Bytes, root: &str, coverage: Coverage) -> Option<Loade
     fetched.fetched_time_ms = answer.fields.get("fetchedTime").and_then(Value::as_i64);
     fetched.merge_answer(answer);
     fetched.loaded_boards.insert(root.to_owned());
+    MERGED.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
     load::build(fetched, root, "milanote", coverage).ok()
 }
 
@@ -79,16 +83,18 @@ fn main() {
     let raw = bytes::Bytes::from(raw);
     let mut length = 0;
     let mut peak = 0;
+    let mut merged = 0;
     for _ in 0..runs {
         let before = LIVE.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
         let board = load_once(black_box(&raw), &root, coverage);
         peak = PEAK.load(Ordering::Relaxed) - before;
+        merged = MERGED.load(Ordering::Relaxed) - before;
         length = board.map(|b| b.document_json().len()).unwrap_or_default();
     }
     let ratio = peak as f64 / raw.len() as f64;
     println!(
-        "{length} bytes of document from {} raw, {runs} loads; peak heap of a load {peak} B = {ratio:.2}x the raw body",
+        "{length} bytes of document from {} raw, {runs} loads; peak heap of a load {peak} B = {ratio:.2}x the raw body; {merged} B held once the answer is read and merged",
         raw.len()
     );
 }
