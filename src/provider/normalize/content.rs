@@ -1,28 +1,39 @@
 //! An element's `content` read from the JSON text the provider sent, for
 //! the element types whose body is rich text (cards, tasks and documents:
-//! `textContent`; links and colour swatches: `caption`): the rich text is
-//! read straight into blocks and plain text ([`RichSeed`]), the few other
-//! members into small values. Called by the tree walk on the serving path;
+//! `textContent`; links and colour swatches: `caption`) or a table
+//! (`tableContent`, [`TableSeed`]): the rich text is read straight into
+//! blocks and plain text ([`RichSeed`]), the few other members into small
+//! values. Called by the tree walk on the serving path;
 //! the reference pipeline parses the whole content into a value instead,
 //! and the tests hold the two to the same document.
 
-use crate::document::RichText;
+use super::fields::Rich;
+use super::table::TableSeed;
 use crate::provider::answer::JsonText;
 use crate::provider::rich_text::RichSeed;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// A content object's members but its rich text, and the rich text read.
-#[derive(Default)]
+/// A content object's members but its body, and the body read.
 pub struct Content {
-    /// Every member but the rich-text one, as a parsed value holds them.
+    /// Every member but the body, as a parsed value holds them.
     pub members: Map<String, Value>,
-    /// The rich-text member (its last copy), when it is rich text.
-    pub rich: Option<RichText>,
+    /// The body member (its last copy): rich text, or a table's cells.
+    pub body: Rich,
 }
 
-/// Reads `raw` with `rich_key` as the rich-text member. Content that does
+impl Default for Content {
+    /// No members and no body (no rich text, no table).
+    fn default() -> Content {
+        Content {
+            members: Map::new(),
+            body: Rich::Read(None),
+        }
+    }
+}
+
+/// Reads `raw` with `rich_key` as the body member. Content that does
 /// not parse, or is not an object, has no members (as when it is parsed
 /// into a value: every field is read from an object).
 pub fn read(raw: &JsonText, rich_key: &str) -> Content {
@@ -59,10 +70,12 @@ impl<'de> Visitor<'de> for ContentSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Content, A::Error> {
         let mut content = Content::default();
         while let Some(key) = map.next_key::<String>()? {
-            if key == self.rich_key {
-                content.rich = map.next_value_seed(RichSeed::default())?;
-            } else {
+            if key != self.rich_key {
                 content.members.insert(key, map.next_value()?);
+            } else if key == "tableContent" {
+                content.body = Rich::Table(map.next_value_seed(TableSeed)?);
+            } else {
+                content.body = Rich::Read(map.next_value_seed(RichSeed::default())?);
             }
         }
         Ok(content)
@@ -90,5 +103,82 @@ impl<'de> Visitor<'de> for ContentSeed<'_> {
     }
     fn visit_unit<E>(self) -> Result<Content, E> {
         Ok(Content::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::fetched::parse_content;
+    use crate::provider::head::Head;
+    use crate::provider::normalize::fields::{self, rich_key};
+    use serde_json::json;
+
+    /// The fields and size of an element of type `kind` with `content`,
+    /// read from its text and from its value, as JSON.
+    fn both(kind: &str, content: &Value) -> (String, String) {
+        let head = Head::read(&json!({"elementType": kind}));
+        let raw = JsonText::of(content);
+        let key = rich_key(kind).expect("a type with a body");
+        let read = read(&raw, key);
+        let mut body = read.body;
+        let new = fields::kind_of(&head, &read.members, None, &mut body, None, true);
+        let new_size = fields::size(Some(&read.members));
+        let value = parse_content(&raw);
+        let old = fields::kind(&head, value.as_ref(), Rich::Tree, None, true);
+        let old_size = fields::size(value.as_ref().and_then(Value::as_object));
+        let show = |k: &crate::document::NodeKind, s: &crate::document::Size| {
+            serde_json::to_string(&(k, s)).unwrap_or_default()
+        };
+        (show(&new, &new_size), show(&old, &old_size))
+    }
+
+    #[test]
+    fn text_and_value_readers_agree() {
+        let doc = json!({"type": "doc", "content": [{"type": "paragraph", "content": [{"type": "text", "text": "t"}]}]});
+        let cases: Vec<(&str, Value)> = vec![
+            (
+                "TABLE",
+                json!({"width": 3, "tableContent": {
+                "data": [[{"value": "", "draftContent": "{\"blocks\":[{\"text\":\"c\"}]}"}, 3, null, [1], "s", 1.5,
+                          {"textContent": doc, "draftContent": 5}, {"value": "v", "textContent": "plain"},
+                          {"draftContent": {"blocks": [{"text": "D"}]}, "textContent": "T"}],
+                         "row", [], [{"value": false, "textStyle": ["b", {"token": "x"}], "background": "#fff", "userId": "u"}]],
+                "colWidthsGU": [1, null, {"a": 1, "secret": 2}], "version": 2, "extra": {"deep": [1]}}}),
+            ),
+            (
+                "TABLE",
+                json!({"tableContent": {"data": "x", "version": "v"}}),
+            ),
+            ("TABLE", json!({"tableContent": {"colWidthsGU": 4}})),
+            ("TABLE", json!({"tableContent": "x"})),
+            ("TABLE", json!({"tableContent": null, "height": 2})),
+            ("TABLE", json!({})),
+            ("TABLE", json!([1])),
+            ("TABLE", json!("text")),
+            (
+                "CARD",
+                json!({"textContent": "plain", "background": "b", "transparent": {"enabled": true}, "width": 1}),
+            ),
+            ("CARD", json!({"textContent": doc, "transparent": false})),
+            ("CARD", json!({"textContent": 5})),
+            (
+                "TASK",
+                json!({"textContent": {"blocks": [{"text": "d"}]}, "isComplete": true, "dueReminderTimestamp": 5}),
+            ),
+            ("DOCUMENT", json!({"title": "T", "textContent": doc})),
+            (
+                "LINK",
+                json!({"caption": {"blocks": [{"text": "c"}]}, "link": {"url": "u", "title": "t"}, "url": "x"}),
+            ),
+            (
+                "COLOR_SWATCH",
+                json!({"caption": "c", "color": {"value": "#000"}}),
+            ),
+        ];
+        for (kind, content) in cases {
+            let (new, old) = both(kind, &content);
+            assert_eq!(new, old, "{kind} {content}");
+        }
     }
 }

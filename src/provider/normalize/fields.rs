@@ -71,29 +71,40 @@ pub fn kind(
     kind_of(element, c, content, &mut rich, unloaded, bodies)
 }
 
-/// The member that holds the rich text of an element of type
-/// `element_type`, for the types whose only body is rich text.
+/// The member that holds the body of an element of type `element_type`,
+/// for the types whose only body is rich text or a table: the member the
+/// serving path reads from its text rather than as a value.
 pub fn rich_key(element_type: &str) -> Option<&'static str> {
     match element_type {
         "CARD" | "TASK" | "DOCUMENT" => Some("textContent"),
         "LINK" | "COLOR_SWATCH" => Some("caption"),
+        "TABLE" => Some("tableContent"),
         _ => None,
     }
 }
 
-/// Where an element's rich text comes from.
+/// Where an element's body (rich text, or a table's cells) comes from.
 pub enum Rich {
     /// Its member in the content object, a parsed value.
     Tree,
-    /// Read already (its [`rich_key`] member, left out of the object).
+    /// Rich text read already (its [`rich_key`] member, left out of the object).
     Read(Option<RichText>),
+    /// A table read already (`tableContent`, left out of the object).
+    Table(Option<Table>),
 }
 
 impl Rich {
     fn get(&mut self, c: &Map<String, Value>, key: &str) -> Option<RichText> {
         match self {
-            Rich::Tree => c.get(key).and_then(rich_text),
             Rich::Read(read) => read.take(),
+            Rich::Tree | Rich::Table(_) => c.get(key).and_then(rich_text),
+        }
+    }
+
+    fn table(&mut self, c: &Map<String, Value>) -> Option<Table> {
+        match self {
+            Rich::Table(read) => read.take(),
+            Rich::Tree | Rich::Read(_) => object(c.get("tableContent")).map(table),
         }
     }
 }
@@ -147,7 +158,7 @@ pub fn kind_of(
             reminder_at: c.get("dueReminderTimestamp").and_then(normalize_time),
         }),
         "TABLE" => NodeKind::Table(TableFields {
-            table: object(c.get("tableContent")).map(table),
+            table: rich.table(c),
         }),
         "COMMENT_THREAD" => NodeKind::CommentThread(CommentThreadFields {
             thread_id: thread_id(element, content),
@@ -289,14 +300,25 @@ fn table(t: &Map<String, Value>) -> Table {
 
 fn cell(value: &Value) -> TableCell {
     let Some(c) = value.as_object() else {
-        return TableCell {
-            value: scalar(Some(value)),
-            ..TableCell::default()
-        };
+        return scalar_cell(value);
     };
     let rich = ["draftContent", "textContent"]
         .iter()
         .find_map(|k| c.get(*k).and_then(rich_text));
+    cell_of(c, rich)
+}
+
+/// A cell that is not an object: its value when it is a scalar.
+pub fn scalar_cell(value: &Value) -> TableCell {
+    TableCell {
+        value: scalar(Some(value)),
+        ..TableCell::default()
+    }
+}
+
+/// A cell object `c` (its rich text members left out or not) with its rich
+/// text `rich`, read already.
+pub fn cell_of(c: &Map<String, Value>, rich: Option<RichText>) -> TableCell {
     // The value, falling back to the rich text's plain text when
     // it is absent or empty (a formatted cell keeps its text in the rich text).
     let raw_value = scalar(c.get("value"));

@@ -14,6 +14,7 @@
 mod content;
 pub(crate) mod fields;
 mod order;
+mod table;
 mod tree;
 
 use crate::document::{

@@ -206,8 +206,9 @@ impl Threads {
     }
 }
 
-/// How the walk reads the content of elements whose body is rich text
-/// ([`fields::rich_key`]); other content is parsed into a value either way.
+/// How the walk reads the content of elements whose body is rich text or
+/// a table ([`fields::rich_key`]), and comments' rich text; other content
+/// is parsed into a value either way.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum ContentReader {
     /// Straight from its text, the rich text into blocks and plain text
@@ -251,7 +252,7 @@ pub fn walk(
             (Some(raw), Some(key), ContentReader::Text) if bodies => {
                 let read = content::read(raw, key);
                 let c = &read.members;
-                let mut rich = fields::Rich::Read(read.rich);
+                let mut rich = read.body;
                 let kind = fields::kind_of(entry.head, c, None, &mut rich, unloaded, bodies);
                 (kind, fields::size(Some(c)))
             }
