@@ -26,6 +26,7 @@ use crate::provider::head::Head;
 use crate::provider::raw::{
     boolean, ident, non_empty, object, own_id, raw, raw_array, scalar, string,
 };
+#[cfg(any(test, feature = "internals"))]
 use crate::provider::rich_text::rich_text;
 use crate::provider::rich_text::stream::rich_text_from_str as rich_text_from_text;
 use crate::provider::time::normalize_time;
@@ -85,7 +86,8 @@ pub fn rich_key(element_type: &str) -> Option<&'static str> {
 
 /// Where an element's body (rich text, or a table's cells) comes from.
 pub enum Rich {
-    /// Its member in the content object, a parsed value.
+    /// Its member in the content object, a parsed value (the reference).
+    #[cfg(any(test, feature = "internals"))]
     Tree,
     /// Rich text read already (its [`rich_key`] member, left out of the object).
     Read(Option<RichText>),
@@ -94,17 +96,24 @@ pub enum Rich {
 }
 
 impl Rich {
+    // `c` is read only by the reference.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(unused_variables))]
     fn get(&mut self, c: &Map<String, Value>, key: &str) -> Option<RichText> {
         match self {
             Rich::Read(read) => read.take(),
-            Rich::Tree | Rich::Table(_) => c.get(key).and_then(rich_text),
+            Rich::Table(_) => None,
+            #[cfg(any(test, feature = "internals"))]
+            Rich::Tree => c.get(key).and_then(rich_text),
         }
     }
 
+    #[cfg_attr(not(any(test, feature = "internals")), allow(unused_variables))]
     fn table(&mut self, c: &Map<String, Value>) -> Option<Table> {
         match self {
             Rich::Table(read) => read.take(),
-            Rich::Tree | Rich::Read(_) => object(c.get("tableContent")).map(table),
+            Rich::Read(_) => None,
+            #[cfg(any(test, feature = "internals"))]
+            Rich::Tree => object(c.get("tableContent")).map(table),
         }
     }
 }
@@ -282,6 +291,7 @@ fn link(c: &Map<String, Value>, rich: &mut Rich) -> LinkFields {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 fn table(t: &Map<String, Value>) -> Table {
     let rows = t.get("data").and_then(Value::as_array);
     let rows = rows.map(Vec::as_slice).unwrap_or_default();
@@ -298,6 +308,7 @@ fn table(t: &Map<String, Value>) -> Table {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 fn cell(value: &Value) -> TableCell {
     let Some(c) = value.as_object() else {
         return scalar_cell(value);

@@ -265,7 +265,12 @@ pub fn walk(
                     }
                 });
                 let content = content.as_ref();
-                let rich = fields::Rich::Tree;
+                // A body read from a value is the reference's only.
+                let rich = match reader {
+                    ContentReader::Text => fields::Rich::Read(None),
+                    #[cfg(any(test, feature = "internals"))]
+                    ContentReader::Tree => fields::Rich::Tree,
+                };
                 let kind = fields::kind(entry.head, content, rich, unloaded, bodies);
                 (kind, fields::size(content.and_then(Value::as_object)))
             }

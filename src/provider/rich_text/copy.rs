@@ -392,7 +392,8 @@ impl<'de> NodeText<'de> {
     }
 }
 
-/// [`super::mention_text`], borrowing where it can.
+/// A mention's words: `@` and its label (trimmed), one `@` when the label
+/// has one; borrowed from the text where it can be.
 fn mention_part(label: Cow<'_, str>) -> Cow<'_, str> {
     let trimmed = label.trim();
     if trimmed.is_empty() || trimmed.starts_with('@') {
