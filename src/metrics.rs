@@ -21,6 +21,8 @@ use prometheus::{
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, LazyLock};
 
+mod live;
+
 /// Registers `metric` in the default registry. When a host registered the
 /// same name first, ours still counts but is not exported: the host's
 /// exporter shows its own, and nothing here fails.
@@ -326,11 +328,7 @@ impl Metrics {
         LazyLock::force(&CHALLENGES);
         LazyLock::force(&ACCESS_DROPPED);
         CLIENT_LOG_LINES.with_label_values(&["accept_encoding"]);
-        LIVE_OPEN.with_label_values(&[api]);
-        LIVE_EVENTS.with_label_values(&[api]);
-        for outcome in ["same", "changed", "gone", "failed"] {
-            LIVE_POLLS.with_label_values(&[api, outcome]);
-        }
+        live::at_start(api);
         let level = |vec: &IntGaugeVec, labels: &[&str]| Level::new(vec.with_label_values(labels));
         let mcp = |tool: &str| {
             ["ok", "tool_error"].map(|o| MCP.with_label_values(&[api, "tools/call", tool, o]))
@@ -472,52 +470,6 @@ fn status_label(status: u16) -> &'static str {
         503 => "503",
         504 => "504",
         _ => "other",
-    }
-}
-
-/// `board_api_live_streams{api}`: event streams and long polls open now.
-static LIVE_OPEN: LazyLock<IntGaugeVec> = LazyLock::new(|| {
-    gauge_vec(
-        "board_api_live_streams",
-        "Event streams and long polls of /changes open now",
-        &["api"],
-    )
-});
-
-/// `board_api_live_events_total{api}`: events sent on streams (keep-alive
-/// comments aside).
-static LIVE_EVENTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    counter_vec(
-        "board_api_live_events_total",
-        "Events sent on /changes event streams",
-        &["api"],
-    )
-});
-
-/// `board_api_live_polls_total{api, outcome}`: fresh loads of boards
-/// someone waits on, by outcome (`same`, `changed`, `gone`, `failed`).
-static LIVE_POLLS: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    counter_vec(
-        "board_api_live_polls_total",
-        "Fresh loads of boards someone waits on, by outcome",
-        &["api", "outcome"],
-    )
-});
-
-impl Metrics {
-    /// A stream or long poll opened (`1`) or ended (`-1`).
-    pub(crate) fn live_open(&self, delta: i64) {
-        LIVE_OPEN.with_label_values(&[&self.0.api]).add(delta);
-    }
-
-    /// An event sent on a stream.
-    pub(crate) fn live_event(&self) {
-        LIVE_EVENTS.with_label_values(&[&self.0.api]).inc();
-    }
-
-    /// A fresh load for waiters, by outcome.
-    pub(crate) fn live_poll(&self, outcome: &str) {
-        LIVE_POLLS.with_label_values(&[&self.0.api, outcome]).inc();
     }
 }
 

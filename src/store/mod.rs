@@ -38,6 +38,7 @@ pub mod versions;
 
 pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
 pub use coalesce::Coalescer;
+pub use fresh::board_tag;
 pub use shared::{Endpoint, SharedSettings};
 pub use versions::{VersionSettings, Versions};
 
@@ -196,6 +197,10 @@ struct Inner {
     cache: Option<Cached>,
     #[cfg(feature = "fleet")]
     shared: Option<Arc<shared::SharedTier>>,
+    /// The fleet's side of following boards live (leases, announcements),
+    /// with the tier.
+    #[cfg(feature = "fleet")]
+    live: Option<Arc<shared::live::FleetLive>>,
     /// Where each version loaded is kept, for `/changes`.
     versions: Option<Versions>,
 }
@@ -267,6 +272,11 @@ impl Boards {
             Some(_) => return Err("cache.shared needs the `fleet` feature of this build".into()),
             None => None,
         };
+        #[cfg(feature = "fleet")]
+        let live = match &shared {
+            Some(tier) => Some(Arc::new(shared::live::FleetLive::new(Arc::clone(tier))?)),
+            None => None,
+        };
         let loader = Loader::new(provider, provider_name, limits, pace, &cache, &metrics)?;
         let cache = cache.map(|settings| Cached {
             budget: Budget::new(settings.budget_bytes, settings.max_entry_bytes)
@@ -281,6 +291,8 @@ impl Boards {
                 cache,
                 #[cfg(feature = "fleet")]
                 shared,
+                #[cfg(feature = "fleet")]
+                live,
                 versions: None,
             }),
         })
@@ -525,6 +537,13 @@ impl Boards {
                 cache.settings.ttl,
             );
         }
+    }
+
+    /// The fleet's side of following boards live, when the fleet tier is
+    /// configured.
+    #[cfg(feature = "fleet")]
+    pub(crate) fn fleet_live(&self) -> Option<&Arc<shared::live::FleetLive>> {
+        self.inner.live.as_ref()
     }
 
     /// The work pool, for callers with CPU work of their own.

@@ -113,7 +113,9 @@ impl Memory {
             }
         }
         holder.bytes += value.len();
-        holder.versions.push_back((version.into(), now, value.into()));
+        holder
+            .versions
+            .push_back((version.into(), now, value.into()));
         let oldest = now.saturating_sub(self.bounds.keep_ms());
         while holder.versions.len() > self.bounds.keep_versions
             || holder.versions.front().is_some_and(|e| e.1 < oldest)
