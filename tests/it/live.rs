@@ -63,29 +63,29 @@ impl Node {
 
 /// One event of a stream.
 #[derive(Debug, Default, Clone)]
-struct Event {
-    id: Option<String>,
-    event: String,
-    data: String,
+pub(crate) struct Event {
+    pub id: Option<String>,
+    pub event: String,
+    pub data: String,
 }
 
 impl Event {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.data).expect("data is JSON")
     }
 }
 
 /// An open event stream, read as it comes.
-struct Stream {
-    conn: TcpStream,
-    status: u16,
+pub(crate) struct Stream {
+    pub conn: TcpStream,
+    pub status: u16,
     head: String,
-    text: String,
+    pub text: String,
     /// Where in `text` the events not yet returned start.
     at: usize,
 }
 
-fn open(addr: SocketAddr, query: &str, headers: &[(&str, &str)]) -> Stream {
+pub(crate) fn open(addr: SocketAddr, query: &str, headers: &[(&str, &str)]) -> Stream {
     let mut conn = TcpStream::connect(addr).expect("connects");
     let mut req = format!(
         "GET /api/changes?{query} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n"
@@ -119,7 +119,7 @@ fn open(addr: SocketAddr, query: &str, headers: &[(&str, &str)]) -> Stream {
 
 impl Stream {
     /// Reads what arrived; false when the connection ended.
-    fn read_some(&mut self) -> bool {
+    pub(crate) fn read_some(&mut self) -> bool {
         let mut buf = [0u8; 8192];
         match self.conn.read(&mut buf) {
             Ok(0) => false,
@@ -148,7 +148,7 @@ impl Stream {
 
     /// The next event (comments and `retry` aside) within `within`; the
     /// framing of chunked transfer coding between events is skipped.
-    fn next(&mut self, within: Duration) -> Option<Event> {
+    pub(crate) fn next(&mut self, within: Duration) -> Option<Event> {
         let deadline = Instant::now() + within;
         loop {
             if let Some(end) = self.text[self.at..].find("\n\n") {

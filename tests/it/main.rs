@@ -30,6 +30,7 @@ mod governance;
 mod host_example;
 mod http2;
 mod live;
+mod live_fleet;
 mod log_redaction;
 mod markdown;
 mod mcp;
