@@ -143,7 +143,13 @@ fn a_fleet_of_three_polls_a_board_once_per_interval_and_no_stream_misses_a_chang
     let proxy = Proxy::start(&redis.socket());
     let upstream =
         SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).expect("sample upstream");
-    let conf = fleet_conf(&proxy.url(), API);
+    // The nodes connect as the ACL user docs/fleet.md documents.
+    let url = proxy.url().replacen(
+        "redis://",
+        &format!("redis://sbapi:{}@", acl_user(&redis)),
+        1,
+    );
+    let conf = fleet_conf(&url, API);
     let mut nodes: Vec<Option<Gateway>> = (0..3)
         .map(|_| Some(start_gateway_at(&upstream.origin(), "", &conf)))
         .collect();
@@ -299,6 +305,31 @@ fn a_fleet_of_three_polls_a_board_once_per_interval_and_no_stream_misses_a_chang
         );
     }
     drop(nodes);
+    assert_eq!(redis.cli(&["acl", "log"]), "", "no command was denied");
+}
+
+/// Creates the ACL user of docs/fleet.md's `ACL SETUSER` line, as an
+/// operator pastes it; its password.
+fn acl_user(redis: &Redis) -> &'static str {
+    const PASSWORD: &str = "live-acl-test";
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fleet.md"))
+        .expect("docs/fleet.md");
+    let rules = docs
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("`ACL SETUSER "))
+        .and_then(|l| l.strip_suffix('`'))
+        .expect("docs/fleet.md has an ACL SETUSER line");
+    let mut args = vec!["acl", "setuser"];
+    let password = format!(">{PASSWORD}");
+    args.extend(rules.split_whitespace().map(|r| {
+        if r == ">PASSWORD" {
+            password.as_str()
+        } else {
+            r
+        }
+    }));
+    assert_eq!(redis.cli(&args), "OK");
+    PASSWORD
 }
 
 /// Polls `check` until it holds or `within` passed.
