@@ -73,6 +73,7 @@ struct HubInner {
 struct Watched {
     latest: watch::Sender<Latest>,
     /// The last version the fleet announced for the board, for its poller.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
     heard: watch::Sender<Option<Arc<str>>>,
     waiters: usize,
     poller: tokio::task::AbortHandle,
