@@ -58,6 +58,7 @@ impl Boards {
     /// and remembered failure, through the levels below it as any miss
     /// goes (a load in flight joined, the fleet tier, a load when neither
     /// answers), then remembered and kept as for any load.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
     pub async fn fleet_document(&self, board_id: &str, permission_id: &str) -> Loaded {
         let Some(cache) = &self.inner.cache else {
             // Without the cache every load is fresh.

@@ -21,6 +21,7 @@ pub(super) struct Poller {
     pub metrics: Metrics,
     pub link: ShareLink,
     /// The board's tag: its name in the fleet's leases and messages.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
     pub tag: String,
     pub every: Duration,
     /// What the board's waiters read.
@@ -33,7 +34,8 @@ pub(super) struct Poller {
 /// How long a board's lease lives: its holder renews it every `every`, so
 /// half an interval is left for a renewal that comes late (a slow load
 /// delays the next tick); a holder that died loses it within this.
-pub(super) fn lease_life(every: Duration) -> Duration {
+#[cfg(feature = "fleet")]
+fn lease_life(every: Duration) -> Duration {
     every * 3 / 2
 }
 
@@ -106,6 +108,7 @@ impl Poller {
         })
     }
 
+    #[cfg(feature = "fleet")]
     fn knows(&self, version: &str) -> bool {
         matches!(&*self.latest.borrow(), Latest::Version(v) if &**v == version)
     }
