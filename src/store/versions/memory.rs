@@ -5,12 +5,13 @@
 //! boards never evict another's versions while it holds more. Lost on
 //! restart.
 
-use super::{Bounds, Kept};
+use super::{Bounds, Kept, Listed};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-/// One kept version: its token, when it was last seen (ms), its value.
-type Held = (Box<str>, u64, std::sync::Arc<[u8]>);
+/// One kept version: its token, when it was last seen (ms), its value,
+/// when it was first kept (ms).
+type Held = (Box<str>, u64, std::sync::Arc<[u8]>, u64);
 
 /// What one board key holds: its versions, oldest first, and their bytes.
 #[derive(Default)]
@@ -22,7 +23,7 @@ struct Holder {
 impl Holder {
     fn pop_oldest(&mut self) -> usize {
         match self.versions.pop_front() {
-            Some((_, _, gone)) => {
+            Some((_, _, gone, _)) => {
                 self.bytes -= gone.len();
                 gone.len()
             }
@@ -107,15 +108,17 @@ impl Memory {
         let state = &mut *state;
         let holder = state.boards.entry(board.to_owned()).or_default();
         let before = holder.bytes;
+        let mut first = now;
         if let Some(at) = holder.versions.iter().position(|(v, ..)| **v == *version) {
-            if let Some((_, _, gone)) = holder.versions.remove(at) {
+            if let Some((_, _, gone, was)) = holder.versions.remove(at) {
                 holder.bytes -= gone.len();
+                first = was;
             }
         }
         holder.bytes += value.len();
         holder
             .versions
-            .push_back((version.into(), now, value.into()));
+            .push_back((version.into(), now, value.into(), first));
         let oldest = now.saturating_sub(self.bounds.keep_ms());
         while holder.versions.len() > self.bounds.keep_versions
             || holder.versions.front().is_some_and(|e| e.1 < oldest)
@@ -138,9 +141,29 @@ impl Memory {
             .get(board)
             .and_then(|h| h.versions.iter().find(|(v, ..)| **v == *version))
         {
-            Some((_, at, value)) if *at >= oldest => Kept::Value(value.to_vec()),
+            Some((_, at, value, _)) if *at >= oldest => Kept::Value(value.to_vec()),
             _ => Kept::Missing,
         }
+    }
+
+    /// The versions of `board` younger than the age bound, with when each
+    /// was first kept, newest first, at most `max`.
+    pub fn list(&self, board: &str, max: usize, now: u64) -> Vec<Listed> {
+        let state = self.lock();
+        let oldest = now.saturating_sub(self.bounds.keep_ms());
+        let held = state
+            .boards
+            .get(board)
+            .into_iter()
+            .flat_map(|h| &h.versions);
+        let listed = held
+            .filter(|(_, seen, ..)| *seen >= oldest)
+            .map(|(version, _, _, first)| Listed {
+                version: version.to_string(),
+                first_kept_ms: *first,
+            })
+            .collect();
+        super::newest_first(listed, max)
     }
 
     /// Total bytes held.
@@ -203,5 +226,28 @@ mod tests {
         assert!(m.bytes() <= 100, "{}", m.bytes());
         assert_eq!(m.get("attacker", "a", 9), Kept::Missing, "its own go first");
         assert!(matches!(m.get("attacker", "e", 9), Kept::Value(_)));
+    }
+
+    #[test]
+    fn listed_newest_first_by_when_first_kept() {
+        let m = Memory::new(bounds(5, 1000));
+        for (i, v) in ["a", "b", "c"].iter().enumerate() {
+            m.put("B", v, vec![0; 10], 100 + i as u64);
+        }
+        // Seen again later: still listed by when it was first kept.
+        assert!(m.touch("B", "a", 200));
+        m.put("B", "b", vec![0; 10], 201);
+        let listed = |max, now| {
+            m.list("B", max, now)
+                .into_iter()
+                .map(|l| (l.version, l.first_kept_ms))
+                .collect::<Vec<_>>()
+        };
+        let all = vec![("c".into(), 102), ("b".into(), 101), ("a".into(), 100)];
+        assert_eq!(listed(10, 300), all);
+        assert_eq!(listed(2, 300), all[..2].to_vec(), "bounded");
+        // Past the age bound of what was last seen at 102.
+        assert_eq!(listed(10, 10_150), all[1..].to_vec());
+        assert!(m.list("other", 10, 300).is_empty());
     }
 }
