@@ -3,8 +3,9 @@
 //! event streams spread over them on one board. The sample counts what
 //! Milanote would be asked: one load per interval for the whole fleet.
 //! Every stream gets each change once, and when a node goes away its
-//! clients resume elsewhere with `Last-Event-ID` and miss nothing. A fleet
-//! whose Redis dies keeps delivering, each node polling for itself.
+//! clients resume elsewhere with `Last-Event-ID` and miss nothing. A forged
+//! announcement is ignored, and a fleet whose Redis dies keeps delivering,
+//! each node polling for itself.
 
 use crate::common::redis::{fleet_key_var, Proxy, Redis};
 use crate::common::*;
@@ -365,6 +366,26 @@ fn a_fleet_whose_redis_dies_keeps_delivering_each_node_polling_for_itself() {
     assert!(
         wait_for_long(|| metric("board_api_live_leases", API) == 1.0, EVERY * 3),
         "the node takes the lease"
+    );
+
+    // A message without the fleet key's seal is read and ignored.
+    let forged = format!(
+        "{}:{}:1:{}",
+        "ab".repeat(16),
+        "cd".repeat(16),
+        "00".repeat(32)
+    );
+    redis.cli(&["publish", "sbapi:live", &forged]);
+    assert!(
+        wait_for_long(
+            || metric_with("board_api_live_messages_total", API, "ignored") >= 1.0,
+            EVERY
+        ),
+        "a forged announcement is counted as ignored"
+    );
+    assert_eq!(
+        metric_with("board_api_live_messages_total", API, "received"),
+        0.0
     );
 
     redis.kill();
