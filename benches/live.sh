@@ -16,7 +16,9 @@
 #        the first stream's board.changed event to the last one's (the
 #        fan-out), and from the edit to the last one (plus up to `every`
 #        of polling).
-#   2. with a redis-server: one node following B=100 links (one stream
+#   2. the baseline: for each N, N idle keep-alive connections that each
+#      had one answer (benches/support/idle_conns.py), RSS per connection;
+#   3. with a redis-server: one node following B=100 links (one stream
 #      each; tier calls bounded by 1 s, so a busy machine does not trip
 #      the breaker and leave the leases to expire), one edit; the bytes Redis holds per followed link for the live
 #      keys (lease, last version) and the shared document (MEMORY USAGE),
@@ -89,6 +91,25 @@ for N in "${COUNTS[@]}"; do
     "$(awk -v k="$rss1" 'BEGIN{printf "%.1f", k/1024}')" "$(awk -v k="$rssN" 'BEGIN{printf "%.1f", k/1024}')" \
     "$per" "$cpu" "$fan" "$tot"
   kill "$crowd" "$one" "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+done
+
+echo
+echo "## baseline: idle keep-alive connections on one node (one 400 answered on each)"
+for N in "${COUNTS[@]}"; do
+  start_service "idle$N" "$LIVE"
+  pid=$SVC_PID
+  sleep 1
+  rss1=$(rss_kb "$pid")
+  python3 "$ROOT/benches/support/idle_conns.py" "$SVC_PORT" "$N" > "$TMP/idle$N.out" 2>&1 &
+  idle=$!; PIDS+=("$idle")
+  wait_line "$TMP/idle$N.out" "ready $N" 180 >/dev/null
+  sleep 2
+  rssN=$(rss_kb "$pid")
+  printf '%s connections: RSS %.1f MiB -> %.1f MiB, %s per connection\n' "$N" \
+    "$(awk -v k="$rss1" 'BEGIN{print k/1024}')" "$(awk -v k="$rssN" 'BEGIN{print k/1024}')" \
+    "$(awk -v a="$rss1" -v b="$rssN" -v n="$N" 'BEGIN{printf "%.1f KiB", (b-a)/n}')"
+  kill "$idle" "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 done
 
