@@ -286,6 +286,10 @@ impl Drop for FleetLive {
     /// Disconnects the subscriber when the API that used it is dropped (a
     /// reload): its connection task would otherwise live on.
     fn drop(&mut self) {
+        if !self.listening.initialized() {
+            // Never connected: nothing to close.
+            return;
+        }
         let subscriber = self.subscriber.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
