@@ -87,6 +87,7 @@ mod provider;
 mod random;
 mod select;
 mod store;
+pub mod trace;
 mod watch;
 
 pub use api::respond::{ApiResponse, Served};

@@ -49,10 +49,12 @@ use crate::pipeline::{LoadedBoard, Rendered, Representation};
 use crate::provider::client::ProviderSettings;
 use crate::provider::error::FetchError;
 use crate::select::Selection;
+use crate::trace::spans;
 use load::Loader;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 /// Why a board or a render could not be produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +66,22 @@ pub enum LoadError {
     /// A bug (a job panicked, a body did not serialize); the text is for
     /// the log.
     Internal(String),
+}
+
+impl LoadError {
+    /// What kind of failure, as a span records it (never its text).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LoadError::Fetch(FetchError::AccessDenied) => "access_denied",
+            LoadError::Fetch(FetchError::NotFound) => "not_found",
+            LoadError::Fetch(FetchError::Upstream(_)) => "upstream",
+            LoadError::Fetch(FetchError::Challenged) => "challenged",
+            LoadError::Fetch(FetchError::Timeout) => "timeout",
+            LoadError::Fetch(FetchError::OverBudget) => "over_budget",
+            LoadError::Overloaded => "overloaded",
+            LoadError::Internal(_) => "internal",
+        }
+    }
 }
 
 impl std::fmt::Display for LoadError {
@@ -304,10 +322,16 @@ impl Boards {
             let (b, p) = (board_id.to_owned(), permission_id.to_owned());
             // In a task of its own, as with the cache, and stopped the same
             // way: its only caller gone, nobody waits for it.
-            let mut task = coalesce::AbortOnDrop(tokio::spawn(async move {
-                let deadline = inner.loader.deadline();
-                inner.loader.load(&b, &p, coverage, deadline).await
-            }));
+            let span = spans::load(board_id);
+            let mut task = coalesce::AbortOnDrop(tokio::spawn(
+                async move {
+                    let deadline = inner.loader.deadline();
+                    let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
+                    spans::loaded(&outcome);
+                    outcome
+                }
+                .instrument(span),
+            ));
             let outcome = (&mut task.0)
                 .await
                 .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))));
@@ -328,11 +352,17 @@ impl Boards {
             Some(joined) => joined,
             None => {
                 let inner = Arc::clone(&self.inner);
-                cache
-                    .loads
-                    .join((key.clone(), coverage), move || async move {
-                        inner.below_process(key, coverage).await
-                    })
+                // The load runs in a task of its own: its span is opened
+                // here, a child of the request that started it.
+                let span = spans::load(board_id);
+                cache.loads.join((key.clone(), coverage), move || {
+                    async move {
+                        let outcome = inner.below_process(key, coverage).await;
+                        spans::loaded(&outcome);
+                        outcome
+                    }
+                    .instrument(span)
+                })
             }
         };
         let joined_load = joined.joined;
@@ -362,15 +392,20 @@ impl Boards {
         let inner = Arc::clone(&self.inner);
         let (b, p) = (board_id.to_owned(), permission_id.to_owned());
         // In a task of its own, as `document`'s loads, aborted when dropped.
-        let mut task = coalesce::AbortOnDrop(tokio::spawn(async move {
-            let deadline = inner.loader.deadline();
-            let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
-            inner.keep_version(&b, &p, &outcome);
-            if let Some(cache) = &inner.cache {
-                cache.remember((b, p), coverage, &outcome, cache.settings.ttl);
+        let span = spans::load(board_id);
+        let mut task = coalesce::AbortOnDrop(tokio::spawn(
+            async move {
+                let deadline = inner.loader.deadline();
+                let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
+                spans::loaded(&outcome);
+                inner.keep_version(&b, &p, &outcome);
+                if let Some(cache) = &inner.cache {
+                    cache.remember((b, p), coverage, &outcome, cache.settings.ttl);
+                }
+                outcome
             }
-            outcome
-        }));
+            .instrument(span),
+        ));
         (&mut task.0)
             .await
             .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))))
@@ -406,6 +441,10 @@ impl Boards {
                 let rendered = self
                     .pool()
                     .run(move || board.render_as(representation, scope, &selection))
+                    .instrument(tracing::info_span!(
+                        "shared_board_api.render",
+                        representation = representation.name()
+                    ))
                     .await
                     .map_err(|e| LoadError::Internal(e.to_string()))?
                     .map_err(|e| LoadError::Internal(e.to_string()))?;
@@ -607,6 +646,7 @@ impl Inner {
                     deadline,
                     &cache.settings,
                 )
+                .instrument(tracing::info_span!("shared_board_api.tier"))
                 .await
             }
             None => (

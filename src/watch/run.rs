@@ -8,7 +8,9 @@
 use super::outbox::{Delivery, JobState, Unavailable, MAX_BODY};
 use super::{metrics, now_ms, rfc3339, Job, Watches};
 use crate::pipeline::changes::{self, Changes};
+use crate::trace::{spans, TraceContext};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 /// A run's lease lives this long and is renewed (every third of it) while
 /// the run goes on, however long its load takes; a node that dies mid-run,
@@ -53,9 +55,14 @@ impl Watches {
             log::debug!("watch {id}: a run is in progress elsewhere");
             return Outcome::Skipped;
         };
+        // Each run is a trace of its own; its deliveries carry it.
+        let trace = TraceContext::start();
+        let span = spans::watch_run(id, &trace);
+        let run = self.run_leased(job, scheduled, &trace);
         let result = self
             .outbox
-            .while_leased(&lease, RUN_LEASE, self.run_leased(job, scheduled))
+            .while_leased(&lease, RUN_LEASE, run)
+            .instrument(span.clone())
             .await
             .unwrap_or_else(|| Err("the run lease was taken over".to_owned()));
         self.outbox.release(&lease).await;
@@ -67,6 +74,7 @@ impl Watches {
                 Outcome::Failed
             }
         };
+        span.record("outcome", outcome.name());
         if outcome != Outcome::Skipped {
             metrics::run(id, outcome.name());
             job.update(|s| {
@@ -77,7 +85,12 @@ impl Watches {
         outcome
     }
 
-    async fn run_leased(&self, job: &Job, scheduled: bool) -> Result<Outcome, String> {
+    async fn run_leased(
+        &self,
+        job: &Job,
+        scheduled: bool,
+        trace: &TraceContext,
+    ) -> Result<Outcome, String> {
         let id = job.settings.id.as_str();
         let board = job.link.board_id.as_str();
         let unavailable = |_: Unavailable| "the watch store did not answer".to_owned();
@@ -140,6 +153,7 @@ impl Watches {
                     attempts: 0,
                     next_at_ms: now,
                     created_ms: now,
+                    traceparent: Some(trace.traceparent()),
                 };
                 let recorded = JobState {
                     version: version.clone(),

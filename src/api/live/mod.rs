@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::watch;
+use tracing::Instrument as _;
 
 /// What a poller last saw of a board.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -256,14 +257,21 @@ async fn poll(
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
+        // Each poll is a trace of its own: no request is waiting on it.
+        let span = crate::trace::spans::live_poll(&link.board_id);
+        let done = |outcome: &'static str| {
+            span.record("outcome", outcome);
+            metrics.live_poll(outcome);
+        };
         let now = match boards
             .fresh_document(&link.board_id, &link.permission_id)
+            .instrument(span.clone())
             .await
         {
             Ok(doc) => match doc.board.version() {
                 Some(version) => Latest::Version(Arc::from(version)),
                 None => {
-                    metrics.live_poll("failed");
+                    done("failed");
                     continue;
                 }
             },
@@ -274,7 +282,7 @@ async fn poll(
                     "board {}: a fresh load for waiters failed: {e}",
                     link.board_id
                 );
-                metrics.live_poll("failed");
+                done("failed");
                 continue;
             }
         };
@@ -286,7 +294,7 @@ async fn poll(
                 true
             }
         });
-        metrics.live_poll(match (&now, changed) {
+        done(match (&now, changed) {
             (Latest::Gone(_), _) => "gone",
             (_, true) => "changed",
             (_, false) => "same",
