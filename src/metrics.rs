@@ -219,6 +219,30 @@ static CLIENT_LOG_LINES: LazyLock<IntCounterVec> = LazyLock::new(|| {
     )
 });
 
+/// `board_api_otlp_spans_total{outcome}`: finished spans of the binary's
+/// export (`board_api.server.otlp`) by what became of them: `exported`,
+/// `dropped` (the queue in front of the exporter was full) or `failed` (the
+/// collector refused the batch or could not be reached). Process-wide.
+static OTLP_SPANS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "board_api_otlp_spans_total",
+        "Spans of the OTLP export by outcome (exported, dropped when the queue was full, failed)",
+        &["outcome"],
+    )
+});
+
+/// The outcomes of [`otlp_spans`].
+pub const OTLP_OUTCOMES: [&str; 3] = ["exported", "dropped", "failed"];
+
+/// Counts `n` spans of the export as `outcome` (one of [`OTLP_OUTCOMES`]);
+/// the export is the binary's (the `demo` feature).
+#[cfg(feature = "demo")]
+pub fn otlp_spans(outcome: &str, n: usize) {
+    OTLP_SPANS
+        .with_label_values(&[outcome])
+        .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+}
+
 pub fn client_log_line(kind: &str) {
     CLIENT_LOG_LINES.with_label_values(&[kind]).inc();
 }
@@ -325,6 +349,9 @@ impl Metrics {
         }
         LazyLock::force(&CHALLENGES);
         LazyLock::force(&ACCESS_DROPPED);
+        for outcome in OTLP_OUTCOMES {
+            OTLP_SPANS.with_label_values(&[outcome]);
+        }
         CLIENT_LOG_LINES.with_label_values(&["accept_encoding"]);
         LIVE_OPEN.with_label_values(&[api]);
         LIVE_EVENTS.with_label_values(&[api]);

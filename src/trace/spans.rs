@@ -29,58 +29,48 @@ use tracing::Span;
 
 /// `shared_board_api.request`, a child of the host's current span.
 pub fn request(trace: &TraceContext) -> Span {
-    let span = tracing::info_span!(
+    tracing::info_span!(
         "shared_board_api.request",
         route = Empty,
         status = Empty,
         cache = Empty,
         bytes = Empty,
-        trace_id = Empty,
-        span_id = Empty,
-        parent_span_id = Empty,
+        trace_id = %Hex(&trace.trace_id),
+        span_id = %Hex(&trace.span_id),
+        parent_span_id = trace.parent_id.as_ref().map(|p| display(Hex(p))),
         sampled = trace.sampled,
-        trace_state = Empty,
-    );
-    place(&span, trace);
-    span
+        trace_state = state(trace),
+    )
 }
 
 /// `shared_board_api.watch.run`: a run of job `job` (its configured id), the root
 /// of a trace of its own.
 pub fn watch_run(job: &str, trace: &TraceContext) -> Span {
-    let span = tracing::info_span!(
+    tracing::info_span!(
         parent: None,
         "shared_board_api.watch.run",
         job = job,
         outcome = Empty,
-        trace_id = Empty,
-        span_id = Empty,
-        parent_span_id = Empty,
+        trace_id = %Hex(&trace.trace_id),
+        span_id = %Hex(&trace.span_id),
         sampled = trace.sampled,
-        trace_state = Empty,
-    );
-    place(&span, trace);
-    span
+    )
 }
 
 /// `shared_board_api.mcp`: one JSON-RPC message (`rpc`, the method's label),
 /// placed in the trace of its `params._meta.traceparent` when it has a
 /// valid one, else simply a child of the request's span.
 pub fn mcp(rpc: &'static str, trace: Option<&TraceContext>) -> Span {
-    let span = tracing::info_span!(
+    tracing::info_span!(
         "shared_board_api.mcp",
         rpc = rpc,
-        trace_id = Empty,
-        span_id = Empty,
-        parent_span_id = Empty,
-        sampled = Empty,
-        trace_state = Empty,
-    );
-    if let Some(trace) = trace {
-        span.record("sampled", trace.sampled);
-        place(&span, trace);
-    }
-    span
+        trace_id = trace.map(|t| display(Hex(&t.trace_id))),
+        span_id = trace.map(|t| display(Hex(&t.span_id))),
+        parent_span_id = trace
+            .and_then(|t| t.parent_id.as_ref())
+            .map(|p| display(Hex(p))),
+        sampled = trace.map(|t| t.sampled),
+    )
 }
 
 /// `shared_board_api.watch.delivery`: one attempt of a delivery of job `job`,
@@ -90,23 +80,18 @@ pub fn watch_delivery(job: &str, attempt: u32, traceparent: Option<&str>) -> Spa
     let placed = traceparent
         .and_then(|t| super::context::parse_traceparent(t.as_bytes()))
         .map(|parent| TraceContext::child_of(parent, None));
-    let span = tracing::info_span!(
+    let placed = placed.as_ref();
+    tracing::info_span!(
         parent: None,
         "shared_board_api.watch.delivery",
         job = job,
         attempt = attempt,
         outcome = Empty,
-        trace_id = Empty,
-        span_id = Empty,
-        parent_span_id = Empty,
-        sampled = Empty,
-        trace_state = Empty,
-    );
-    if let Some(trace) = &placed {
-        span.record("sampled", trace.sampled);
-        place(&span, trace);
-    }
-    span
+        trace_id = placed.map(|t| display(Hex(&t.trace_id))),
+        span_id = placed.map(|t| display(Hex(&t.span_id))),
+        parent_span_id = placed.and_then(|t| t.parent_id.as_ref()).map(|p| display(Hex(p))),
+        sampled = placed.map(|t| t.sampled),
+    )
 }
 
 /// `shared_board_api.live.poll`: a live stream's fresh load of board `board`.
@@ -148,18 +133,17 @@ pub fn loaded(outcome: &Result<crate::store::Doc, crate::store::LoadError>) {
     }
 }
 
-/// Records the W3C ids of `trace` on `span`, when anything listens.
-fn place(span: &Span, trace: &TraceContext) {
-    if span.is_disabled() {
-        return;
-    }
-    span.record("trace_id", trace.trace_id_hex());
-    span.record("span_id", trace.span_id_hex());
-    if let Some(parent) = trace.parent_id_hex() {
-        span.record("parent_span_id", parent);
-    }
-    if let Some(state) = trace.state.as_ref().and_then(|s| s.to_str().ok()) {
-        span.record("trace_state", state);
+/// The caller's `tracestate`, as text.
+fn state(trace: &TraceContext) -> Option<&str> {
+    trace.state.as_ref().and_then(|s| s.to_str().ok())
+}
+
+/// Bytes as lower-case hex, written straight into the field's formatter.
+pub struct Hex<'a>(pub &'a [u8]);
+
+impl std::fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
     }
 }
 

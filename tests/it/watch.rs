@@ -137,7 +137,7 @@ fn python_check(python: &str, r: &Received, body: &[u8]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-fn sqlite(dir: &Path) -> String {
+pub fn sqlite(dir: &Path) -> String {
     format!(
         "  cache:\n    ttl_seconds: 1\n  changes:\n    store: sqlite\n    path: {}/versions.sqlite\n",
         dir.display()
