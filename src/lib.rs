@@ -87,6 +87,8 @@ mod provider;
 mod random;
 mod select;
 mod store;
+#[cfg(test)]
+mod test_redis;
 pub mod trace;
 mod watch;
 

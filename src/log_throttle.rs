@@ -41,12 +41,13 @@ impl Throttle {
         Some(self.held.swap(0, Ordering::Relaxed))
     }
 
-    /// Logs `line` at `WARN` when [`Throttle::due`], else at `DEBUG`.
+    /// Logs `line` at `WARN` when [`Throttle::due`] (saying how many were
+    /// held back since the last), else at `DEBUG`.
     pub fn warn(&self, line: &str) {
-        if self.due().is_some() {
-            log::warn!("{line}");
-        } else {
-            log::debug!("{line}");
+        match self.due() {
+            Some(0) => log::warn!("{line}"),
+            Some(held) => log::warn!("{line} ({held} more since the last such line, at DEBUG)"),
+            None => log::debug!("{line}"),
         }
     }
 }

@@ -13,7 +13,13 @@
 //! token, bad q-value, `*/subtype`, an unclosed quoted string, non-ASCII
 //! bytes) counts as absent, which also means JSON. Parameters other than `q`
 //! are read and ignored. Called by the API for every read request; pure.
+//!
+//! `/changes` without `since` also serves feeds ([`feed`]): a request gets
+//! one when it names `application/atom+xml` or `application/feed+json`
+//! outright (a wildcard never picks a feed) with a q above 0 and at least
+//! as high as JSON's and Markdown's; Atom when the two feed types tie.
 
+use crate::pipeline::changes::feed::{self, Format};
 use crate::pipeline::Representation;
 use http::header::{HeaderMap, ACCEPT};
 
@@ -33,6 +39,25 @@ pub fn negotiate(headers: &HeaderMap) -> Representation {
     } else {
         Representation::Json
     }
+}
+
+/// The feed the request's `Accept` lines ask for, if any (see the
+/// module's doc); `None` for a malformed header.
+pub fn feed(headers: &HeaderMap) -> Option<Format> {
+    let mut prefs = Prefs::default();
+    for line in headers.get_all(ACCEPT) {
+        parse_line(line.as_bytes(), &mut prefs)?;
+    }
+    let named = |best: Best| (best.specificity() == EXACT && best.q() > 0).then(|| best.q());
+    let floor = prefs.json.q().max(prefs.markdown.q());
+    let (atom, json_feed) = (named(prefs.atom), named(prefs.json_feed));
+    let best = match (atom, json_feed) {
+        (Some(a), Some(j)) if j > a => (Format::JsonFeed, j),
+        (Some(a), _) => (Format::Atom, a),
+        (None, Some(j)) => (Format::JsonFeed, j),
+        (None, None) => return None,
+    };
+    (best.1 >= floor).then_some(best.0)
 }
 
 /// The specificity of `type/subtype`; `type/*` is 2 and `*/*` 1.
@@ -64,6 +89,8 @@ impl Best {
 struct Prefs {
     markdown: Best,
     json: Best,
+    atom: Best,
+    json_feed: Best,
 }
 
 /// Reads one header line into `prefs`; `None` when it is malformed.
@@ -99,6 +126,13 @@ fn parse_line(line: &[u8], prefs: &mut Prefs) -> Option<()> {
         }
         if names(b"application", b"json") {
             prefs.json.offer(specificity, q);
+        }
+        let (atom, json_feed) = (feed::ATOM.as_bytes(), feed::JSON_FEED.as_bytes());
+        if names(&atom[..11], &atom[12..]) {
+            prefs.atom.offer(specificity, q);
+        }
+        if names(&json_feed[..11], &json_feed[12..]) {
+            prefs.json_feed.offer(specificity, q);
         }
         rest = skip_ows(after);
         match rest.first() {
@@ -314,6 +348,44 @@ mod tests {
         for header in cases {
             assert_eq!(of(&[header]), J, "{}", String::from_utf8_lossy(header));
         }
+    }
+
+    #[test]
+    fn feeds_only_when_named_outright() {
+        use Format::{Atom as A, JsonFeed as F};
+        let feed_of = |line: &[u8]| {
+            let mut headers = HeaderMap::new();
+            headers.append(ACCEPT, HeaderValue::from_bytes(line).expect("header"));
+            feed(&headers)
+        };
+        let cases: &[(&[u8], Option<Format>)] = &[
+            (b"application/atom+xml", Some(A)),
+            (b"Application/Atom+XML", Some(A)),
+            (b"application/feed+json", Some(F)),
+            (b"application/atom+xml, application/feed+json", Some(A)),
+            (b"application/atom+xml;q=0.5, application/feed+json", Some(F)),
+            (b"application/feed+json, application/json", Some(F)),
+            (b"application/feed+json;q=0.5, application/json", None),
+            (b"application/atom+xml;q=0.5, text/markdown", None),
+            // What feed readers send.
+            (b"application/rss+xml, application/rdf+xml;q=0.8, application/atom+xml;q=0.6, application/xml;q=0.4, text/xml;q=0.4, */*;q=0.1", Some(A)),
+            (b"application/atom+xml,application/rdf+xml,application/rss+xml,application/x-netcdf,application/xml;q=0.9,text/xml;q=0.2,*/*;q=0.1", Some(A)),
+            (b"application/atom+xml;q=0", None),
+            (b"application/*", None),
+            (b"*/*", None),
+            (b"application/json", None),
+            (b"", None),
+            (b"application/atom+xml;q=2", None),
+        ];
+        for (header, expected) in cases {
+            assert_eq!(
+                feed_of(header),
+                *expected,
+                "{}",
+                String::from_utf8_lossy(header)
+            );
+        }
+        assert_eq!(feed(&HeaderMap::new()), None);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! version `since` is compared with the board now
 //! ([`crate::pipeline::changes`]) on the work pool, and the answer cached
 //! with the document like a render. The MCP `board_changes` tool answers
-//! through `BoardApi::changes_of` too.
+//! through `BoardApi::changes_of` too. Without `since`, a request that asks
+//! for a feed by `Accept` is answered by [`super::feed`].
 
 use super::error::ApiError;
 use super::params::{unknown_parameter, url_value};
@@ -204,6 +205,13 @@ impl BoardApi {
             limiter.check(ip)?;
         }
         let query = req.query.unwrap_or("");
+        // Without `since`, a request that names a feed type gets the feed.
+        if let Some(format) = accept::feed(req.headers) {
+            let q = self::query(Some(query))?;
+            if q.since.is_none() {
+                return self.feed(req, format, q, served).await;
+            }
+        }
         let request = match self.parsed.changes().get(query) {
             Some(request) => request,
             None => {
@@ -351,7 +359,7 @@ fn not_kept() -> ApiError {
 /// The store of kept versions did not answer (busy, locked, unreachable):
 /// `503` with `Retry-After`, never `410`, which would tell the client its
 /// version is gone for good.
-fn store_unavailable() -> ApiError {
+pub(super) fn store_unavailable() -> ApiError {
     ApiError::Overloaded {
         retry_after: std::time::Duration::from_secs(2),
     }
@@ -359,7 +367,7 @@ fn store_unavailable() -> ApiError {
 
 /// A rendered answer as the bytes the cache keeps: the ETag, a newline,
 /// the body. An empty value is "not a version of this board".
-fn pack(rendered: Rendered) -> Bytes {
+pub(super) fn pack(rendered: Rendered) -> Bytes {
     let tag = rendered.etag.as_bytes();
     let mut out = Vec::with_capacity(tag.len() + 1 + rendered.body.len());
     out.extend_from_slice(tag);
@@ -368,7 +376,7 @@ fn pack(rendered: Rendered) -> Bytes {
     Bytes::from(out)
 }
 
-fn unpack(bytes: Bytes) -> Option<Rendered> {
+pub(super) fn unpack(bytes: Bytes) -> Option<Rendered> {
     let at = bytes.iter().position(|&b| b == b'\n')?;
     let etag = http::HeaderValue::from_maybe_shared(bytes.slice(..at)).ok()?;
     Some(Rendered {

@@ -7,6 +7,7 @@
 pub mod accept;
 pub mod changes;
 pub mod error;
+mod feed;
 pub(crate) mod live;
 mod load;
 pub mod mcp;
@@ -25,6 +26,7 @@ pub mod timing;
 use crate::client_addr::TrustedProxies;
 use crate::config::{ApiSettings, ConfigError, McpSettings};
 use crate::encoding;
+use crate::log_throttle::Throttle;
 use crate::metrics::Metrics;
 use crate::pipeline::Representation;
 use crate::provider::error::FetchError;
@@ -510,8 +512,8 @@ impl BoardApi {
 /// timeouts, malformed answers: WARN), ours (a bug: ERROR). Overload is ours
 /// by design, not a fault: WARN, since an operator sizes the limits.
 ///
-/// Only the request that met the failure logs it at that level: one WARN
-/// per failed load. Requests that joined that load, or got the failure
+/// Only the request that met the failure logs it at that level, and WARN
+/// lines at most once a minute per kind (overload, provider failures). Requests that joined that load, or got the failure
 /// from the error cache during `error_ttl_seconds`, log it at DEBUG, so an
 /// outage is one line per failure, not one per request.
 fn log_failure(board_id: &str, after: Duration, e: &LoadError, source: Source) {
@@ -527,8 +529,16 @@ fn log_failure(board_id: &str, after: Duration, e: &LoadError, source: Source) {
         LoadError::Fetch(FetchError::AccessDenied | FetchError::NotFound) => {
             log::debug!("board {board_id} refused after {ms:.0} ms: {e}")
         }
-        LoadError::Fetch(_) | LoadError::Overloaded => {
-            log::warn!("board {board_id} failed after {ms:.0} ms: {e}")
+        // A client can cause these at will (a flood of cold loads, boards of
+        // its own that fail): a WARN line a minute for each, the rest at
+        // DEBUG, the next WARN counting them.
+        LoadError::Overloaded => {
+            static OVERLOADED: Throttle = Throttle::new();
+            OVERLOADED.warn(&format!("board {board_id} failed after {ms:.0} ms: {e}"));
+        }
+        LoadError::Fetch(_) => {
+            static FAILED: Throttle = Throttle::new();
+            FAILED.warn(&format!("board {board_id} failed after {ms:.0} ms: {e}"));
         }
         LoadError::Internal(_) => log::error!("board {board_id} failed after {ms:.0} ms: {e}"),
     }

@@ -324,6 +324,22 @@ pub(crate) fn exact(mut body: Vec<u8>) -> Bytes {
     Bytes::from(body)
 }
 
+/// `body`, whole, as the answer of the endpoint `scope` in the media type
+/// `media` (a feed), with its weak ETag over both and the body.
+pub(crate) fn whole_rendered(media: &str, scope: &str, body: Vec<u8>) -> Rendered {
+    let mut hasher = Xxh3::new();
+    for part in [media.as_bytes(), scope.as_bytes()] {
+        hasher.update(part);
+        hasher.update(b"\0");
+    }
+    hasher.update(&body);
+    Rendered {
+        body: exact(body),
+        etag: weak_etag(hasher.digest128()),
+        disposition: None,
+    }
+}
+
 /// `W/"<32 hex digits>"`.
 fn weak_etag(digest: u128) -> HeaderValue {
     const HEX: &[u8; 16] = b"0123456789abcdef";

@@ -1,9 +1,10 @@
 //! How [`Boards`] uses the kept versions (`board_api.changes`): every full
 //! document a load produces is handed to them, once per load and never on
 //! the request's path, and `/changes` reads a kept version back through
-//! [`Boards::kept_version`].
+//! [`Boards::kept_version`] (a feed lists them with
+//! [`Boards::kept_versions`]).
 
-use super::versions::{owner, Unavailable};
+use super::versions::{owner, Listed, Unavailable};
 use super::{Boards, Inner, Loaded, Versions};
 use std::sync::Arc;
 
@@ -38,6 +39,24 @@ impl Boards {
         versions
             .get(self.pool(), &owner(board_id, permission_id), version)
             .await
+    }
+
+    /// The versions kept of `board_id` as loaded through `permission_id`,
+    /// newest first by when each was first kept, at most `max`; empty when
+    /// versions are not kept.
+    ///
+    /// # Errors
+    /// [`Unavailable`]: the store did not answer.
+    pub async fn kept_versions(
+        &self,
+        board_id: &str,
+        permission_id: &str,
+        max: usize,
+    ) -> Result<Vec<Listed>, Unavailable> {
+        let Some(versions) = self.inner.versions.as_ref() else {
+            return Ok(Vec::new());
+        };
+        versions.list(&owner(board_id, permission_id), max).await
     }
 
     /// The kept versions, when they are on.

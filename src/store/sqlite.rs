@@ -40,6 +40,7 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS board_versions (
     stored_at INTEGER NOT NULL,
     bytes INTEGER NOT NULL,
     value BLOB NOT NULL,
+    first_kept INTEGER,
     PRIMARY KEY (board, version)
 );
 CREATE INDEX IF NOT EXISTS board_versions_age ON board_versions (stored_at);
@@ -268,7 +269,7 @@ fn prepare(path: &Path, busy: Duration) -> Result<Connection, Refused> {
         Some(ErrorCode::NotADatabase) => Refused::NotOurs(e.to_string()),
         _ => Refused::Failed(e),
     };
-    let conn = Connection::open(path).map_err(refused)?;
+    let mut conn = Connection::open(path).map_err(refused)?;
     conn.busy_timeout(busy).map_err(refused)?;
     // Our tables' shape, before anything is written: a file that holds a
     // table of one of our names in another shape is not ours, and is left
@@ -308,7 +309,36 @@ fn prepare(path: &Path, busy: Duration) -> Result<Connection, Refused> {
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(refused)?;
     conn.execute_batch(SCHEMA).map_err(refused)?;
+    migrate(&mut conn).map_err(refused)?;
     Ok(conn)
+}
+
+/// Adds to a file an older build made what this one writes, keeping every
+/// row: `board_versions.first_kept` (when a version was first kept, for
+/// feeds), from each row's last sight, the best time known. Nullable, so
+/// that an older build sharing the file (an upgrade's old process) still
+/// writes its rows. In one write transaction: two processes opening the
+/// file at once add it once.
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let has = |conn: &Connection| {
+        conn.query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('board_versions') WHERE name = 'first_kept'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+    };
+    if has(conn)? {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    if !has(&tx)? {
+        tx.execute_batch(
+            "ALTER TABLE board_versions ADD COLUMN first_kept INTEGER;
+             UPDATE board_versions SET first_kept = stored_at;",
+        )?;
+    }
+    tx.commit()
 }
 
 /// Makes the file's directory `0700` when it does not exist yet (an

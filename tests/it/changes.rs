@@ -330,13 +330,13 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
     // Random bytes under a version's token.
     let v3 = "ab".repeat(16);
     bad(
-        "INSERT INTO board_versions VALUES (?1, ?2, 9999999999999, 4, randomblob(4000))",
+        "INSERT INTO board_versions (board, version, stored_at, bytes, value) VALUES (?1, ?2, 9999999999999, 4, randomblob(4000))",
         &v3,
     );
     // A time that is not a number.
     let v4 = "cd".repeat(16);
     bad(
-        "INSERT INTO board_versions VALUES (?1, ?2, 'soon', 4, x'00')",
+        "INSERT INTO board_versions (board, version, stored_at, bytes, value) VALUES (?1, ?2, 'soon', 4, x'00')",
         &v4,
     );
     // Another board's document, sealed and under its own true token: the
@@ -345,7 +345,7 @@ fn changes_of_an_edited_board_from_a_sqlite_file_that_is_then_corrupted() {
     let token = version_of(other);
     let sealed = codec::seal(other).expect("seals");
     conn.execute(
-        "INSERT INTO board_versions VALUES (?1, ?2, 9999999999999, ?3, ?4)",
+        "INSERT INTO board_versions (board, version, stored_at, bytes, value) VALUES (?1, ?2, 9999999999999, ?3, ?4)",
         rusqlite::params![key, &*token, sealed.len() as i64, sealed],
     )
     .expect("the test writes");
@@ -426,7 +426,20 @@ fn board_changes_answers_as_the_endpoint_does() {
         "{text}"
     );
     assert!(text.contains("## Added (1)"), "{text}");
+    assert!(
+        r.get("structuredContent").is_none(),
+        "Markdown only, unless asked"
+    );
+    let r = result(&call(
+        gw.addr,
+        "board_changes",
+        json!({"url": url, "since": v1, "format": "json"}),
+    ));
+    assert_eq!(r["isError"], false, "{r}");
     let data = &r["structuredContent"];
+    let text: Value =
+        serde_json::from_str(r["content"][0]["text"].as_str().expect("text")).expect("JSON text");
+    assert_eq!(&text, data, "the same JSON as text");
     assert_eq!(data["from"], v1.as_str());
     assert_eq!(ids(&data["added"]), [format!("Edit{board}")]);
     let endpoint = request(
@@ -444,6 +457,7 @@ fn board_changes_answers_as_the_endpoint_does() {
         (json!({"url": url, "since": "nope"}), "since"),
         (json!({"url": url, "since": "0".repeat(32)}), "since"),
         (json!({"url": url, "since": v1, "view": "full"}), "view"),
+        (json!({"url": url, "since": v1, "format": "html"}), "format"),
     ] {
         let r = result(&call(gw.addr, "board_changes", args.clone()));
         assert_eq!(r["isError"], true, "{args}");

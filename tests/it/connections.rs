@@ -165,3 +165,54 @@ fn a_slow_head_within_the_deadline_is_answered() {
         String::from_utf8_lossy(&raw)
     );
 }
+
+/// HTTP/2 (h2c here, the same server code as over TLS): a connection whose
+/// streams are all done closes after the idle time, with a `GOAWAY`; one
+/// that sends the preface and then nothing is closed too.
+#[test]
+fn idle_http2_connections_close_after_the_idle_time() {
+    let gw = start_gateway_with("", "", &format!("{LIMITS}    h2c: true\n"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(gw.addr)
+            .await
+            .expect("connect");
+        let (send, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+        let connection = tokio::spawn(connection);
+        let mut send = send.ready().await.expect("ready for a stream");
+        let req = http::Request::get("http://localhost/api/nope")
+            .body(())
+            .expect("request");
+        let (answer, _) = send.send_request(req, true).expect("send");
+        let answer = answer.await.expect("an answer");
+        assert_eq!(answer.status(), 404);
+        let mut body = answer.into_body();
+        while let Some(chunk) = body.data().await {
+            chunk.expect("body data");
+        }
+        let answered = Instant::now();
+        let ended = tokio::time::timeout(Duration::from_secs(15), connection).await;
+        assert!(
+            ended.is_ok(),
+            "an idle HTTP/2 connection still open after 15 s"
+        );
+        let after = answered.elapsed();
+        assert!(after >= Duration::from_millis(1500), "{after:?}");
+        assert!(after < Duration::from_secs(8), "{after:?}");
+        // The preface alone, then silence: closed too.
+        let mut silent = TcpStream::connect(gw.addr).expect("connect");
+        silent
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+            .expect("preface and settings");
+        let start = Instant::now();
+        let closed = closed_within(&mut silent, Duration::from_secs(15)).expect("closed");
+        assert!(
+            closed - start < Duration::from_secs(8),
+            "{:?}",
+            closed - start
+        );
+    });
+}

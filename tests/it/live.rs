@@ -372,7 +372,7 @@ fn board_changes_waits_for_a_change_when_asked() {
         assert_eq!(r["isError"], true, "{wait}");
         assert_eq!(r["structuredContent"]["error"]["field"], "wait", "{r}");
     }
-    let args = json!({"url": url, "since": v1, "wait": 30});
+    let args = json!({"url": url, "since": v1, "wait": 30, "format": "json"});
     let poll = std::thread::spawn(move || {
         let started = Instant::now();
         (result(&call(gw, "board_changes", args)), started.elapsed())

@@ -19,6 +19,7 @@ mod deploy;
 mod docs;
 mod durability;
 mod embedding;
+mod feeds;
 mod fleet;
 mod fleet_hostile;
 mod gateway_api;

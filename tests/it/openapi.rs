@@ -309,8 +309,8 @@ fn check(method: &str, target: &str, r: &Response) -> u16 {
                 .keys()
                 .find(|m| content_type.starts_with(m.as_str()))
                 .unwrap_or_else(|| panic!("{method} {target}: {content_type} undocumented"));
-            // A text body is a JSON string to its schema.
-            let body = if media.starts_with("text/") {
+            // A text body (an Atom feed too) is a JSON string to its schema.
+            let body = if media.starts_with("text/") || media.ends_with("+xml") {
                 json!(std::str::from_utf8(&r.body).expect("a UTF-8 text body"))
             } else {
                 r.json()
@@ -450,6 +450,15 @@ fn responses_over_sockets_match_the_spec() {
             assert_eq!(send(gw, "GET", &target, &[("If-None-Match", &tag)]).0, 304);
             assert_eq!(send(gw, "GET", &target, &markdown).0, 200);
         }
+    }
+    // The feeds, without `since`.
+    for accept in ["application/atom+xml", "application/feed+json"] {
+        let target = format!("/api/changes?{l}");
+        let (status, r) = send(gw, "GET", &target, &[("Accept", accept)]);
+        assert_eq!(status, 200, "{accept}");
+        assert!(r
+            .header("content-type")
+            .is_some_and(|t| t.starts_with(accept)));
     }
     // Preflights.
     for path in ["/api/search", "/api/detail", "/api/changes"] {

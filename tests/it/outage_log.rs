@@ -1,6 +1,8 @@
-//! During a provider outage the log says so once per failed load, in words:
-//! one WARN for the request that met the failure, DEBUG for the requests
-//! that joined its load or got it from the error cache afterwards.
+//! During a provider outage the log says so in words, once per failed load
+//! and at WARN at most once a minute: the request that met the failure
+//! logs it (WARN the first time in the minute, DEBUG after), the requests
+//! that joined its load or got it from the error cache log at DEBUG. A
+//! client that makes loads fail on purpose writes no WARN line per request.
 
 use crate::common::*;
 use std::sync::Mutex;
@@ -75,7 +77,11 @@ fn one_warn_per_failed_load_in_words() {
         })
         .map(|(_, _, m)| m)
         .collect();
-    assert_eq!(warns.len(), 2, "{warns:#?}");
+    assert_eq!(
+        warns.len(),
+        1,
+        "the second load's failure within the minute: {warns:#?}"
+    );
     for line in warns {
         // Words, not a Rust Debug rendering.
         assert!(
@@ -87,5 +93,26 @@ fn one_warn_per_failed_load_in_words() {
             "{line}"
         );
     }
+    let failed_at_debug = |records: &[(log::Level, String, String)]| {
+        records
+            .iter()
+            .filter(|(l, t, m)| {
+                *l == log::Level::Debug
+                    && t.starts_with("shared_board_api")
+                    && m.contains(board)
+                    && m.contains("failed after")
+            })
+            .count()
+    };
+    assert_eq!(failed_at_debug(&records), 1, "the second load's line");
+
+    // A client failing loads on purpose, each under a link of its own.
+    for n in 0..20 {
+        let target = format!("/api/detail?url={}", link(board, &format!("many{n}")));
+        assert_eq!(request(gw.addr, "GET", &target, &[]).status, 502);
+    }
+    let records = RECORDS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(count(log::Level::Warn, board), 1, "still one WARN line");
+    assert_eq!(failed_at_debug(&records), 21, "each at DEBUG");
     drop(gw);
 }

@@ -108,12 +108,15 @@ impl BoardApi {
         }
         let (read, search) = match tool {
             Tool::BoardChanges => {
-                let ([url, since], wait) = tools::changes_args(args)?;
+                let tools::ChangesArgs {
+                    values: [url, since],
+                    wait,
+                    json,
+                } = tools::changes_args(args)?;
                 // Boxed, as the endpoint's: its future nests deep.
                 let changes = self.board_changes(
-                    url.as_deref(),
-                    since.as_deref(),
-                    (wait, req.client_ip),
+                    [url.as_deref(), since.as_deref()],
+                    (wait, json, req.client_ip),
                     served,
                     called,
                     started,
@@ -377,9 +380,8 @@ impl BoardApi {
     /// text and its JSON `data` as `structuredContent`, cached as one core.
     async fn board_changes(
         &self,
-        url: Option<&str>,
-        since: Option<&str>,
-        (wait, client): (Option<usize>, Option<std::net::IpAddr>),
+        [url, since]: [Option<&str>; 2],
+        (wait, json, client): (Option<usize>, bool, Option<std::net::IpAddr>),
         served: &mut Served,
         called: &mut Called,
         started: Instant,
@@ -393,27 +395,20 @@ impl BoardApi {
                     .await?;
             }
         }
-        let (markdown, source) = self
-            .changes_of(&request, Representation::Markdown, served)
-            .await?;
-        let (json, _) = self
-            .changes_of(&request, Representation::Json, served)
-            .await?;
-        let doc = markdown.doc;
-        let key: Arc<str> = Arc::from(request.since.as_str());
-        let (text, body) = (markdown.rendered.body, json.rendered.body);
+        // Only the form asked for is built (each is up to twice the board).
+        let form = if json {
+            Representation::Json
+        } else {
+            Representation::Markdown
+        };
+        let (answer, source) = self.changes_of(&request, form, served).await?;
+        let doc = answer.doc;
+        let key: Arc<str> = Arc::from(format!("{}:{json}", request.since).as_str());
+        let body = answer.rendered.body;
         let core = self
             .boards
             .derived(&doc, "mcp.board_changes", key, move |_| {
-                let data = body
-                    .get(PREFIX.len()..body.len().saturating_sub(1))
-                    .ok_or("a JSON render without its envelope")?;
-                let data = std::str::from_utf8(data).map_err(|e| e.to_string())?;
-                let text = std::str::from_utf8(&text).map_err(|e| e.to_string())?;
-                Ok(Bytes::from(core(
-                    text,
-                    &format!(",\"structuredContent\":{data},\"isError\":false"),
-                )))
+                read_core(&body, json).map(Bytes::from)
             })
             .await
             .map_err(|e| {

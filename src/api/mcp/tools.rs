@@ -97,13 +97,14 @@ pub fn definitions() -> Value {
         {
             "name": "board_changes",
             "title": "What changed on a Milanote board",
-            "description": "Lists what was added, removed, changed or moved on a board since a version (the version read_board returned). Markdown text; the same as JSON in structuredContent.",
+            "description": "Lists what was added, removed, changed or moved on a board since a version (the version read_board returned). Markdown text by default; with format json, the JSON in structuredContent (and as text).",
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "url": url,
                     "since": {"type": "string", "pattern": "^[0-9a-f]{32}$", "description": "A board version seen before"},
                     "wait": {"type": "integer", "minimum": 1, "maximum": 30, "description": "Seconds to wait for a change when nothing changed since `since` (a long poll)"},
+                    "format": {"type": "string", "enum": ["markdown", "json"], "description": "markdown (default): the changes as text; json: as structuredContent"},
                 },
                 "required": ["url", "since"],
                 "additionalProperties": false,
@@ -182,16 +183,7 @@ pub fn read_args<'a>(args: &Object<'a>) -> Result<ReadArgs<'a>, ApiError> {
             "board",
         ],
     )?;
-    let json = match text(args, "format")?.as_deref() {
-        None | Some("markdown") => false,
-        Some("json") => true,
-        Some(_) => {
-            return Err(ApiError::invalid_request(
-                "format",
-                "format must be markdown or json",
-            ))
-        }
-    };
+    let json = json_format(args)?;
     let max_chars = integer(args, "max_chars", MAX_CHARS)?.unwrap_or(DEFAULT_MAX_CHARS);
     Ok(ReadArgs {
         values: [
@@ -287,19 +279,44 @@ pub fn search_args<'a>(args: &Object<'a>) -> Result<SearchArgs<'a>, ApiError> {
     })
 }
 
-/// `board_changes`'s arguments: `url`, `since` and `wait` (1 to 30 seconds),
-/// as `/changes` takes them.
-///
-/// # Errors
-/// `INVALID_REQUEST` for an unknown argument or a value that is not a string.
-pub fn changes_args<'a>(args: &Object<'a>) -> Result<ChangesArgs<'a>, ApiError> {
-    known(args, &["url", "since", "wait"])?;
-    let wait = integer(args, "wait", 1..=MAX_WAIT)?;
-    Ok(([text(args, "url")?, text(args, "since")?], wait))
+/// Whether `format` asks for JSON (`json`) rather than Markdown (`markdown`,
+/// the default).
+fn json_format(args: &Object<'_>) -> Result<bool, ApiError> {
+    match text(args, "format")?.as_deref() {
+        None | Some("markdown") => Ok(false),
+        Some("json") => Ok(true),
+        Some(_) => Err(ApiError::invalid_request(
+            "format",
+            "format must be markdown or json",
+        )),
+    }
 }
 
-/// `board_changes`'s `[url, since]` and `wait`.
-pub type ChangesArgs<'a> = ([Option<Cow<'a, str>>; 2], Option<usize>);
+/// `board_changes`'s arguments: `url`, `since` and `wait` (1 to 30 seconds),
+/// as `/changes` takes them, and `format`.
+///
+/// # Errors
+/// `INVALID_REQUEST` for an unknown argument, a value that is not a string
+/// or an unknown `format`.
+pub fn changes_args<'a>(args: &Object<'a>) -> Result<ChangesArgs<'a>, ApiError> {
+    known(args, &["url", "since", "wait", "format"])?;
+    let wait = integer(args, "wait", 1..=MAX_WAIT)?;
+    Ok(ChangesArgs {
+        values: [text(args, "url")?, text(args, "since")?],
+        wait,
+        json: json_format(args)?,
+    })
+}
+
+/// `board_changes`'s arguments.
+pub struct ChangesArgs<'a> {
+    /// `url` and `since`.
+    pub values: [Option<Cow<'a, str>>; 2],
+    pub wait: Option<usize>,
+    /// `format: json`: the answer's `data` as `structuredContent` (and as
+    /// text), instead of its Markdown.
+    pub json: bool,
+}
 
 /// The longest `wait` of `board_changes`, in seconds.
 pub const MAX_WAIT: usize = 30;

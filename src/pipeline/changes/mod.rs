@@ -2,7 +2,8 @@
 //! sanitized full documents flat ([`flat`]) and matches their elements by
 //! id, nested boards included. The API's `/changes` endpoint and the MCP
 //! `board_changes` tool answer with it, as JSON or as Markdown
-//! ([`markdown`]).
+//! ([`markdown`]); a board's feed lists it between each pair of its kept
+//! versions ([`feed`]).
 //!
 //! - **added**: an id only in the newer version; **removed**: only in the
 //!   older one;
@@ -27,6 +28,7 @@
 //! CPU work over two whole documents: callers run it on the work pool and
 //! cache the answer.
 
+pub mod feed;
 pub mod flat;
 pub mod markdown;
 

@@ -1,21 +1,64 @@
 //! The `memory` store of kept versions: sealed values in the process, for
-//! hosts that want no files. Bounded like the others (count per board,
-//! age, total bytes); lost on restart.
+//! hosts that want no files. Bounded like the others: count per board key
+//! (a board as one share link opens it) and age, then bytes in total, taken
+//! first from the board key that holds the most, so one link's large
+//! boards never evict another's versions while it holds more. Lost on
+//! restart.
 
-use super::{Bounds, Kept};
+use super::{Bounds, Kept, Listed};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-/// One kept version: its token, when it was last seen (ms), its value.
-type Held = (Box<str>, u64, std::sync::Arc<[u8]>);
+/// One kept version: its token, when it was last seen (ms), its value,
+/// when it was first kept (ms).
+type Held = (Box<str>, u64, std::sync::Arc<[u8]>, u64);
+
+/// What one board key holds: its versions, oldest first, and their bytes.
+#[derive(Default)]
+struct Holder {
+    versions: VecDeque<Held>,
+    bytes: usize,
+}
+
+impl Holder {
+    fn pop_oldest(&mut self) -> usize {
+        match self.versions.pop_front() {
+            Some((_, _, gone, _)) => {
+                self.bytes -= gone.len();
+                gone.len()
+            }
+            None => 0,
+        }
+    }
+}
 
 #[derive(Default)]
 struct State {
-    /// Per board, oldest first.
-    boards: HashMap<String, VecDeque<Held>>,
-    /// Every (board, version) in the order stored, for the byte bound.
-    order: VecDeque<(String, Box<str>)>,
+    boards: HashMap<String, Holder>,
     bytes: usize,
+}
+
+impl State {
+    /// Drops the oldest version of the board key holding the most bytes;
+    /// false when nothing is held.
+    fn evict_from_largest(&mut self) -> bool {
+        let Some(largest) = self
+            .boards
+            .iter()
+            .max_by_key(|(_, h)| h.bytes)
+            .map(|(board, _)| board.clone())
+        else {
+            return false;
+        };
+        let Some(holder) = self.boards.get_mut(&largest) else {
+            return false;
+        };
+        self.bytes -= holder.pop_oldest();
+        if holder.versions.is_empty() {
+            self.boards.remove(&largest);
+        }
+        true
+    }
 }
 
 /// The memory store.
@@ -39,9 +82,10 @@ impl Memory {
     /// Whether `version` of `board` is kept; marks it as seen `now`.
     pub fn touch(&self, board: &str, version: &str, now: u64) -> bool {
         let mut state = self.lock();
-        let Some(list) = state.boards.get_mut(board) else {
+        let Some(holder) = state.boards.get_mut(board) else {
             return false;
         };
+        let list = &mut holder.versions;
         match list.iter().position(|(v, ..)| **v == *version) {
             Some(at) => {
                 // Seen again: the newest, so the last to go by count.
@@ -62,43 +106,30 @@ impl Memory {
         }
         let mut state = self.lock();
         let state = &mut *state;
-        state.bytes += value.len();
-        let list = state.boards.entry(board.to_owned()).or_default();
-        if let Some(at) = list.iter().position(|(v, ..)| **v == *version) {
-            if let Some((_, _, gone)) = list.remove(at) {
-                state.bytes -= gone.len();
+        let holder = state.boards.entry(board.to_owned()).or_default();
+        let before = holder.bytes;
+        let mut first = now;
+        if let Some(at) = holder.versions.iter().position(|(v, ..)| **v == *version) {
+            if let Some((_, _, gone, was)) = holder.versions.remove(at) {
+                holder.bytes -= gone.len();
+                first = was;
             }
         }
-        list.push_back((version.into(), now, value.into()));
-        state.order.push_back((board.to_owned(), version.into()));
+        holder.bytes += value.len();
+        holder
+            .versions
+            .push_back((version.into(), now, value.into(), first));
         let oldest = now.saturating_sub(self.bounds.keep_ms());
-        while list.len() > self.bounds.keep_versions || list.front().is_some_and(|e| e.1 < oldest) {
-            if let Some((_, _, gone)) = list.pop_front() {
-                state.bytes -= gone.len();
-            }
+        while holder.versions.len() > self.bounds.keep_versions
+            || holder.versions.front().is_some_and(|e| e.1 < oldest)
+        {
+            holder.pop_oldest();
         }
-        while state.bytes > self.bounds.max_bytes {
-            let Some((b, v)) = state.order.pop_front() else {
-                break;
-            };
-            if let Some(list) = state.boards.get_mut(&b) {
-                if let Some(at) = list.iter().position(|(kept, ..)| *kept == v) {
-                    if let Some((_, _, gone)) = list.remove(at) {
-                        state.bytes -= gone.len();
-                    }
-                }
-            }
+        state.bytes = state.bytes - before + holder.bytes;
+        if holder.versions.is_empty() {
+            state.boards.remove(board);
         }
-        state.boards.retain(|_, list| !list.is_empty());
-        // The order list names versions already gone too; past twice the
-        // versions held, rebuild it from what is held.
-        let held: usize = state.boards.values().map(VecDeque::len).sum();
-        if state.order.len() > 2 * held + 64 {
-            let boards = &state.boards;
-            state
-                .order
-                .retain(|(b, v)| boards.get(b).is_some_and(|l| l.iter().any(|e| e.0 == *v)));
-        }
+        while state.bytes > self.bounds.max_bytes && state.evict_from_largest() {}
     }
 
     /// The value kept as `version` of `board`, if younger than the age bound.
@@ -108,11 +139,31 @@ impl Memory {
         match state
             .boards
             .get(board)
-            .and_then(|list| list.iter().find(|(v, ..)| **v == *version))
+            .and_then(|h| h.versions.iter().find(|(v, ..)| **v == *version))
         {
-            Some((_, at, value)) if *at >= oldest => Kept::Value(value.to_vec()),
+            Some((_, at, value, _)) if *at >= oldest => Kept::Value(value.to_vec()),
             _ => Kept::Missing,
         }
+    }
+
+    /// The versions of `board` younger than the age bound, with when each
+    /// was first kept, newest first, at most `max`.
+    pub fn list(&self, board: &str, max: usize, now: u64) -> Vec<Listed> {
+        let state = self.lock();
+        let oldest = now.saturating_sub(self.bounds.keep_ms());
+        let held = state
+            .boards
+            .get(board)
+            .into_iter()
+            .flat_map(|h| &h.versions);
+        let listed = held
+            .filter(|(_, seen, ..)| *seen >= oldest)
+            .map(|(version, _, _, first)| Listed {
+                version: version.to_string(),
+                first_kept_ms: *first,
+            })
+            .collect();
+        super::newest_first(listed, max)
     }
 
     /// Total bytes held.
@@ -158,5 +209,45 @@ mod tests {
         assert!(m.bytes() <= 100, "{}", m.bytes());
         m.put("B", "huge", vec![0; 101], 8);
         assert_eq!(m.get("B", "huge", 8), Kept::Missing);
+    }
+
+    #[test]
+    fn the_byte_bound_takes_from_the_largest_holder_first() {
+        let m = Memory::new(bounds(20, 100));
+        m.put("victim", "v1", vec![0; 20], 1);
+        // Another link's large boards, loaded after the victim's.
+        for (i, v) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            m.put("attacker", v, vec![0; 30], 2 + i as u64);
+        }
+        assert!(
+            matches!(m.get("victim", "v1", 9), Kept::Value(_)),
+            "the older, smaller holder keeps its version"
+        );
+        assert!(m.bytes() <= 100, "{}", m.bytes());
+        assert_eq!(m.get("attacker", "a", 9), Kept::Missing, "its own go first");
+        assert!(matches!(m.get("attacker", "e", 9), Kept::Value(_)));
+    }
+
+    #[test]
+    fn listed_newest_first_by_when_first_kept() {
+        let m = Memory::new(bounds(5, 1000));
+        for (i, v) in ["a", "b", "c"].iter().enumerate() {
+            m.put("B", v, vec![0; 10], 100 + i as u64);
+        }
+        // Seen again later: still listed by when it was first kept.
+        assert!(m.touch("B", "a", 200));
+        m.put("B", "b", vec![0; 10], 201);
+        let listed = |max, now| {
+            m.list("B", max, now)
+                .into_iter()
+                .map(|l| (l.version, l.first_kept_ms))
+                .collect::<Vec<_>>()
+        };
+        let all = vec![("c".into(), 102), ("b".into(), 101), ("a".into(), 100)];
+        assert_eq!(listed(10, 300), all);
+        assert_eq!(listed(2, 300), all[..2].to_vec(), "bounded");
+        // Past the age bound of what was last seen at 102.
+        assert_eq!(listed(10, 10_150), all[1..].to_vec());
+        assert!(m.list("other", 10, 300).is_empty());
     }
 }

@@ -81,7 +81,8 @@ pub struct Bounds {
     pub keep_versions: usize,
     /// How long a version is kept after it was last produced (default 7 days).
     pub keep: Duration,
-    /// Compressed bytes kept in all (default 256 MiB; in Redis, per board).
+    /// Compressed bytes kept in all (default 256 MiB), taken from the
+    /// largest holder first.
     pub max_bytes: usize,
     /// Largest document a stored value may inflate to (the cache's
     /// `max_entry_bytes`).
@@ -113,6 +114,30 @@ pub struct VersionSettings {
     /// else the fleet tier's.
     pub redis: Option<super::SharedSettings>,
     pub bounds: Bounds,
+}
+
+/// One kept version of a board key, as [`Versions::list`] gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The version's token.
+    pub version: String,
+    /// When it was first kept, in ms since the Unix epoch: seeing it again
+    /// does not move it, so a list of versions stays in the order the board
+    /// took them.
+    pub first_kept_ms: u64,
+}
+
+/// The most versions [`Versions::list`] gives, whatever is asked.
+pub const MAX_LISTED: usize = 1001;
+
+/// `listed` newest first (by when first kept, then by token, so equal
+/// times still give one order), each version once, at most `max`.
+fn newest_first(mut listed: Vec<Listed>, max: usize) -> Vec<Listed> {
+    listed.sort_by(|a, b| (b.first_kept_ms, &b.version).cmp(&(a.first_kept_ms, &a.version)));
+    let mut seen = std::collections::HashSet::new();
+    listed.retain(|l| seen.insert(l.version.clone()));
+    listed.truncate(max.min(MAX_LISTED));
+    listed
 }
 
 /// What a store holds under a (board, version). (A build with neither
@@ -315,6 +340,18 @@ impl Versions {
             Err(_) => Err(Unavailable),
         }
     }
+
+    /// The versions kept of the board key `owner`, newest first by when
+    /// each was first kept, at most `max` (and [`MAX_LISTED`]). A version
+    /// listed may still be gone (or rejected) when it is read back.
+    ///
+    /// # Errors
+    /// [`Unavailable`]: the store did not answer (ask again later).
+    pub async fn list(&self, owner: &str, max: usize) -> Result<Vec<Listed>, Unavailable> {
+        let max = max.min(MAX_LISTED);
+        let listed = self.backend.list(owner, max, now_ms()).await?;
+        Ok(newest_first(listed, max))
+    }
 }
 
 /// The writer: one version at a time, so a slow store holds at most the
@@ -431,6 +468,30 @@ impl Backend {
             }
             #[cfg(feature = "fleet")]
             Backend::Redis(r) => r.get(board, version).await,
+        }
+    }
+
+    async fn list(
+        self: &Arc<Self>,
+        board: &str,
+        max: usize,
+        now: u64,
+    ) -> Result<Vec<Listed>, Unavailable> {
+        match &**self {
+            Backend::Memory(m) => Ok(m.list(board, max, now)),
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(_) => {
+                let (me, b) = (Arc::clone(self), board.to_owned());
+                let job = tokio::task::spawn_blocking(move || match &*me {
+                    Backend::Sqlite(s) => s.list(&b, max, now).map_err(|e| s.report(&e)),
+                    _ => Ok(Vec::new()),
+                });
+                job.await
+                    .map_err(|_| Unavailable)?
+                    .map_err(|()| Unavailable)
+            }
+            #[cfg(feature = "fleet")]
+            Backend::Redis(r) => r.list(board, max, now).await.ok_or(Unavailable),
         }
     }
 

@@ -5,45 +5,105 @@
 //!
 //! - **Keys** carry no secret: `{prefix}{<hash of the board id>}:ver:<version>`
 //!   for a version (the token is a hash of content, not a secret) and
-//!   `…:vers` for the board's index (version, when last seen, bytes). The
-//!   hash tag keeps a board's keys on one cluster slot.
+//!   `…:vers` for the board's index (version, when last seen, bytes, when
+//!   first kept). The hash tag keeps a board's keys on one cluster slot.
 //! - **Sealed**: every value ends in the fleet key's HMAC for its own key
 //!   name, as the tier's documents do; a value that does not open is
 //!   deleted and counts as not kept.
 //! - **Bounded**: each key expires `keep_seconds` after the version was
 //!   last seen (`PEXPIRE` on a touch); the index holds at most
-//!   `keep_versions` versions and `max_bytes` bytes per board, and what
-//!   falls out is deleted. Nodes writing one index at once may each drop
-//!   the other's line: the value then lives until its key expires (a
-//!   version kept a little longer, never one served that is not one).
+//!   `keep_versions` versions, and what falls out is deleted. The fleet
+//!   holds at most `max_bytes` in all: each write records what its board
+//!   key holds in an accounting of the fleet's (`{prefix}{versions}:…`,
+//!   one slot, updated by one script so concurrent nodes keep it exact),
+//!   and when the total is over, the oldest versions of the holder with
+//!   the most bytes go first, so one link's boards never evict another's
+//!   while they hold more. Holders not written within `keep_seconds` leave
+//!   the accounting, as their keys have expired. Nodes writing one index
+//!   at once may each drop the other's line: the value then lives until
+//!   its key expires (a version kept a little longer, never one served
+//!   that is not one).
 //! - **Untrusted**: a value of another type, with no expiry or a longer one
 //!   than `keep_seconds`, or an index that does not open or parse, is
-//!   deleted (an index starts afresh); never an error to a client.
+//!   deleted (an index starts afresh); never an error to a client. A line
+//!   of three fields (written before feeds) reads as first kept when last
+//!   seen; a node of such a build reads a line of four as not ours, so
+//!   while a fleet upgrades an index may start afresh once.
 
-use super::{Bounds, Kept};
-use crate::pipeline::version::is_version;
+mod index;
+
+use super::{Bounds, Kept, Listed};
 use crate::store::shared::format::Invalid;
 use crate::store::shared::{SharedSettings, SharedTier, TierLimits};
 use bytes::Bytes;
-use fred::prelude::{Expiration, KeysInterface};
+use fred::prelude::{Expiration, KeysInterface, LuaInterface};
+use index::{apply_firsts, listed, parse_index, Line};
 use std::fmt::Write as _;
 use std::time::Duration;
 
-/// The first line of an index value.
-const INDEX_MARK: &str = "SBVI1\n";
+/// Versions one write may evict from the largest holders to bring the
+/// fleet within its byte bound (each a few calls; the next write goes on).
+const MAX_EVICTIONS: usize = 16;
+
+/// The fleet's byte accounting, atomic on one slot (`{versions}`): KEYS
+/// holders (a sorted set: holder, bytes held), written (holder, when last
+/// written, ms), the total; ARGV holder, its bytes, now, the oldest time
+/// kept, the bound, the keys' life. Holders not written within the age
+/// bound leave it (their keys have expired). A total that is not a number
+/// or a set of another type is what a node never writes: counted afresh.
+/// Answers the largest holder when over the bound, else nil.
+const ACCOUNT: &str = r#"
+local function fresh()
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  return 0
+end
+local old = redis.pcall('ZSCORE', KEYS[1], ARGV[1])
+if type(old) == 'table' and old.err then old = fresh() end
+old = tonumber(old) or 0
+local total = redis.pcall('GET', KEYS[3])
+if type(total) == 'table' or (total and not tonumber(total)) then
+  old = fresh()
+  total = 0
+elseif not total then
+  total = 0
+  local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+  for i = 2, #all, 2 do total = total + (tonumber(all[i]) or 0) end
+else
+  total = tonumber(total)
+end
+local written = redis.pcall('ZCARD', KEYS[2])
+if type(written) == 'table' then fresh() total = 0 old = 0 end
+total = total - old + tonumber(ARGV[2])
+if tonumber(ARGV[2]) > 0 then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+else
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+local stale = redis.call('ZRANGE', KEYS[2], '-inf', '(' .. ARGV[4], 'BYSCORE', 'LIMIT', 0, 64)
+for _, h in ipairs(stale) do
+  total = total - (tonumber(redis.call('ZSCORE', KEYS[1], h)) or 0)
+  redis.call('ZREM', KEYS[1], h)
+  redis.call('ZREM', KEYS[2], h)
+end
+if total < 0 then total = 0 end
+redis.call('SET', KEYS[3], total, 'PX', ARGV[6])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('PEXPIRE', KEYS[2], ARGV[6])
+if total <= tonumber(ARGV[5]) then return false end
+return redis.call('ZRANGE', KEYS[1], 0, 0, 'REV')[1]
+"#;
+
+/// Whether `name` is a holder's name as [`RedisVersions::holder`] makes it.
+fn is_holder(name: &str) -> bool {
+    name.len() == 32 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
 
 /// The Redis store.
 pub struct RedisVersions {
     tier: SharedTier,
     bounds: Bounds,
-}
-
-/// One line of a board's index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Line {
-    version: String,
-    seen_ms: u64,
-    bytes: usize,
 }
 
 impl RedisVersions {
@@ -65,24 +125,26 @@ impl RedisVersions {
         })
     }
 
-    fn base(&self, board: &str) -> String {
+    /// A board key's name in keys: the first 16 bytes of its SHA-256, in hex.
+    fn holder(board: &str) -> String {
         let digest = ring::digest::digest(&ring::digest::SHA256, board.as_bytes());
-        let mut base = String::with_capacity(self.tier.key_prefix().len() + 40);
-        base.push_str(self.tier.key_prefix());
-        base.push('{');
+        let mut hex = String::with_capacity(32);
         for b in &digest.as_ref()[..16] {
-            let _ = write!(base, "{b:02x}");
+            let _ = write!(hex, "{b:02x}");
         }
-        base.push_str("}:");
-        base
+        hex
     }
 
-    fn value_key(&self, board: &str, version: &str) -> String {
-        format!("{}ver:{version}", self.base(board))
+    fn base(&self, holder: &str) -> String {
+        format!("{}{{{holder}}}:", self.tier.key_prefix())
     }
 
-    fn index_key(&self, board: &str) -> String {
-        format!("{}vers", self.base(board))
+    fn value_key(&self, holder: &str, version: &str) -> String {
+        format!("{}ver:{version}", self.base(holder))
+    }
+
+    fn index_key(&self, holder: &str) -> String {
+        format!("{}vers", self.base(holder))
     }
 
     fn keep_ms(&self) -> i64 {
@@ -111,8 +173,8 @@ impl RedisVersions {
 
     /// The board's index, newest last; empty when absent or not ours (then
     /// deleted: the board starts afresh).
-    async fn index(&self, board: &str) -> Option<Vec<Line>> {
-        let key = self.index_key(board);
+    async fn index(&self, holder: &str) -> Option<Vec<Line>> {
+        let key = self.index_key(holder);
         let value = match self.get_bytes(&key).await? {
             Ok(Some(value)) => value,
             Ok(None) | Err(()) => return Some(Vec::new()),
@@ -134,12 +196,38 @@ impl RedisVersions {
         }
     }
 
-    async fn write_index(&self, board: &str, lines: &[Line]) {
-        let key = self.index_key(board);
-        let mut text = String::from(INDEX_MARK);
-        for l in lines {
-            let _ = writeln!(text, "{} {} {}", l.version, l.seen_ms, l.bytes);
+    async fn write_index(&self, holder: &str, lines: &[Line]) {
+        let key = self.index_key(holder);
+        let sealed = self.tier.seal().seal(&key, index::text(lines).into_bytes());
+        let _ = self.set(key, sealed).await;
+    }
+
+    fn firsts_key(&self, holder: &str) -> String {
+        format!("{}firsts", self.base(holder))
+    }
+
+    /// Sets the first-kept times of `lines` from the holder's `…:firsts`;
+    /// a value that is absent or not ours leaves them at the last sight.
+    async fn read_firsts(&self, holder: &str, lines: &mut [Line]) {
+        let key = self.firsts_key(holder);
+        let Some(Ok(Some(value))) = self.get_bytes(&key).await else {
+            return;
+        };
+        let text = self
+            .tier
+            .seal()
+            .open(&key, &value)
+            .and_then(|data| std::str::from_utf8(data).ok());
+        if text.and_then(|t| apply_firsts(t, lines)).is_none() {
+            self.tier
+                .reject(&key, &Invalid("first-kept times that are not ours"))
+                .await;
         }
+    }
+
+    async fn write_firsts(&self, holder: &str, lines: &[Line]) {
+        let key = self.firsts_key(holder);
+        let text = index::firsts_text(lines);
         let sealed = self.tier.seal().seal(&key, text.into_bytes());
         let _ = self.set(key, sealed).await;
     }
@@ -159,7 +247,8 @@ impl RedisVersions {
 
     /// Whether `version` of `board` is kept; marks it as seen `now`.
     pub async fn touch(&self, board: &str, version: &str, now: u64) -> bool {
-        let Some(mut lines) = self.index(board).await else {
+        let holder = Self::holder(board);
+        let Some(mut lines) = self.index(&holder).await else {
             return false;
         };
         let Some(at) = lines.iter().position(|l| l.version == version) else {
@@ -168,7 +257,7 @@ impl RedisVersions {
         let client = self.tier.client();
         let renewed = self
             .tier
-            .call(client.pexpire::<i64, _>(self.value_key(board, version), self.keep_ms(), None))
+            .call(client.pexpire::<i64, _>(self.value_key(&holder, version), self.keep_ms(), None))
             .await;
         if renewed != Some(1) {
             // The value is gone (expired, evicted): keep it again.
@@ -177,7 +266,9 @@ impl RedisVersions {
         let mut line = lines.remove(at);
         line.seen_ms = now;
         lines.push(line);
-        self.write_index(board, &lines).await;
+        self.write_index(&holder, &lines).await;
+        let firsts = client.pexpire::<i64, _>(self.firsts_key(&holder), self.keep_ms(), None);
+        let _ = self.tier.call(firsts).await;
         true
     }
 
@@ -186,58 +277,131 @@ impl RedisVersions {
     pub fn seal(&self, board: &str, version: &str, value: Vec<u8>) -> Vec<u8> {
         self.tier
             .seal()
-            .seal(&self.value_key(board, version), value)
+            .seal(&self.value_key(&Self::holder(board), version), value)
     }
 
     /// What [`RedisVersions::seal`] sealed, when the seal opens for the
     /// key of `version` of `board`. CPU work: on the work pool.
     pub fn open(&self, board: &str, version: &str, value: &[u8]) -> Option<Vec<u8>> {
-        let key = self.value_key(board, version);
+        let key = self.value_key(&Self::holder(board), version);
         self.tier.seal().open(&key, value).map(<[u8]>::to_vec)
     }
 
     /// Keeps `sealed` (made by [`RedisVersions::seal`]) as `version` of
-    /// `board`, then applies the bounds.
+    /// `board`, then applies the bounds: the board key's count and age, then
+    /// the fleet's bytes in all, taken from the largest holder first.
     pub async fn put(&self, board: &str, version: &str, sealed: Vec<u8>, now: u64) {
         if sealed.len() > self.bounds.max_bytes {
             return;
         }
-        let Some(mut lines) = self.index(board).await else {
+        let holder = Self::holder(board);
+        let Some(mut lines) = self.index(&holder).await else {
             return;
         };
-        let key = self.value_key(board, version);
+        self.read_firsts(&holder, &mut lines).await;
+        let key = self.value_key(&holder, version);
         let bytes = sealed.len();
         if self.set(key, sealed).await.is_none() {
             return;
         }
+        // Kept again (its value had gone): when it was first kept stays.
+        let first_ms = lines
+            .iter()
+            .find(|l| l.version == version)
+            .map_or(now, |l| l.first_ms.min(now));
         lines.retain(|l| l.version != version);
         lines.push(Line {
             version: version.to_owned(),
             seen_ms: now,
             bytes,
+            first_ms,
         });
+        let held = self.trim(&holder, &mut lines, now, 0).await;
+        if !lines.is_empty() {
+            self.write_firsts(&holder, &lines).await;
+        }
+        let mut largest = self.account(&holder, held, now).await;
+        // Over the bound: the oldest versions of the largest holder go,
+        // one call at a time (a holder whose keys expired counts 0 and
+        // leaves the accounting).
+        for _ in 0..MAX_EVICTIONS {
+            let Some(victim) = largest.take() else {
+                break;
+            };
+            if !is_holder(&victim) {
+                largest = self.account(&victim, 0, now).await;
+                continue;
+            }
+            let Some(mut lines) = self.index(&victim).await else {
+                break;
+            };
+            let held = self.trim(&victim, &mut lines, now, 1).await;
+            largest = self.account(&victim, held, now).await;
+        }
+    }
+
+    /// Applies the count and age bounds to a holder's index, and drops
+    /// `extra` more of its oldest versions; writes the index back, deletes
+    /// what fell out, and answers the bytes it still holds.
+    async fn trim(&self, holder: &str, lines: &mut Vec<Line>, now: u64, extra: usize) -> usize {
         let oldest = now.saturating_sub(u64::try_from(self.keep_ms()).unwrap_or(u64::MAX));
         let mut gone = Vec::new();
-        let mut total: usize = lines.iter().map(|l| l.bytes).sum();
-        while !lines.is_empty()
-            && (lines.len() > self.bounds.keep_versions
-                || total > self.bounds.max_bytes
-                || lines[0].seen_ms < oldest)
-        {
+        let mut extra = extra;
+        while let Some(first) = lines.first() {
+            let out_of_bounds = lines.len() > self.bounds.keep_versions || first.seen_ms < oldest;
+            if !out_of_bounds {
+                if extra == 0 {
+                    break;
+                }
+                extra -= 1;
+            }
             let line = lines.remove(0);
-            total -= line.bytes;
-            gone.push(self.value_key(board, &line.version));
+            gone.push(self.value_key(holder, &line.version));
         }
-        self.write_index(board, &lines).await;
+        if lines.is_empty() {
+            gone.push(self.index_key(holder));
+            gone.push(self.firsts_key(holder));
+        } else {
+            self.write_index(holder, lines).await;
+        }
         if !gone.is_empty() {
             let _ = self.tier.call(self.tier.client().del::<i64, _>(gone)).await;
         }
+        lines.iter().map(|l| l.bytes).sum()
+    }
+
+    /// Records that `holder` holds `bytes` in the fleet's accounting and
+    /// forgets holders not written within the age bound; the largest holder
+    /// when the fleet holds more than the bound, `None` when within it or
+    /// when the tier did not answer.
+    async fn account(&self, holder: &str, bytes: usize, now: u64) -> Option<String> {
+        let keep = self.keep_ms();
+        let oldest = now.saturating_sub(u64::try_from(keep).unwrap_or(u64::MAX));
+        let prefix = self.tier.key_prefix();
+        let keys = vec![
+            format!("{prefix}{{versions}}:holders"),
+            format!("{prefix}{{versions}}:written"),
+            format!("{prefix}{{versions}}:bytes"),
+        ];
+        let args = vec![
+            holder.to_owned(),
+            bytes.to_string(),
+            now.to_string(),
+            oldest.to_string(),
+            self.bounds.max_bytes.to_string(),
+            keep.to_string(),
+        ];
+        let call = self
+            .tier
+            .client()
+            .eval::<Option<String>, _, _, _>(ACCOUNT, keys, args);
+        self.tier.call(call).await.flatten()
     }
 
     /// The value kept as `version` of `board`, still sealed (see
     /// [`RedisVersions::open`]), when its key's life is one a node gives.
     pub async fn get(&self, board: &str, version: &str) -> Kept {
-        let key = self.value_key(board, version);
+        let key = self.value_key(&Self::holder(board), version);
         let value = match self.get_bytes(&key).await {
             Some(Ok(Some(value))) => value,
             Some(Err(())) => return Kept::Rejected,
@@ -262,59 +426,197 @@ impl RedisVersions {
         Kept::Value(value.to_vec())
     }
 
+    /// The versions of `board` its index lists younger than the age bound,
+    /// with when each was first kept, newest first, at most `max`; `None`
+    /// when the tier did not answer. A line whose value has gone since
+    /// (expired, evicted) is still listed: reading it back says so.
+    pub async fn list(&self, board: &str, max: usize, now: u64) -> Option<Vec<Listed>> {
+        let holder = Self::holder(board);
+        let mut lines = self.index(&holder).await?;
+        self.read_firsts(&holder, &mut lines).await;
+        Some(listed(lines, max, now, self.bounds.keep_ms()))
+    }
+
     /// Deletes a value that did not open as its version (counted and
     /// logged as the tier's rejections are).
     pub async fn forget(&self, board: &str, version: &str) {
-        let key = self.value_key(board, version);
+        let key = self.value_key(&Self::holder(board), version);
         self.tier
             .reject(&key, &Invalid("a kept version that is not its version"))
             .await;
     }
 }
 
-/// The lines of an index's text; `None` when any line is not one a node
-/// writes.
-fn parse_index(text: &str) -> Option<Vec<Line>> {
-    let body = text.strip_prefix(INDEX_MARK)?;
-    let mut lines = Vec::new();
-    for line in body.lines() {
-        let mut parts = line.split(' ');
-        let (Some(version), Some(seen), Some(bytes), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return None;
-        };
-        if !is_version(version) || lines.len() >= 10_000 {
-            return None;
-        }
-        lines.push(Line {
-            version: version.to_owned(),
-            seen_ms: seen.parse().ok()?,
-            bytes: bytes.parse().ok()?,
-        });
-    }
-    Some(lines)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::shared::{Endpoint, Secret};
+    use crate::test_redis::{proxy, Server};
 
-    #[test]
-    fn an_index_is_read_only_as_written() {
-        let v = "0a".repeat(16);
-        let ok = format!("{INDEX_MARK}{v} 5 100\n{v} 6 7\n");
-        assert_eq!(parse_index(&ok).map(|l| l.len()), Some(2));
-        assert_eq!(parse_index(INDEX_MARK), Some(Vec::new()));
-        for bad in [
-            String::new(),
-            format!("{v} 5 100\n"),
-            format!("{INDEX_MARK}{v} 5\n"),
-            format!("{INDEX_MARK}{v} 5 100 9\n"),
-            format!("{INDEX_MARK}XYZ 5 100\n"),
-            format!("{INDEX_MARK}{v} -5 100\n"),
-        ] {
-            assert_eq!(parse_index(&bad), None, "{bad:?}");
+    fn store(url: &str, max_bytes: usize) -> RedisVersions {
+        let settings = SharedSettings {
+            endpoint: Endpoint::Server(url.to_owned()),
+            password: None,
+            secret: Secret::new(b"versions-test-key-0123456789abcd".to_vec()).expect("key"),
+            previous_secret: None,
+            key_prefix: "t:".into(),
+            timeout: Duration::from_secs(2),
+            lock: Duration::from_secs(15),
+            fleet_requests_per_second: None,
+        };
+        let bounds = Bounds {
+            keep_versions: 20,
+            keep: Duration::from_secs(3600),
+            max_bytes,
+            max_document_bytes: 1 << 20,
+        };
+        RedisVersions::new(&settings, bounds).expect("client")
+    }
+
+    fn version(n: u32) -> String {
+        format!("{n:032x}")
+    }
+
+    async fn put(store: &RedisVersions, board: &str, n: u32, bytes: usize, now: u64) {
+        let sealed = store.seal(board, &version(n), vec![7; bytes]);
+        store.put(board, &version(n), sealed, now).await;
+    }
+
+    async fn kept(store: &RedisVersions, board: &str, n: u32) -> bool {
+        matches!(store.get(board, &version(n)).await, Kept::Value(_))
+    }
+
+    /// The bytes of every kept version's value in the server.
+    fn held(server: &Server) -> usize {
+        server
+            .cli(&["--scan", "--pattern", "t:{*}:ver:*"])
+            .lines()
+            .map(|key| {
+                server
+                    .cli(&["strlen", key])
+                    .parse::<usize>()
+                    .expect("a length")
+            })
+            .sum()
+    }
+
+    #[tokio::test]
+    async fn the_fleets_byte_bound_takes_from_the_largest_holder_first() {
+        let server = Server::start(&["--save", "", "--appendonly", "no"]);
+        let proxy = proxy(server.socket()).await;
+        // Two nodes of one fleet, each with its own client.
+        let (a, b) = (store(&proxy.url, 10_000), store(&proxy.url, 10_000));
+        put(&a, "victim", 1, 2_000, 1).await;
+        // Another link's boards, written after the victim's, through the
+        // other node: together past the bound many times over.
+        for n in 0..12 {
+            put(
+                &b,
+                &format!("attacker{}", n % 3),
+                100 + n,
+                1_500,
+                2 + u64::from(n),
+            )
+            .await;
         }
+        assert!(
+            kept(&a, "victim", 1).await,
+            "the smaller, older holder keeps its version"
+        );
+        let total = held(&server);
+        assert!(total <= 10_000, "{total} bytes held past the bound");
+        let accounted: usize = server
+            .cli(&["get", "t:{versions}:bytes"])
+            .parse()
+            .expect("a total");
+        assert_eq!(accounted, total, "the accounting is what is held");
+        assert!(
+            !kept(&b, "attacker0", 100).await,
+            "the largest's oldest went first"
+        );
+        assert!(kept(&b, "attacker2", 111).await, "the newest stays");
+    }
+
+    #[tokio::test]
+    async fn listed_newest_first_across_nodes_and_from_an_older_builds_index() {
+        let server = Server::start(&["--save", "", "--appendonly", "no"]);
+        let proxy = proxy(server.socket()).await;
+        let (a, b) = (store(&proxy.url, 1 << 20), store(&proxy.url, 1 << 20));
+        put(&a, "board", 1, 100, 1_000).await;
+        put(&b, "board", 2, 100, 2_000).await;
+        // Seen again, then written again (its value had gone): when it was
+        // first kept stays.
+        assert!(a.touch("board", &version(1), 3_000).await);
+        put(&a, "board", 1, 100, 3_001).await;
+        let order = |l: Option<Vec<Listed>>| {
+            l.expect("the tier answers")
+                .into_iter()
+                .map(|l| (l.version, l.first_kept_ms))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            order(b.list("board", 10, 4_000).await),
+            vec![(version(2), 2_000), (version(1), 1_000)]
+        );
+        assert_eq!(
+            order(a.list("board", 1, 4_000).await),
+            vec![(version(2), 2_000)],
+            "bounded"
+        );
+        // An index as builds before feeds wrote it: three fields a line.
+        let key = a.index_key(&RedisVersions::holder("board"));
+        let text = format!(
+            "{}{} 5000 100\n{} 6000 100\n",
+            index::INDEX_MARK,
+            version(3),
+            version(4)
+        );
+        let sealed = a.tier.seal().seal(&key, text.into_bytes());
+        a.set(key.clone(), sealed).await.expect("the tier answers");
+        assert_eq!(
+            order(a.list("board", 10, 7_000).await),
+            vec![(version(4), 6_000), (version(3), 5_000)]
+        );
+        // One that is not ours: an empty list (and the index starts afresh),
+        // never an error.
+        server.cli(&["set", &key, "SBVI1\nnot a line"]);
+        assert_eq!(order(a.list("board", 10, 7_000).await), Vec::new());
+        assert_eq!(order(a.list("other", 10, 7_000).await), Vec::new());
+    }
+
+    #[tokio::test]
+    async fn hostile_accounting_is_counted_afresh_and_never_an_error() {
+        let server = Server::start(&["--save", "", "--appendonly", "no"]);
+        let proxy = proxy(server.socket()).await;
+        let store = store(&proxy.url, 10_000);
+        for (cmd, args) in [
+            ("set", vec!["t:{versions}:bytes", "lots"]),
+            ("set", vec!["t:{versions}:holders", "not a set"]),
+            ("set", vec!["t:{versions}:written", "not a set"]),
+            (
+                "zadd",
+                vec!["t:{versions}:holders", "99999999", "not-a-holder"],
+            ),
+            // Counted afresh from the set, which names a holder that is none.
+            ("del", vec!["t:{versions}:bytes"]),
+        ] {
+            let mut line = vec![cmd];
+            line.extend(args);
+            server.cli(&line);
+            put(&store, "board", 1, 3_000, 1).await;
+            assert!(kept(&store, "board", 1).await, "after {line:?}");
+            put(&store, "board", 2, 3_000, 2).await;
+            assert!(kept(&store, "board", 2).await, "after {line:?}");
+            let total: usize = server
+                .cli(&["get", "t:{versions}:bytes"])
+                .parse()
+                .unwrap_or(usize::MAX);
+            assert!(total <= 10_000, "after {line:?}: {total}");
+        }
+        // A holder that is no holder's name left the accounting.
+        assert_eq!(
+            server.cli(&["zscore", "t:{versions}:holders", "not-a-holder"]),
+            ""
+        );
     }
 }

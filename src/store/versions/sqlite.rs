@@ -14,7 +14,8 @@
 //! it holds more. When the disk is full, versions give way: the oldest of
 //! the largest holder go until a write fits ([`Sqlite::shed`]).
 
-use super::{Bounds, Kept};
+use super::{Bounds, Kept, Listed};
+use crate::pipeline::version::is_version;
 use crate::store::sqlite::{Db, DbError};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::sync::Arc;
@@ -57,8 +58,14 @@ impl Sqlite {
         }
         let write = |conn: &mut Connection| {
             let tx = conn.transaction()?;
+            // A row already there keeps when it was first kept (a row an
+            // older build wrote has none: its last sight is the best known).
             tx.execute(
-                "INSERT OR REPLACE INTO board_versions (board, version, stored_at, bytes, value) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO board_versions (board, version, stored_at, bytes, value, first_kept)
+                   VALUES (?1, ?2, ?3, ?4, ?5, ?3)
+                 ON CONFLICT (board, version) DO UPDATE SET stored_at = excluded.stored_at,
+                   bytes = excluded.bytes, value = excluded.value,
+                   first_kept = COALESCE(board_versions.first_kept, board_versions.stored_at)",
                 params![board, version, now as i64, value.len() as i64, value],
             )?;
             self.apply_bounds(&tx, board, now)?;
@@ -145,6 +152,42 @@ impl Sqlite {
                 Kept::Unavailable
             }
         }
+    }
+
+    /// The versions of `board` younger than the age bound, with when each
+    /// was first kept, newest first, at most `max`. A row that does not
+    /// read as ours (a token that is not one, times of another type) is
+    /// left out, never an error; a row an older build wrote (no
+    /// `first_kept`) counts from when it was last seen.
+    ///
+    /// # Errors
+    /// The file did not answer.
+    pub fn list(&self, board: &str, max: usize, now: u64) -> Result<Vec<Listed>, DbError> {
+        let oldest = now.saturating_sub(self.bounds.keep_ms()) as i64;
+        let limit = i64::try_from(max).unwrap_or(i64::MAX);
+        self.db.with(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT version, COALESCE(first_kept, stored_at) FROM board_versions
+                 WHERE board = ?1 AND typeof(stored_at) = 'integer' AND stored_at >= ?2
+                   AND typeof(version) = 'text'
+                   AND typeof(COALESCE(first_kept, stored_at)) = 'integer'
+                 ORDER BY 2 DESC, version DESC LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![board, oldest, limit], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })?;
+            let mut listed = Vec::new();
+            for row in rows {
+                let (version, first) = row?;
+                if is_version(&version) {
+                    listed.push(Listed {
+                        version,
+                        first_kept_ms: u64::try_from(first).unwrap_or(0),
+                    });
+                }
+            }
+            Ok(listed)
+        })
     }
 
     /// Deletes a row whose value did not open.
@@ -239,6 +282,113 @@ mod tests {
         assert_eq!(store.touch("B", "b", 4), Ok(true));
         assert!(matches!(store.get("B", "c", 5), Kept::Value(_)));
         assert_eq!(store.get("B", "c", 120_000), Kept::Missing, "age");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn listed_newest_first_by_when_first_kept_and_across_a_restart() {
+        let (store, dir) = store("list", 1 << 20);
+        let v = |c: char| c.to_string().repeat(32);
+        let (a, b, c) = (v('a'), v('b'), v('c'));
+        store.put("B", &a, b"x", 100).expect("kept");
+        store.put("B", &b, b"y", 101).expect("kept");
+        // Seen again, and written again (a touch that found the file
+        // busy): when it was first kept stays.
+        assert_eq!(store.touch("B", &a, 150), Ok(true));
+        store.put("B", &a, b"x", 151).expect("kept");
+        let listed = |max| {
+            store
+                .list("B", max, 200)
+                .expect("listed")
+                .into_iter()
+                .map(|l| (l.version, l.first_kept_ms))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(listed(10), vec![(b.clone(), 101), (a.clone(), 100)]);
+        // The count bound (2 per board) drops the least recently seen: b.
+        store.put("B", &c, b"z", 160).expect("kept");
+        assert_eq!(listed(10), vec![(c.clone(), 160), (a.clone(), 100)]);
+        assert_eq!(listed(1), vec![(c.clone(), 160)], "bounded");
+        // A restart reads the same times from the file.
+        store.db.close();
+        assert_eq!(listed(10), vec![(c.clone(), 160), (a.clone(), 100)]);
+        // Foreign rows are left out, never an error.
+        store
+            .db
+            .with(|conn| {
+                conn.execute_batch(
+                    "INSERT INTO board_versions (board, version, stored_at, bytes, value, first_kept)
+                       VALUES ('B', 'not a token', 170, 1, x'00', 170),
+                              ('B', 'dddddddddddddddddddddddddddddddd', 170, 1, x'00', 'soon');",
+                )
+            })
+            .expect("foreign rows");
+        assert_eq!(listed(10), vec![(c, 160), (a, 100)]);
+        assert!(store.list("other", 10, 200).expect("listed").is_empty());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_table_of_an_older_build_gains_first_kept_and_keeps_its_rows() {
+        let dir =
+            std::env::temp_dir().join(format!("sbapi-versions-{}-migrate", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let path = dir.join("state.sqlite");
+        let v = "e".repeat(32);
+        {
+            // The table as builds before feeds made it, with a row.
+            let old = Connection::open(&path).expect("opens");
+            old.execute_batch(
+                "CREATE TABLE board_versions (board TEXT NOT NULL, version TEXT NOT NULL,
+                   stored_at INTEGER NOT NULL, bytes INTEGER NOT NULL, value BLOB NOT NULL,
+                   PRIMARY KEY (board, version));",
+            )
+            .expect("old table");
+            old.execute(
+                "INSERT INTO board_versions VALUES ('B', ?1, 100, 1, x'01')",
+                [&v],
+            )
+            .expect("old row");
+        }
+        let store = Sqlite::new(Arc::new(Db::new(&path)), bounds(1 << 20));
+        assert_eq!(
+            store.get("B", &v, 200),
+            Kept::Value(vec![1]),
+            "the row stays"
+        );
+        let listed = store.list("B", 10, 200).expect("listed");
+        assert_eq!(
+            listed,
+            vec![Listed {
+                version: v.clone(),
+                first_kept_ms: 100
+            }]
+        );
+        // Seen again later: when it was first kept stays what the row said.
+        assert_eq!(store.touch("B", &v, 300), Ok(true));
+        assert_eq!(
+            store.list("B", 10, 400).expect("listed")[0].first_kept_ms,
+            100
+        );
+        // An older build still writes its rows (no first_kept): they list
+        // from when they were last seen.
+        let w = "f".repeat(32);
+        Connection::open(&path)
+            .expect("opens")
+            .execute(
+                "INSERT INTO board_versions (board, version, stored_at, bytes, value) VALUES ('B', ?1, 350, 1, x'02')",
+                [&w],
+            )
+            .expect("an older build's row");
+        let listed = store.list("B", 10, 400).expect("listed");
+        assert_eq!(
+            listed
+                .iter()
+                .map(|l| (l.version.as_str(), l.first_kept_ms))
+                .collect::<Vec<_>>(),
+            vec![(w.as_str(), 350), (v.as_str(), 100)]
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 
