@@ -82,6 +82,8 @@ pub mod host;
 mod log_throttle;
 pub mod logging;
 mod metrics;
+#[cfg(feature = "demo")]
+pub mod otlp;
 mod pipeline;
 mod provider;
 mod random;

@@ -185,7 +185,7 @@ fn main() -> ExitCode {
     if let Some(otlp) = settings.otlp() {
         // The subscriber is installed before the fork (it starts no
         // thread); its exporter runs in Pingora's runtime, after it.
-        match shared_board_api::trace::otlp::install(otlp) {
+        match shared_board_api::otlp::install(otlp) {
             Ok(exporter) => {
                 server.add_service(background_service("span export", exporter));
             }

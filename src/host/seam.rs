@@ -263,7 +263,12 @@ impl BoardApi {
             Some(Err(e)) => {
                 let mut response = self.refused_stream(&e, &ids, served);
                 self.count_request("changes", response.status.as_u16());
-                crate::trace::spans::answered(&span, &response);
+                crate::trace::spans::answered(
+                    &span,
+                    response.status.as_u16(),
+                    response.body.len(),
+                    response.served.cache,
+                );
                 let mut answered = Answered {
                     status: response.status.as_u16(),
                     bytes: response.body.len(),

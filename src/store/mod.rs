@@ -31,6 +31,7 @@ mod coalesce;
 mod fresh;
 mod kept;
 mod load;
+mod outcome;
 pub mod shared;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -38,6 +39,7 @@ pub mod versions;
 
 pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
 pub use coalesce::Coalescer;
+pub use outcome::{LoadError, LoadTiming, Source};
 pub use shared::{Endpoint, SharedSettings};
 pub use versions::{VersionSettings, Versions};
 
@@ -55,78 +57,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument as _;
-
-/// Why a board or a render could not be produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LoadError {
-    /// The provider's answer (remembered for `error_ttl`).
-    Fetch(FetchError),
-    /// The cold-load queue is full.
-    Overloaded,
-    /// A bug (a job panicked, a body did not serialize); the text is for
-    /// the log.
-    Internal(String),
-}
-
-impl LoadError {
-    /// What kind of failure, as a span records it (never its text).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            LoadError::Fetch(FetchError::AccessDenied) => "access_denied",
-            LoadError::Fetch(FetchError::NotFound) => "not_found",
-            LoadError::Fetch(FetchError::Upstream(_)) => "upstream",
-            LoadError::Fetch(FetchError::Challenged) => "challenged",
-            LoadError::Fetch(FetchError::Timeout) => "timeout",
-            LoadError::Fetch(FetchError::OverBudget) => "over_budget",
-            LoadError::Overloaded => "overloaded",
-            LoadError::Internal(_) => "internal",
-        }
-    }
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoadError::Fetch(e) => e.fmt(f),
-            LoadError::Overloaded => f.write_str("too many cold loads waiting (503 OVERLOADED)"),
-            LoadError::Internal(text) => write!(f, "internal error: {text}"),
-        }
-    }
-}
-
-/// Which level answered a request for a board.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// The process cache.
-    Hit,
-    /// The fleet tier: another node (or this one, earlier) loaded it.
-    Shared,
-    /// A load already in flight for the same board, joined.
-    Coalesced,
-    /// Loaded from the provider for this request.
-    Miss,
-}
-
-impl Source {
-    /// The name `Server-Timing` and the access log use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Source::Hit => "hit",
-            Source::Shared => "shared",
-            Source::Coalesced => "coalesced",
-            Source::Miss => "miss",
-        }
-    }
-}
-
-/// Where a load's time went.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LoadTiming {
-    /// Waiting for the provider (token, root board, nested boards).
-    pub upstream: Duration,
-    /// Normalizing and sanitizing on the work pool.
-    pub build: Duration,
-}
 
 /// A loaded board and the generation that tells its renders from those of
 /// an earlier load of the same link.
@@ -327,7 +257,7 @@ impl Boards {
                 async move {
                     let deadline = inner.loader.deadline();
                     let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
-                    spans::loaded(&outcome);
+                    loaded(&outcome);
                     outcome
                 }
                 .instrument(span),
@@ -358,7 +288,7 @@ impl Boards {
                 cache.loads.join((key.clone(), coverage), move || {
                     async move {
                         let outcome = inner.below_process(key, coverage).await;
-                        spans::loaded(&outcome);
+                        loaded(&outcome);
                         outcome
                     }
                     .instrument(span)
@@ -397,7 +327,7 @@ impl Boards {
             async move {
                 let deadline = inner.loader.deadline();
                 let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
-                spans::loaded(&outcome);
+                loaded(&outcome);
                 inner.keep_version(&b, &p, &outcome);
                 if let Some(cache) = &inner.cache {
                     cache.remember((b, p), coverage, &outcome, cache.settings.ttl);
@@ -569,6 +499,17 @@ impl Boards {
     /// The work pool, for callers with CPU work of their own.
     pub fn pool(&self) -> &WorkPool {
         self.inner.loader.pool()
+    }
+}
+
+/// Records how a load ended on its span.
+fn loaded(outcome: &Loaded) {
+    match outcome {
+        Ok(doc) => spans::loaded(
+            Some(if doc.from_tier { "shared" } else { "provider" }),
+            "ok",
+        ),
+        Err(e) => spans::loaded(None, e.kind()),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Traces: the W3C Trace Context a request arrives with ([`context`]), and
 //! the names and fields of the spans this crate opens through the `tracing`
 //! crate ([`spans`]), which a host's subscriber (`tracing-opentelemetry`)
-//! or the binary's own exporter ([`otlp`], with the `demo` feature)
+//! or the binary's own exporter (`crate::otlp`, with the `demo` feature)
 //! records.
 //!
 //! No span name, field or event carries a share link, permission id, token,
@@ -9,8 +9,6 @@
 //! id, and say how long and how much, never what was asked with.
 
 pub mod context;
-#[cfg(feature = "demo")]
-pub mod otlp;
 pub(crate) mod spans;
 
 pub use context::TraceContext;

@@ -23,7 +23,6 @@
 //! span for the request.
 
 use super::TraceContext;
-use crate::api::respond::ApiResponse;
 use tracing::field::Empty;
 use tracing::Span;
 
@@ -115,22 +114,18 @@ pub fn load(board: &str) -> Span {
     )
 }
 
-/// Records how the current `shared_board_api.load` ended: the tier that answered
-/// (`shared` or `provider`) and `ok` or the error's kind.
-pub fn loaded(outcome: &Result<crate::store::Doc, crate::store::LoadError>) {
+/// Records how the current `shared_board_api.load` ended: the tier that
+/// answered (`shared` or `provider`, when it did) and `ok` or the error's
+/// kind.
+pub fn loaded(tier: Option<&'static str>, outcome: &'static str) {
     let span = Span::current();
     if span.is_disabled() {
         return;
     }
-    match outcome {
-        Ok(doc) => {
-            span.record("tier", if doc.from_tier { "shared" } else { "provider" });
-            span.record("outcome", "ok");
-        }
-        Err(e) => {
-            span.record("outcome", e.kind());
-        }
+    if let Some(tier) = tier {
+        span.record("tier", tier);
     }
+    span.record("outcome", outcome);
 }
 
 /// The caller's `tracestate`, as text.
@@ -147,15 +142,15 @@ impl std::fmt::Display for Hex<'_> {
     }
 }
 
-/// Records what an answer was on its `shared_board_api.request` span: route,
-/// status, the cache level that answered, body bytes.
-pub fn answered(span: &Span, response: &ApiResponse) {
+/// Records what an answer was on its `shared_board_api.request` span:
+/// status, body bytes, the cache level that answered.
+pub fn answered(span: &Span, status: u16, bytes: usize, cache: Option<&'static str>) {
     if span.is_disabled() {
         return;
     }
-    span.record("status", response.status.as_u16());
-    span.record("bytes", response.body.len());
-    if let Some(cache) = response.served.cache {
+    span.record("status", status);
+    span.record("bytes", bytes);
+    if let Some(cache) = cache {
         span.record("cache", cache);
     }
 }

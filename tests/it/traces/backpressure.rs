@@ -35,7 +35,7 @@ fn exporting_gateway(endpoint: &str, queue: usize) -> Gateway {
         let settings = Settings::from_yaml(&text).expect("test config is valid");
         shared_board_api::host::service::add_services(server, &settings).expect("services build");
         let otlp = settings.otlp().expect("the export is configured");
-        let exporter = shared_board_api::trace::otlp::install(otlp).expect("installed");
+        let exporter = shared_board_api::otlp::install(otlp).expect("installed");
         server.add_service(background_service("span export", exporter));
     })
     .0

@@ -20,7 +20,7 @@ use crate::watch::{
 };
 use crate::watch::{HOOK_TOKEN, PERMISSION};
 use prost::Message as _;
-use shared_board_api::trace::otlp::proto::{ExportTraceServiceRequest, Value};
+use shared_board_api::otlp::proto::{ExportTraceServiceRequest, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
