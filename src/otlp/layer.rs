@@ -7,8 +7,7 @@
 
 use super::proto::{self, KeyValue, Value};
 use crate::metrics;
-use crate::random;
-use crate::trace::context::parse_traceparent;
+use crate::trace::context::{hex_id, span_id};
 use std::time::SystemTime;
 use tokio::sync::mpsc::{error::TrySendError, Sender};
 use tracing::field::{Field, Visit};
@@ -61,24 +60,12 @@ struct Fields {
 }
 
 impl Fields {
+    /// A trace field, read with the `traceparent` reader's hex rules.
     fn trace(&mut self, name: &str, text: &str) {
-        // Parsed through the traceparent reader: the same hex rules.
-        let full = |id: &str, span: &str| format!("00-{id}-{span}-01");
         match name {
-            "trace_id" => {
-                self.trace_id = parse_traceparent(full(text, "0000000000000001").as_bytes())
-                    .map(|p| p.trace_id);
-            }
-            "span_id" | "parent_span_id" => {
-                let id =
-                    parse_traceparent(full("00000000000000000000000000000001", text).as_bytes())
-                        .map(|p| p.span_id);
-                if name == "span_id" {
-                    self.span_id = id;
-                } else {
-                    self.parent = id;
-                }
-            }
+            "trace_id" => self.trace_id = hex_id::<16>(text.as_bytes()),
+            "span_id" => self.span_id = hex_id::<8>(text.as_bytes()),
+            "parent_span_id" => self.parent = hex_id::<8>(text.as_bytes()),
             "trace_state" => self.trace_state = Some(text.to_owned()),
             _ => {}
         }
@@ -130,14 +117,6 @@ impl Visit for Fields {
 /// cost nothing when nobody listens to them.
 fn ours(metadata: &Metadata<'_>) -> bool {
     metadata.is_span() && metadata.target().starts_with("shared_board_api")
-}
-
-fn span_id() -> [u8; 8] {
-    let mut id = random::bytes::<8>();
-    if id == [0; 8] {
-        id[7] = 1;
-    }
-    id
 }
 
 impl<S> Layer<S> for OtlpLayer

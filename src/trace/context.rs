@@ -86,7 +86,7 @@ impl TraceContext {
 
     /// A new trace: random ids, sampled by this process's ratio.
     pub fn start() -> Self {
-        let mut trace_id = random::bytes::<16>();
+        let mut trace_id = fresh::<16>();
         if trace_id == [0; 16] {
             trace_id[15] = 1;
         }
@@ -137,12 +137,50 @@ impl TraceContext {
 }
 
 /// A random span id, never all zeros.
-fn span_id() -> [u8; 8] {
-    let mut id = random::bytes::<8>();
+pub fn span_id() -> [u8; 8] {
+    let mut id = fresh::<8>();
     if id == [0; 8] {
         id[7] = 1;
     }
     id
+}
+
+thread_local! {
+    /// Each thread's generator state, seeded once from the system's.
+    static STATE: std::cell::Cell<u64> = std::cell::Cell::new(random::u64());
+}
+
+/// `N` bytes of SplitMix64 from this thread's state. Ids must be unique and
+/// unpredictable enough to not collide across processes, not secret: a
+/// system call per request (the system's generator) would cost a cached
+/// answer more than the whole trace context.
+fn fresh<const N: usize>() -> [u8; N] {
+    let mut out = [0; N];
+    STATE.with(|state| {
+        for chunk in out.chunks_mut(8) {
+            let s = state.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+            state.set(s);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+        }
+    });
+    out
+}
+
+/// `N` bytes written as `2N` lower-case hex digits, not all zeros: a
+/// trace or span id as `traceparent` writes it.
+pub fn hex_id<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
+    if text.len() != 2 * N {
+        return None;
+    }
+    let mut id = [0; N];
+    for (slot, pair) in id.iter_mut().zip(text.chunks(2)) {
+        *slot = hex_byte(pair)?;
+    }
+    (id != [0; N]).then_some(id)
 }
 
 /// Reads one `traceparent` value; `None` when the specification says to
@@ -169,18 +207,9 @@ pub fn parse_traceparent(value: &[u8]) -> Option<Parent> {
         (_, _) if value[55] == b'-' => {}
         _ => return None,
     }
-    let mut trace_id = [0; 16];
-    for (i, slot) in trace_id.iter_mut().enumerate() {
-        *slot = hex_byte(&value[3 + 2 * i..5 + 2 * i])?;
-    }
-    let mut span_id = [0; 8];
-    for (i, slot) in span_id.iter_mut().enumerate() {
-        *slot = hex_byte(&value[36 + 2 * i..38 + 2 * i])?;
-    }
+    let trace_id = hex_id::<16>(&value[3..35])?;
+    let span_id = hex_id::<8>(&value[36..52])?;
     let flags = hex_byte(&value[53..55])?;
-    if trace_id == [0; 16] || span_id == [0; 8] {
-        return None;
-    }
     Some(Parent {
         trace_id,
         span_id,
@@ -496,6 +525,18 @@ mod tests {
         assert_eq!(meta.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(TraceContext::for_meta(Some("00-bad"), &request), request);
         assert_eq!(TraceContext::for_meta(None, &request), request);
+    }
+
+    #[test]
+    fn hex_ids_and_fresh_ones() {
+        assert_eq!(hex_id::<2>(b"0a1b"), Some([0x0a, 0x1b]));
+        for bad in [&b"0A1B"[..], b"0000", b"0a1", b"0a1bc", b"0g1b", b""] {
+            assert_eq!(hex_id::<2>(bad), None, "{bad:?}");
+        }
+        let ids: std::collections::HashSet<[u8; 8]> = (0..10_000).map(|_| span_id()).collect();
+        assert_eq!(ids.len(), 10_000);
+        let other = std::thread::spawn(span_id).join().unwrap();
+        assert!(!ids.contains(&other));
     }
 
     #[test]
