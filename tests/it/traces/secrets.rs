@@ -2,7 +2,8 @@
 //! permission id or a token: a subscriber that records every one of them
 //! (a `tracing-subscriber` layer over the registry, installed for the whole
 //! process, so it runs alone in a child process) watches requests of every
-//! kind, a cold load, a hit, an error, the POST form and MCP.
+//! kind, a cold load, a hit, an error, the POST form and MCP. And a
+//! host's subscriber sees our request span inside its own.
 
 use crate::common::mcp::call;
 use crate::common::*;
@@ -107,4 +108,69 @@ fn no_span_or_event_holds_a_share_link_or_permission_id() {
     for secret in [permission, "p=", "milanote.com", "token"] {
         assert!(!text.contains(secret), "{secret:?} in a span:\n{text}");
     }
+}
+
+/// A span's name and its parent's name.
+type Opened = (String, Option<String>);
+
+/// Each span's name and its parent's name, as a host's subscriber sees them.
+#[derive(Clone, Default)]
+struct Parents(Arc<Mutex<Vec<Opened>>>);
+
+impl<S> Layer<S> for Parents
+where
+    S: Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let parent = ctx
+            .span(id)
+            .and_then(|s| s.parent())
+            .map(|p| p.name().to_owned());
+        self.0
+            .lock()
+            .unwrap()
+            .push((attrs.metadata().name().to_owned(), parent));
+    }
+}
+
+#[test]
+fn the_request_span_is_a_child_of_the_hosts_span() {
+    // The subscriber is this thread's only (`with_default`), as is the
+    // runtime the request runs on: no other test's spans reach it.
+    let parents = Parents::default();
+    let subscriber = tracing_subscriber::registry().with(parents.clone());
+    let settings = shared_board_api::config::Settings::from_yaml(&config(0, "", ""))
+        .expect("config")
+        .api()
+        .clone();
+    let api = shared_board_api::BoardApi::new(&settings).expect("api");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    tracing::subscriber::with_default(subscriber, || {
+        let host = tracing::info_span!("host.request");
+        let (method, headers) = (http::Method::GET, http::HeaderMap::new());
+        let query = format!("url={}", link(BOARD, "hostSpanPerm"));
+        let parts =
+            shared_board_api::RequestParts::new(&method, "/api/detail", Some(&query), &headers);
+        let answer = runtime.block_on(tracing::Instrument::instrument(api.respond(parts), host));
+        assert_eq!(answer.expect("ours").status, 200);
+    });
+    let seen = parents.0.lock().unwrap().clone();
+    let parent_of = |name: &str| {
+        seen.iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} opened: {seen:?}"))
+            .1
+            .clone()
+    };
+    assert_eq!(
+        parent_of("shared_board_api.request").as_deref(),
+        Some("host.request")
+    );
+    assert_eq!(
+        parent_of("shared_board_api.load").as_deref(),
+        Some("shared_board_api.request")
+    );
 }
