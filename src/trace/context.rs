@@ -99,6 +99,31 @@ impl TraceContext {
         }
     }
 
+    /// A trace whose ids are read from `digest` (at least 24 bytes of a
+    /// cryptographic hash): trace id, then span id; sampled by this
+    /// process's ratio, as a new trace is. For work whose trace must be
+    /// found again from what it left behind (a watch run, from its
+    /// delivery).
+    pub fn derived(digest: &[u8]) -> Self {
+        let mut trace_id = [0; 16];
+        let mut span_id = [0; 8];
+        trace_id.copy_from_slice(&digest[..16]);
+        span_id.copy_from_slice(&digest[16..24]);
+        if trace_id == [0; 16] {
+            trace_id[15] = 1;
+        }
+        if span_id == [0; 8] {
+            span_id[7] = 1;
+        }
+        TraceContext {
+            sampled: ratio_samples(&trace_id, sample_ratio()),
+            trace_id,
+            span_id,
+            parent_id: None,
+            state: None,
+        }
+    }
+
     /// A new span in this context's trace, with this span as its parent.
     pub fn child(&self) -> Self {
         TraceContext {

@@ -218,10 +218,12 @@ impl Watches {
         }
         let body = Bytes::from(d.body.clone());
         let signed = sign::sign(&settings.key, &d.id, now_ms() / 1000, &body);
-        let span = spans::watch_delivery(id, d.attempts, d.traceparent.as_deref());
+        // The run's trace: the receiver's spans join it, and so does ours.
+        let traceparent = super::run::delivery_trace(&d).map(|t| t.traceparent());
+        let span = spans::watch_delivery(id, d.attempts, traceparent.as_deref());
         let outcome = self
             .sender
-            .post(&settings.webhook, &signed, body, d.traceparent.as_deref())
+            .post(&settings.webhook, &signed, body, traceparent.as_deref())
             .instrument(span.clone())
             .await;
         span.record("outcome", outcome.name());

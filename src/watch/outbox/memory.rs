@@ -109,7 +109,6 @@ mod tests {
             attempts: 0,
             next_at_ms: 0,
             created_ms: 0,
-            traceparent: None,
         }
     }
 

@@ -80,10 +80,6 @@ pub struct Delivery {
     /// When the next attempt is due, ms since the epoch.
     pub next_at_ms: u64,
     pub created_ms: u64,
-    /// The W3C `traceparent` of the run that queued it, sent with every
-    /// attempt (absent in deliveries queued before traces).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub traceparent: Option<String>,
 }
 
 #[cfg_attr(not(any(feature = "sqlite", feature = "fleet")), allow(dead_code))]
@@ -98,11 +94,7 @@ impl Delivery {
                 .job
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
-        let trace_ok = self.traceparent.as_ref().is_none_or(|t| {
-            t.len() == 55 && crate::trace::context::parse_traceparent(t.as_bytes()).is_some()
-        });
-        (id_ok && job_ok && trace_ok && self.body.len() <= MAX_BODY && self.attempts <= 1000)
-            .then_some(self)
+        (id_ok && job_ok && self.body.len() <= MAX_BODY && self.attempts <= 1000).then_some(self)
     }
 }
 
@@ -406,7 +398,6 @@ mod tests {
             attempts: 0,
             next_at_ms: 1,
             created_ms: 1,
-            traceparent: None,
         }
     }
 

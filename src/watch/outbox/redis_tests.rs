@@ -30,7 +30,6 @@ fn delivery(n: u32, job: &str) -> Delivery {
         attempts: 0,
         next_at_ms: 1,
         created_ms: crate::watch::now_ms(),
-        traceparent: None,
     }
 }
 

@@ -24,7 +24,6 @@ fn delivery(id: char, job: &str, due: u64) -> Delivery {
         attempts: 0,
         next_at_ms: due,
         created_ms: super::super::super::now_ms(),
-        traceparent: None,
     }
 }
 
