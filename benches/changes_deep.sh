@@ -5,9 +5,10 @@
 #   benches/changes_deep.sh                 # the release binary
 #   BIN_BEFORE=/path/to/older benches/changes_deep.sh   # and an older one, side by side
 #
-# The board (benches/gen_deep_board.py, defaults): a chain of 31 nested boards
-# with 600-character titles and 15,000 cards spread over them; version 2
-# rewrites every card's text, so the answer lists every card as changed. nginx on
+# The board (benches/gen_deep_board.py, defaults; GEN_ARGS adds to them, e.g.
+# "--spread --edit"): a chain of 31 nested boards with 600-character titles and
+# 15,000 cards in the deepest; version 2 replaces every card, so the answer lists
+# 15,000 removed and 15,000 added, each 30 boards down. nginx on
 # loopback serves one file per board (v1, then v2 through a symlink the script
 # switches). For each binary, in turn, alone: start it (versions in memory, a
 # process cache of 1 s, so the v2 load is a new one), load v1, switch to v2, then ask
@@ -19,7 +20,7 @@ CARDS=${CARDS:-15000} DEPTH=${DEPTH:-31} TITLE=${TITLE:-600}
 ROOT_ID=5DeepBoard0000
 
 python3 "$ROOT/benches/gen_deep_board.py" --cards "$CARDS" --depth "$DEPTH" \
-  --title-chars "$TITLE" --out "$TMP/www" | sed 's/^/board: /'
+  --title-chars "$TITLE" ${GEN_ARGS:-} --out "$TMP/www" | sed 's/^/board: /'
 chmod -R a+rX "$TMP/www"
 ln -sfn v1 "$TMP/www/cur"
 

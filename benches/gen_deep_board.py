@@ -3,9 +3,11 @@
 answers, one file per board: the shape that made `/api/changes` amplify.
 
 A chain of DEPTH boards (the root, a board inside it, one inside that, ...), each
-with a long title, and CARDS cards spread evenly over them. Version 2 rewrites every
-card's text, so `/api/changes` between the two lists every card as changed, each
-under its parent board at its depth. Deterministic (seeded), stdlib only.
+with a long title, and CARDS cards in the deepest board (`--spread`: spread evenly
+over them). Version 2 replaces every card with a new one (`--edit`: rewrites every
+card's text), so `/api/changes` between the two lists every card as removed and
+every new one as added (or every card as changed), each under its parent board at
+its depth. Deterministic (seeded), stdlib only.
 
     benches/gen_deep_board.py --out DIR            # DIR/v1/b<id>.json, DIR/v2/b<id>.json
     benches/gen_deep_board.py --cards 15000 --depth 31 --title-chars 600 --out DIR
@@ -45,7 +47,7 @@ def board_element(bid, parent, title, index):
     }
 
 
-def answer(bid, parent, title, child, cards, version):
+def answer(bid, parent, title, child, cards, version, edit):
     elements = {bid: board_element(bid, parent, title, 0)}
     order = []
     if child is not None:
@@ -53,7 +55,11 @@ def answer(bid, parent, title, child, cards, version):
         elements[cid] = board_element(cid, bid, ctitle, 0)
         order.append(cid)
     for i, (cid, words) in enumerate(cards):
-        body = words if version == 1 else words + " edited"
+        body = words
+        if version == 2 and edit:
+            body = words + " edited"
+        elif version == 2:
+            cid = "N" + cid[1:]
         elements[cid] = {
             "id": cid,
             "elementType": "CARD",
@@ -78,6 +84,8 @@ def main():
     ap.add_argument("--depth", type=int, default=31)
     ap.add_argument("--title-chars", type=int, default=600)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--spread", action="store_true", help="cards over every board, not the deepest")
+    ap.add_argument("--edit", action="store_true", help="version 2 edits every card instead of replacing it")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     rng = random.Random(a.seed)
@@ -86,7 +94,8 @@ def main():
               for k in range(a.depth)]
     cards = [[] for _ in range(a.depth)]
     for i in range(a.cards):
-        cards[i % a.depth].append((make_id(rng, "K%d" % (i % 10)), text(rng, 6)))
+        at = i % a.depth if a.spread else a.depth - 1
+        cards[at].append((make_id(rng, "K%d" % (i % 10)), text(rng, 6)))
     for version in (1, 2):
         d = os.path.join(a.out, "v%d" % version)
         os.makedirs(d, exist_ok=True)
@@ -94,7 +103,7 @@ def main():
         for k, bid in enumerate(ids):
             parent = "0Hm3Pr1vAt3Bd0" if k == 0 else ids[k - 1]
             child = (ids[k + 1], titles[k + 1]) if k + 1 < a.depth else None
-            data = json.dumps(answer(bid, parent, titles[k], child, cards[k], version),
+            data = json.dumps(answer(bid, parent, titles[k], child, cards[k], version, a.edit),
                               separators=(",", ":")).encode()
             total += len(data)
             with open(os.path.join(d, "b%s.json" % bid), "wb") as f:

@@ -12,12 +12,18 @@ the others, and gets the same treatment:
   open, and how many a client dripping one header line every 3 s still holds;
 - log lines: 1,000 requests with an `Accept-Encoding` Pingora cannot parse, and
   1,000 cold loads of a board whose provider answers 500 (each under a permission
-  id of its own, so none is a cache hit): WARN lines written per 1,000.
+  id of its own, so none is a cache hit): WARN lines written per 1,000;
+- fair kept versions (in memory, `max_bytes` 1 MiB, the least allowed): a victim
+  loads the small demo board, another client loads the 6 MB sample board under 16
+  links of its own, then the victim's board changes; what the victim's
+  `/api/changes?since=<its version>` answers.
 
-Only 127.0.0.1 is contacted. Stdlib only.
+`ONLY=idle|logs|fairness` runs that part alone. Only 127.0.0.1 is contacted.
+Stdlib only.
 """
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -39,6 +45,10 @@ def free_port():
 
 
 def get(port, target, headers=()):
+    return get_all(port, target, headers).split(b"\r\n", 1)[0]
+
+
+def get_all(port, target, headers=()):
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         head = "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" % target
         head += "".join("%s: %s\r\n" % h for h in headers) + "\r\n"
@@ -49,7 +59,7 @@ def get(port, target, headers=()):
             if not chunk:
                 break
             data += chunk
-        return data.split(b"\r\n", 1)[0]
+        return data
 
 
 def read_answer(s):
@@ -114,7 +124,7 @@ def logs(port, log_path, result):
     base = warns()
     for _ in range(1000):
         get(port, "/api/search?url=" + urllib.parse.quote(DEMO_LINK, safe=""),
-            [("Accept-Encoding", "gzip;q=abc, br")])
+            [("Accept-Encoding", "br, , gzip;q=1.0.0")])
     time.sleep(0.5)
     result["WARN per 1,000 bad Accept-Encoding"] = warns() - base
     base = warns()
@@ -125,6 +135,45 @@ def logs(port, log_path, result):
     result["WARN per 1,000 failing cold loads"] = warns() - base
 
 
+def status(port, target):
+    return get(port, target)[9:12].decode()
+
+
+def fairness(port, log_path, result):
+    q = lambda link: urllib.parse.quote(link, safe="")
+    victim = q("https://app.milanote.com/1W3ZZU1Qvua02H/demo?p=victim")
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(("GET /api/detail?url=%s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                   % victim).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(65536)
+    version = next(line.split(b":", 1)[1].strip().decode() for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"board-version:"))
+    time.sleep(1)  # the versions' writer
+    for n in range(16):
+        status(port, "/api/detail?url=" + q("https://app.milanote.com/s-big/big?p=other%d" % n))
+    time.sleep(1)
+    # The victim's board changes at the provider (the sample upstream's edit,
+    # whose address the demo's banner prints): its kept version is needed now.
+    with open(log_path, errors="replace") as f:
+        upstream = re.search(r"(http://127\.0\.0\.1:\d+)/demo/edit/", f.read()).group(1)
+    up_host, up_port = upstream[len("http://"):].split(":")
+    with socket.create_connection((up_host, int(up_port)), timeout=30) as s:
+        s.sendall(b"POST /demo/edit/1W3ZZU1Qvua02H HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                  b"Connection: close\r\n\r\n")
+        s.recv(65536)
+    changes = "/api/changes?url=%s&since=%s" % (victim, version)
+    answer = "?"
+    for _ in range(150):  # past the demo cache's 5 s
+        raw = get_all(port, changes)
+        answer = raw[9:12].decode()
+        if answer != "200" or b'"to":"%s"' % version.encode() not in raw:
+            break
+        time.sleep(0.1)
+    result["victim's since after 16 large boards of other links"] = answer
+
+
 def run(label, binary, results):
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="sba-hostile-%s-" % label, suffix=".log", delete=False)
@@ -132,7 +181,7 @@ def run(label, binary, results):
     # builds side by side share nothing): versions in memory, its own pid file.
     conf = tempfile.NamedTemporaryFile("w", prefix="sba-hostile-%s-" % label, suffix=".yaml", delete=False)
     conf.write(DEMO.replace("/tmp/shared-board-api-demo", conf.name + "-run")
-               .replace("    store: sqlite\n", "    store: memory\n")
+               .replace("    store: sqlite\n", "    store: memory\n    max_bytes: 1048576\n")
                .replace("    path: " + conf.name + "-run/state.sqlite\n", ""))
     conf.close()
     proc = subprocess.Popen([binary, "--demo", "--listen", "127.0.0.1:%d" % port, "-c", conf.name],
@@ -145,10 +194,16 @@ def run(label, binary, results):
             except OSError:
                 time.sleep(0.1)
         result = {}
+        only = os.environ.get("ONLY")  # idle, logs or fairness: that part alone
         t = threading.Thread(target=idle, args=(port, result))
-        t.start()
-        logs(port, log.name, result)
-        t.join()
+        if only in (None, "idle"):
+            t.start()
+        if only in (None, "logs"):
+            logs(port, log.name, result)
+        if only in (None, "fairness"):
+            fairness(port, log.name, result)
+        if t.is_alive():
+            t.join()
         results[label] = result
     finally:
         proc.terminate()

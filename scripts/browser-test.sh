@@ -37,4 +37,4 @@ SHOT=${SHOT:-${CARGO_TARGET_DIR:-target}/browser-test/playground.png}
 mkdir -p "$(dirname "$SHOT")"
 CHROMIUM="$CHROMIUM" node scripts/browser/playground-test.mjs \
   "$DEMO_BASE" "http://localhost:$DEMO_PORT" "$SHOT"
-echo "screenshots: ${SHOT%.png}{,-workbench,-error,-canvas,-nested,-markdown,-constructed,-captured,-not-sent,-mentions,-changes}.png" >&2
+echo "screenshots: ${SHOT%.png}{,-workbench,-error,-canvas,-nested,-markdown,-constructed,-captured,-not-sent,-mentions,-changes,-live}.png" >&2

@@ -484,6 +484,26 @@ async function checkChanges(page, shot) {
   await page.click("#compare");
   await page.waitForFunction(() => /^\d{3}/.test(document.querySelector("#changes-meta").textContent));
   check((await page.textContent("#changes-meta")).startsWith("410 VERSION_NOT_KEPT"), "a version never kept answers 410, said as such");
+
+  // Live: an EventSource from now; the next edit shows without a reload,
+  // within the poll interval (board_api.live.every, 15 s) and a load.
+  await page.fill("#since", "");
+  await page.check("#live");
+  await page.waitForFunction(() => document.querySelector("#changes-meta").textContent.startsWith("live: at "),
+    null, { timeout: 30_000 });
+  const at = (await page.textContent("#changes-meta")).match(/[0-9a-f]{32}/)?.[0];
+  check(at === second, `live starts at the board's version (${at})`);
+  const again = await fetch(edit, { method: "POST" });
+  check(again.ok, `the demo upstream edited the board again (${again.status})`);
+  await page.waitForFunction(() => document.querySelector("#changes-meta").textContent.startsWith("live: from "),
+    null, { timeout: 60_000 });
+  const liveMeta = await page.textContent("#changes-meta");
+  const liveList = await page.textContent("#changes-list");
+  // The demo upstream's second edit rewrites the card its first one added.
+  check(liveMeta.includes("from " + second) && /Changed \([1-9]/.test(liveList) && liveList.includes("Edited 2 times"),
+    `the live view lists the edit without a reload (${liveMeta}; ${liveList.slice(0, 120)})`);
+  await page.screenshot({ path: shot("live"), fullPage: true });
+  await page.uncheck("#live");
 }
 
 // The Markdown view sends the same request with Accept: text/markdown and
