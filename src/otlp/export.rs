@@ -1,6 +1,6 @@
 //! The exporter: a background task that drains the layer's queue in
 //! batches (up to [`BATCH`] spans, or what came within [`FLUSH`] of the
-//! first) and `POST`s each as `ExportTraceServiceRequest` protobuf to the
+//! first, taken every [`TICK`]) and `POST`s each as `ExportTraceServiceRequest` protobuf to the
 //! collector through the webhooks' sender (Pingora's connector): one HTTP
 //! client stack in the process. One batch is in flight at a time; a slow or
 //! absent collector only makes the queue fill, and the layer drops (and
@@ -20,6 +20,9 @@ use tokio::sync::mpsc::Receiver;
 pub const BATCH: usize = 512;
 /// How long a batch waits for more spans after its first.
 pub const FLUSH: Duration = Duration::from_secs(1);
+/// How often a batch being gathered takes what was queued: at this period
+/// the default queue holds a busy node's spans in between.
+pub const TICK: Duration = Duration::from_millis(50);
 /// One export request's whole time, connecting included.
 pub const EXPORT_DEADLINE: Duration = Duration::from_secs(5);
 
@@ -40,17 +43,26 @@ pub async fn run(
     let mut stop = std::pin::pin!(stop);
     loop {
         let mut batch = Vec::with_capacity(BATCH);
+        // The first span of a batch wakes this task; the rest are collected
+        // every TICK, not awaited one by one: a task waiting on the queue
+        // is woken by every span sent (a thread wake-up per span).
         tokio::select! {
             n = queue.recv_many(&mut batch, BATCH) => if n == 0 { return },
             () = &mut stop => break,
         }
         let until = tokio::time::Instant::now() + FLUSH;
-        while batch.len() < BATCH {
-            let more = BATCH - batch.len();
-            match tokio::time::timeout_at(until, queue.recv_many(&mut batch, more)).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+        loop {
+            while batch.len() < BATCH {
+                match queue.try_recv() {
+                    Ok(span) => batch.push(span),
+                    Err(_) => break,
+                }
             }
+            let now = tokio::time::Instant::now();
+            if batch.len() >= BATCH || now >= until {
+                break;
+            }
+            tokio::time::sleep_until(until.min(now + TICK)).await;
         }
         send(&sender, &settings, &headers, &resource, batch).await;
     }
