@@ -4,9 +4,9 @@
 use http::{HeaderMap, Method};
 use std::net::IpAddr;
 
-/// A request as [`BoardApi::respond`] reads it, from any HTTP stack: the
-/// parts the pipeline reads and nothing else (the caller's cookies and
-/// authorization are never forwarded anywhere).
+/// A request as [`BoardApi::respond`](super::BoardApi::respond) reads it,
+/// from any HTTP stack: the parts the pipeline reads and nothing else (the
+/// caller's cookies and authorization are never forwarded anywhere).
 ///
 /// Built with [`RequestParts::new`] and the `with_*` methods; fields may be
 /// added (the struct is `#[non_exhaustive]`), each with a method and a
@@ -24,8 +24,8 @@ pub struct RequestParts<'a> {
     pub client_ip: Option<IpAddr>,
     /// The request body, empty unless set: only a `POST` to the MCP
     /// endpoint or to `{prefix}/board` has one this API reads (see
-    /// [`BoardApi::body_limit`]); the host passes at most one byte over the
-    /// limit.
+    /// [`BoardApi::body_limit`](super::BoardApi::body_limit)); the host
+    /// passes at most one byte over the limit.
     pub body: &'a [u8],
 }
 

@@ -1,6 +1,6 @@
 //! Traces: the W3C Trace Context a request arrives with ([`context`]), and
 //! the names and fields of the spans this crate opens through the `tracing`
-//! crate ([`spans`]), which a host's subscriber (`tracing-opentelemetry`)
+//! crate (`spans`), which a host's subscriber (`tracing-opentelemetry`)
 //! or the binary's own exporter (`crate::otlp`, with the `demo` feature)
 //! records.
 //!
