@@ -39,6 +39,7 @@ pub mod versions;
 
 pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
 pub use coalesce::Coalescer;
+use outcome::loaded;
 pub use outcome::{LoadError, LoadTiming, Source};
 pub use shared::{Endpoint, SharedSettings};
 pub use versions::{VersionSettings, Versions};
@@ -499,17 +500,6 @@ impl Boards {
     /// The work pool, for callers with CPU work of their own.
     pub fn pool(&self) -> &WorkPool {
         self.inner.loader.pool()
-    }
-}
-
-/// Records how a load ended on its span.
-fn loaded(outcome: &Loaded) {
-    match outcome {
-        Ok(doc) => spans::loaded(
-            Some(if doc.from_tier { "shared" } else { "provider" }),
-            "ok",
-        ),
-        Err(e) => spans::loaded(None, e.kind()),
     }
 }
 

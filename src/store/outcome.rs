@@ -3,6 +3,7 @@
 //! time went. The API maps them to its answers, `Server-Timing` and spans.
 
 use crate::provider::error::FetchError;
+use crate::trace::spans;
 use std::time::Duration;
 
 /// Why a board or a render could not be produced.
@@ -75,4 +76,15 @@ pub struct LoadTiming {
     pub upstream: Duration,
     /// Normalizing and sanitizing on the work pool.
     pub build: Duration,
+}
+
+/// Records how a load ended on its span.
+pub(super) fn loaded(outcome: &Result<super::Doc, LoadError>) {
+    match outcome {
+        Ok(doc) => spans::loaded(
+            Some(if doc.from_tier { "shared" } else { "provider" }),
+            "ok",
+        ),
+        Err(e) => spans::loaded(None, e.kind()),
+    }
 }
