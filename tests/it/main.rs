@@ -56,6 +56,7 @@ mod select_semantics;
 mod server_timing;
 mod state_file;
 mod tls_listener;
+mod traces;
 mod trusted_proxies;
 mod upgrade;
 mod watch;

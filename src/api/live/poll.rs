@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 /// One board's poller.
 pub(super) struct Poller {
@@ -60,15 +61,22 @@ impl Poller {
     /// changed))` when the load gave one.
     async fn poll(&self) -> Option<(Arc<str>, bool)> {
         let link = &self.link;
+        // Each poll is a trace of its own: no request is waiting on it.
+        let span = crate::trace::spans::live_poll(&link.board_id);
+        let done = |outcome: &'static str| {
+            span.record("outcome", outcome);
+            self.metrics.live_poll(outcome);
+        };
         let now = match self
             .boards
             .fresh_document(&link.board_id, &link.permission_id)
+            .instrument(span.clone())
             .await
         {
             Ok(doc) => match doc.board.version() {
                 Some(version) => Latest::Version(Arc::from(version)),
                 None => {
-                    self.metrics.live_poll("failed");
+                    done("failed");
                     return None;
                 }
             },
@@ -79,13 +87,13 @@ impl Poller {
                         "board {}: a fresh load for waiters failed: {e}",
                         link.board_id
                     );
-                    self.metrics.live_poll("failed");
+                    done("failed");
                     return None;
                 }
             },
         };
         let changed = self.publish(&now);
-        self.metrics.live_poll(match (&now, changed) {
+        done(match (&now, changed) {
             (Latest::Gone(_), _) => "gone",
             (_, true) => "changed",
             (_, false) => "same",
