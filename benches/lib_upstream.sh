@@ -97,6 +97,8 @@ http {
     default_type application/json;
     location ^~ /api/permissions/token/ { return 200 '{"token":"t0k3n"}'; }
     location = /api/boards { try_files \$board_file =404; }
+    # An OTLP collector that takes every export (benches/otlp.sh).
+    location = /v1/traces { return 200 ''; }
     location / { return 404 '{"error":"not found"}'; }
   }
 }

@@ -82,6 +82,8 @@ pub mod host;
 mod log_throttle;
 pub mod logging;
 mod metrics;
+#[cfg(feature = "demo")]
+pub mod otlp;
 mod pipeline;
 mod provider;
 mod random;
@@ -89,6 +91,7 @@ mod select;
 mod store;
 #[cfg(test)]
 mod test_redis;
+pub mod trace;
 mod watch;
 
 pub use api::respond::{ApiResponse, Served};

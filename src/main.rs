@@ -182,6 +182,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    if let Some(otlp) = settings.otlp() {
+        // The subscriber is installed before the fork (it starts no
+        // thread); its exporter runs in Pingora's runtime, after it.
+        match shared_board_api::otlp::install(otlp) {
+            Ok(exporter) => {
+                server.add_service(background_service("span export", exporter));
+            }
+            Err(e) => {
+                eprintln!("shared-board-api: cannot start: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if let Some(sample) = sample {
         // Served from Pingora's own runtime, after any fork (`-d`).
         server.add_service(background_service("sample upstream", sample));

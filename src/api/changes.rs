@@ -21,7 +21,6 @@ use crate::pipeline::version::is_version;
 use crate::pipeline::{changes, Representation};
 use crate::store::{Doc, Source};
 use bytes::Bytes;
-use http::HeaderValue;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -179,7 +178,7 @@ impl BoardApi {
     pub(super) async fn answer_changes(
         &self,
         req: &RequestParts<'_>,
-        request_id: &HeaderValue,
+        request_id: &super::request_id::RequestIds,
     ) -> ApiResponse {
         match route::method_action(req.method) {
             MethodAction::Preflight => respond::preflight(req.headers),

@@ -13,6 +13,7 @@ mod load;
 pub mod mcp;
 mod memo;
 pub mod params;
+mod parts;
 pub(crate) mod playground;
 pub mod post;
 mod rate_limit;
@@ -32,85 +33,19 @@ use crate::pipeline::Representation;
 use crate::provider::error::FetchError;
 use crate::store::{Boards, LoadError, Source, Versions};
 use error::ApiError;
-use http::{HeaderMap, HeaderValue, Method};
+use http::{HeaderMap, Method};
 use memo::{ParseMemo, Slot};
 use params::BoardRequest;
 use rate_limit::RateLimiter;
+use request_id::RequestIds;
 use respond::{ApiResponse, Served};
 use route::{Endpoint, MethodAction, Route};
 use std::fmt::Write as _;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::Instrument as _;
 
-/// A request as [`BoardApi::respond`] reads it, from any HTTP stack: the
-/// parts the pipeline reads and nothing else (the caller's cookies and
-/// authorization are never forwarded anywhere).
-///
-/// Built with [`RequestParts::new`] and the `with_*` methods; fields may be
-/// added (the struct is `#[non_exhaustive]`), each with a method and a
-/// default that keeps today's behaviour.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub struct RequestParts<'a> {
-    pub method: &'a Method,
-    /// The path, without query.
-    pub path: &'a str,
-    /// The raw query, without `?`.
-    pub query: Option<&'a str>,
-    pub headers: &'a HeaderMap,
-    /// The client's address, for the optional rate limit. `None` unless set.
-    pub client_ip: Option<IpAddr>,
-    /// The request body, empty unless set: only a `POST` to the MCP
-    /// endpoint or to `{prefix}/board` has one this API reads (see
-    /// [`BoardApi::body_limit`]); the host passes at most one byte over the
-    /// limit.
-    pub body: &'a [u8],
-}
-
-impl<'a> RequestParts<'a> {
-    /// The request line and headers; no client address and an empty body.
-    pub fn new(
-        method: &'a Method,
-        path: &'a str,
-        query: Option<&'a str>,
-        headers: &'a HeaderMap,
-    ) -> Self {
-        RequestParts {
-            method,
-            path,
-            query,
-            headers,
-            client_ip: None,
-            body: &[],
-        }
-    }
-
-    /// The client's address, as the host determined it (the peer, or the
-    /// one a trusted proxy reported).
-    pub fn with_client_ip(mut self, ip: Option<IpAddr>) -> Self {
-        self.client_ip = ip;
-        self
-    }
-
-    /// The request body as the host read it.
-    pub fn with_body(mut self, body: &'a [u8]) -> Self {
-        self.body = body;
-        self
-    }
-
-    /// The request line for a log, the query replaced by `[redacted]`
-    /// however it is encoded (the `url` parameter carries the permission
-    /// id): `GET /api/detail?[redacted]`.
-    pub fn summary(&self) -> String {
-        let query = if self.query.is_some() {
-            "?[redacted]"
-        } else {
-            ""
-        };
-        format!("{} {}{query}", self.method, self.path)
-    }
-}
+pub use parts::RequestParts;
 
 /// The board API: share-link validation, fetching (cached, coalesced),
 /// sanitizing, selection and the response policies, answered from a host's
@@ -299,43 +234,50 @@ impl BoardApi {
         if !self.owns(req.path) {
             return None;
         }
-        let request_id = request_id::for_request(req.headers);
-        let mut response = self.answer(&req, &request_id).await;
-        respond::stamp(&mut response, request_id);
+        let ids = RequestIds::for_request(req.headers);
+        let span = crate::trace::spans::request(&ids.trace);
+        let mut response = self.answer(&req, &ids).instrument(span.clone()).await;
+        respond::stamp(&mut response, &ids);
+        crate::trace::spans::answered(
+            &span,
+            response.status.as_u16(),
+            response.body.len(),
+            response.served.cache,
+        );
         Some(response)
     }
 
     /// The answer to a request for a path of ours.
-    async fn answer(&self, req: &RequestParts<'_>, request_id: &HeaderValue) -> ApiResponse {
+    async fn answer(&self, req: &RequestParts<'_>, request_id: &RequestIds) -> ApiResponse {
         let endpoint = match route::route(req.path, &self.prefix) {
             Route::Endpoint(endpoint) => endpoint,
             Route::Board => {
                 let response = self.board(req, request_id).await;
-                self.metrics.request("board", response.status.as_u16());
+                self.answered_as("board", response.status.as_u16());
                 return response;
             }
             Route::Changes => {
                 // Boxed: its future nests deep (a host's async block must
                 // stay within the compiler's layout depth).
                 let response = Box::pin(self.answer_changes(req, request_id)).await;
-                self.metrics.request("changes", response.status.as_u16());
+                self.answered_as("changes", response.status.as_u16());
                 return response;
             }
             Route::Mcp if self.mcp.enabled => {
                 let response = self.mcp(req).await;
-                self.metrics.request("mcp", response.status.as_u16());
+                self.answered_as("mcp", response.status.as_u16());
                 return response;
             }
             Route::Outside if self.playground && req.path == "/" => {
                 if let Some(page) = playground::page(req.method) {
-                    self.metrics.request("playground", page.status.as_u16());
+                    self.answered_as("playground", page.status.as_u16());
                     return page;
                 }
-                self.metrics.request("unknown", 404);
+                self.answered_as("unknown", 404);
                 return respond::error(&ApiError::NotFound, request_id);
             }
             Route::Mcp | Route::UnderPrefix | Route::Outside => {
-                self.metrics.request("unknown", 404);
+                self.answered_as("unknown", 404);
                 return respond::error(&ApiError::NotFound, request_id);
             }
         };
@@ -350,14 +292,20 @@ impl BoardApi {
                 }
             }
         };
-        self.metrics
-            .request(endpoint.name(), response.status.as_u16());
+        self.answered_as(endpoint.name(), response.status.as_u16());
         response
+    }
+
+    /// Counts an answer of `route` and names the route on the request's
+    /// span.
+    fn answered_as(&self, route: &'static str, status: u16) {
+        crate::trace::spans::route(route);
+        self.metrics.request(route, status);
     }
 
     /// The error answer to a request for a board; it still says which
     /// board and level, when the load got that far.
-    fn refused(&self, e: &ApiError, request_id: &HeaderValue, served: Served) -> ApiResponse {
+    fn refused(&self, e: &ApiError, request_id: &RequestIds, served: Served) -> ApiResponse {
         if matches!(e, ApiError::Overloaded { .. }) {
             // Every such answer: a full queue, a wait in it past the
             // deadline, the fleet's budget.
@@ -373,11 +321,11 @@ impl BoardApi {
     pub(crate) fn refused_stream(
         &self,
         e: &ApiError,
-        request_id: &HeaderValue,
+        request_id: &RequestIds,
         served: Served,
     ) -> ApiResponse {
         let mut response = self.refused(e, request_id, served);
-        respond::stamp(&mut response, request_id.clone());
+        respond::stamp(&mut response, request_id);
         response
     }
 

@@ -12,6 +12,7 @@
 //! `400 INVALID_REQUEST` (with `field` naming the key).
 
 use super::error::ApiError;
+use super::request_id::RequestIds;
 use super::respond::{self, ApiResponse, Served, ERROR_CACHE_CONTROL};
 use super::route::{Endpoint, BOARD_ALLOW};
 use super::{params, BoardApi, RequestParts};
@@ -49,7 +50,7 @@ impl BoardApi {
     pub(crate) async fn board(
         &self,
         req: &RequestParts<'_>,
-        request_id: &HeaderValue,
+        request_id: &RequestIds,
     ) -> ApiResponse {
         match *req.method {
             Method::POST => {}

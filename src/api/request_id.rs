@@ -12,6 +12,7 @@
 //! id the server will give another request next, and an operator would find
 //! two requests under it.
 
+use crate::trace::TraceContext;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +23,24 @@ pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The longest client id kept, in bytes (all allowed characters are ASCII).
 pub const MAX_LEN: usize = 128;
+
+/// What names one request: its `X-Request-Id` and its trace (the
+/// caller's `traceparent` continued, or a new trace).
+#[derive(Debug, Clone)]
+pub struct RequestIds {
+    pub request_id: HeaderValue,
+    pub trace: TraceContext,
+}
+
+impl RequestIds {
+    /// Both ids of a request, from its headers.
+    pub fn for_request(headers: &HeaderMap) -> Self {
+        RequestIds {
+            request_id: for_request(headers),
+            trace: TraceContext::for_request(headers),
+        }
+    }
+}
 
 /// The client's id when it is acceptable, else a new one. Cheap: a client
 /// id is the request's own value (shared bytes, no copy).

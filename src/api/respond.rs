@@ -3,6 +3,7 @@
 //! Pure: produces an [`ApiResponse`], no Pingora types.
 
 use super::error::ApiError;
+use super::request_id::RequestIds;
 use super::route::{ALLOW, BOARD_ALLOW};
 use crate::document::Completeness;
 use crate::encoding::Encoding;
@@ -59,6 +60,20 @@ pub struct Served {
     /// The answer's `X-Request-Id` (the client's, or one minted); set on
     /// every answer of [`BoardApi::respond`](crate::BoardApi::respond).
     pub request_id: Option<HeaderValue>,
+    /// The request's W3C trace id, 32 lower-case hex digits: the caller's
+    /// (`traceparent`) or one started here; set with `request_id`.
+    pub trace_id: Option<String>,
+}
+
+impl Served {
+    /// The facts of an answer that read no board: its two ids.
+    pub fn of(ids: &RequestIds) -> Self {
+        Served {
+            request_id: Some(ids.request_id.clone()),
+            trace_id: Some(ids.trace.trace_id_hex()),
+            ..Served::default()
+        }
+    }
 }
 
 impl ApiResponse {
@@ -124,10 +139,10 @@ pub(crate) fn stream_headers() -> HeaderMap {
     headers
 }
 
-/// `{"ok":false,"error":{"code","message","field"?,"hint"?,"requestId"}}`
-/// with `no-store`; `request_id` is the answer's `X-Request-Id`, which the
-/// caller sets (see [`stamp`]).
-pub fn error(err: &ApiError, request_id: &HeaderValue) -> ApiResponse {
+/// `{"ok":false,"error":{"code","message","field"?,"hint"?,"requestId","traceId"}}`
+/// with `no-store`; `requestId` is the answer's `X-Request-Id`, which the
+/// caller sets (see [`stamp`]), `traceId` the request's trace.
+pub fn error(err: &ApiError, ids: &RequestIds) -> ApiResponse {
     let mut response = ApiResponse::new(err.status());
     response.set(header::CONTENT_TYPE, JSON);
     response.set(header::CACHE_CONTROL, ERROR_CACHE_CONTROL);
@@ -152,20 +167,26 @@ pub fn error(err: &ApiError, request_id: &HeaderValue) -> ApiResponse {
         error.insert("hint".into(), hint.into());
     }
     // Checked to be ASCII (see `request_id`), so never lossy.
-    let id = String::from_utf8_lossy(request_id.as_bytes());
+    let id = String::from_utf8_lossy(ids.request_id.as_bytes());
     error.insert("requestId".into(), id.into());
+    error.insert("traceId".into(), ids.trace.trace_id_hex().into());
     let body = serde_json::json!({ "ok": false, "error": error });
     response.body = Bytes::from(body.to_string());
     response
 }
 
-/// Stamps `request_id` on an answer: the `X-Request-Id` header, and the
-/// served facts an access log reads.
-pub fn stamp(response: &mut ApiResponse, request_id: HeaderValue) {
+/// Stamps `ids` on an answer: the `X-Request-Id` header, and the served
+/// facts an access log reads (the request id and the trace id).
+pub fn stamp(response: &mut ApiResponse, ids: &RequestIds) {
     response
         .headers
-        .insert(super::request_id::X_REQUEST_ID, request_id.clone());
-    response.served.request_id = Some(request_id);
+        .insert(super::request_id::X_REQUEST_ID, ids.request_id.clone());
+    response.served.request_id = Some(ids.request_id.clone());
+    // An MCP message in a trace of its own (`params._meta.traceparent`)
+    // keeps that one.
+    if response.served.trace_id.is_none() {
+        response.served.trace_id = Some(ids.trace.trace_id_hex());
+    }
 }
 
 /// `204` CORS preflight: allows the headers the browser asked for, else
@@ -271,7 +292,14 @@ mod tests {
     use serde_json::{json, Value};
 
     fn err(e: &ApiError) -> ApiResponse {
-        error(e, &HeaderValue::from_static("t-1"))
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "traceparent",
+            HeaderValue::from_static("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        );
+        let mut ids = RequestIds::for_request(&headers);
+        ids.request_id = HeaderValue::from_static("t-1");
+        error(e, &ids)
     }
 
     fn header<'a>(r: &'a ApiResponse, name: &str) -> Option<&'a str> {
@@ -293,7 +321,7 @@ mod tests {
         let body: Value = serde_json::from_slice(&r.body).expect("json");
         assert_eq!(
             body,
-            json!({"ok": false, "error": {"code": "INVALID_REQUEST", "message": "bad view", "field": "view", "requestId": "t-1"}})
+            json!({"ok": false, "error": {"code": "INVALID_REQUEST", "message": "bad view", "field": "view", "requestId": "t-1", "traceId": "4bf92f3577b34da6a3ce929d0e0e4736"}})
         );
         let r = err(&ApiError::BoardNotFound);
         let body: Value = serde_json::from_slice(&r.body).expect("json");

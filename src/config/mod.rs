@@ -16,6 +16,7 @@ mod files;
 mod limits;
 mod live;
 mod mcp;
+mod otlp;
 mod provider;
 mod rate_limit;
 mod server;
@@ -35,6 +36,7 @@ use live::LiveConf;
 pub use live::LiveSettings;
 use mcp::McpConf;
 pub use mcp::McpSettings;
+pub use otlp::OtlpSettings;
 use provider::ProviderConf;
 use rate_limit::RateLimitConf;
 use serde::Deserialize;
@@ -306,6 +308,12 @@ impl Settings {
     /// Listens on `addr` alone instead (the binary's `--demo --listen`).
     pub fn set_listen(&mut self, addr: SocketAddr) {
         self.server.listen = vec![addr];
+    }
+
+    /// Where the binary exports its spans (`board_api.server.otlp`;
+    /// default none).
+    pub fn otlp(&self) -> Option<&OtlpSettings> {
+        self.server.otlp.as_ref()
     }
 
     /// The operator listener (`board_api.server.metrics.listen`; default

@@ -2,6 +2,7 @@
 //! HTTP/2, the operator listener, response compression, the playground, the
 //! access log). An embedding host never needs this section.
 
+use super::otlp::{OtlpConf, OtlpSettings};
 use super::{fail, ConfigError};
 use crate::client_addr::TrustedProxies;
 use serde::Deserialize;
@@ -51,6 +52,9 @@ pub(crate) struct ServerConf {
     /// How long a client has to send a whole request head (default 10 seconds).
     #[serde(default)]
     pub head_timeout_seconds: Option<u64>,
+    /// Span export over OTLP/HTTP (default off).
+    #[serde(default)]
+    pub otlp: Option<OtlpConf>,
 }
 
 /// `board_api.server.access_log` as written: a switch or a destination.
@@ -118,6 +122,8 @@ pub(crate) struct ServerSettings {
     pub metrics_hosts: Vec<String>,
     /// The connection limits every listener applies (host/edge.rs).
     pub edge: EdgeTimes,
+    /// Where spans are exported, when set.
+    pub otlp: Option<OtlpSettings>,
 }
 
 /// `keepalive_idle_seconds` and `head_timeout_seconds`, validated.
@@ -247,6 +253,7 @@ impl ServerConf {
             access_log: access_target(self.access_log)?
                 .map(|target| AccessLogSettings { target, buffer }),
             trusted_proxies: trusted(self.trusted_proxies.as_deref())?,
+            otlp: self.otlp.map(OtlpConf::validate).transpose()?,
         })
     }
 
@@ -273,6 +280,7 @@ impl ServerConf {
                 self.keepalive_idle_seconds.is_some(),
             ),
             ("head_timeout_seconds", self.head_timeout_seconds.is_some()),
+            ("otlp", self.otlp.is_some()),
         ];
         if let Some((key, _)) = set.iter().find(|(_, set)| *set) {
             return fail(

@@ -175,7 +175,7 @@ fn valid_id(id: &str) -> bool {
 
 /// The value of the environment variable `name`, trimmed; its value is
 /// never part of an error.
-fn variable(key: &str, name: &str) -> Result<String, ConfigError> {
+pub(crate) fn variable(key: &str, name: &str) -> Result<String, ConfigError> {
     if name.is_empty() {
         return fail(key, "names no environment variable");
     }

@@ -210,6 +210,10 @@ struct Line<'a> {
     /// The answer's `X-Request-Id`, as the client was told it.
     #[serde(rename = "requestId")]
     request_id: Option<&'a str>,
+    /// The request's W3C trace id (the caller's `traceparent`, or one
+    /// started here): 32 hex digits this service formatted.
+    #[serde(rename = "traceId")]
+    trace_id: Option<&'a str>,
 }
 
 /// The JSON object for `entry`. The path goes through the log scrubber as
@@ -238,6 +242,7 @@ fn line(entry: &Entry) -> String {
             .request_id
             .as_ref()
             .and_then(|id| id.to_str().ok()),
+        trace_id: entry.answered.served.trace_id.as_deref(),
     };
     serde_json::to_string(&line).unwrap_or_default()
 }
@@ -258,6 +263,7 @@ mod tests {
                     cache,
                     board: board.map(Arc::from),
                     request_id: Some(http::HeaderValue::from_static("r-1")),
+                    trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
                     ..Served::default()
                 },
             },
@@ -278,7 +284,7 @@ mod tests {
             json,
             serde_json::json!({"method": "GET", "path": "/api/detail", "status": 200,
                 "bytes": 1234, "ms": 2.345, "cache": "hit", "board": "b", "client": "127.0.0.1",
-                "requestId": "r-1"})
+                "requestId": "r-1", "traceId": "4bf92f3577b34da6a3ce929d0e0e4736"})
         );
         assert!(!text.contains("SECRET") && !text.contains('?'), "{text}");
     }

@@ -2,13 +2,14 @@
 //! a redacted request summary for the host's `request_summary`.
 
 use crate::api::live::stream;
-use crate::api::request_id;
+use crate::api::request_id::{self, RequestIds};
 use crate::api::respond::{ApiResponse, Served};
 use crate::api::{BoardApi, RequestParts};
 use http::header;
 use pingora_error::Result;
 use pingora_http::{RequestHeader, ResponseHeader};
 use pingora_proxy::Session;
+use tracing::Instrument as _;
 
 impl BoardApi {
     /// Answers the request if its path is ours; call it first thing in the
@@ -55,22 +56,19 @@ impl BoardApi {
         let Some(body) = self.body_within_deadline(session).await else {
             // A body still arriving at its deadline: the connection is not
             // reused, and the client is told why.
-            let request_id = request_id::for_request(&session.req_header().headers);
+            let ids = RequestIds::for_request(&session.req_header().headers);
             session.set_keepalive(None);
             let mut header = ResponseHeader::build(408, Some(3))?;
             header.insert_header(header::CONTENT_LENGTH, 0)?;
             header.insert_header(header::CACHE_CONTROL, "no-store")?;
-            header.insert_header(request_id::X_REQUEST_ID, request_id.clone())?;
+            header.insert_header(request_id::X_REQUEST_ID, ids.request_id.clone())?;
             session
                 .write_response_header(Box::new(header), true)
                 .await?;
             return Ok(Some(Answered {
                 status: 408,
                 bytes: 0,
-                served: Served {
-                    request_id: Some(request_id),
-                    ..Served::default()
-                },
+                served: Served::of(&ids),
             }));
         };
         let client_ip = self.client_ip(session);
@@ -106,9 +104,9 @@ impl BoardApi {
             response = self.respond(parts) => Some(response),
             () = client_gone(&mut session.downstream_session) => None,
         };
-        let request_id = answer
+        let ids = answer
             .is_none()
-            .then(|| request_id::for_request(&lent.headers));
+            .then(|| RequestIds::for_request(&lent.headers));
         *session.req_header_mut() = lent;
         let Some(answer) = answer else {
             session.set_keepalive(None);
@@ -119,10 +117,7 @@ impl BoardApi {
             return Ok(Some(Answered {
                 status: CLIENT_GONE,
                 bytes: 0,
-                served: Served {
-                    request_id,
-                    ..Served::default()
-                },
+                served: ids.as_ref().map(Served::of).unwrap_or_default(),
             }));
         };
         let Some(mut response) = answer else {
@@ -238,7 +233,9 @@ impl BoardApi {
         client_ip: Option<std::net::IpAddr>,
     ) -> Result<Answered> {
         let head = session.req_header().clone();
-        let request_id = request_id::for_request(&head.headers);
+        let ids = RequestIds::for_request(&head.headers);
+        let span = crate::trace::spans::request(&ids.trace);
+        span.record("route", "changes");
         let parts = RequestParts::new(
             &head.method,
             head.uri.path(),
@@ -249,10 +246,11 @@ impl BoardApi {
         let mut served = Served::default();
         let opened = tokio::select! {
             biased;
-            opened = Box::pin(self.open_stream(&parts, &mut served)) => Some(opened),
+            opened = Box::pin(self.open_stream(&parts, &mut served)).instrument(span.clone()) => Some(opened),
             () = client_gone(&mut session.downstream_session) => None,
         };
-        served.request_id = Some(request_id.clone());
+        served.request_id = Some(ids.request_id.clone());
+        served.trace_id = Some(ids.trace.trace_id_hex());
         let mut stream = match opened {
             None => {
                 session.set_keepalive(None);
@@ -263,8 +261,14 @@ impl BoardApi {
                 });
             }
             Some(Err(e)) => {
-                let mut response = self.refused_stream(&e, &request_id, served);
+                let mut response = self.refused_stream(&e, &ids, served);
                 self.count_request("changes", response.status.as_u16());
+                crate::trace::spans::answered(
+                    &span,
+                    response.status.as_u16(),
+                    response.body.len(),
+                    response.served.cache,
+                );
                 let mut answered = Answered {
                     status: response.status.as_u16(),
                     bytes: response.body.len(),
@@ -288,7 +292,8 @@ impl BoardApi {
         for (name, value) in &crate::api::respond::stream_headers() {
             header.append_header(name.clone(), value.clone())?;
         }
-        header.insert_header(request_id::X_REQUEST_ID, request_id)?;
+        header.insert_header(request_id::X_REQUEST_ID, ids.request_id)?;
+        span.record("status", 200);
         // A stream is not followed by another request on its connection.
         session.set_keepalive(None);
         let mut bytes = 0;
@@ -327,6 +332,7 @@ impl BoardApi {
         } else {
             stream.ended().map_or("ended", stream::Ended::name)
         };
+        span.record("bytes", bytes);
         log::info!(
             "event stream of board {} ended ({why}): {} events",
             stream.board(),

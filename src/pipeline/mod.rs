@@ -51,6 +51,15 @@ pub enum Representation {
 }
 
 impl Representation {
+    /// `json`, `markdown` or `canvas`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Representation::Json => "json",
+            Representation::Markdown => "markdown",
+            Representation::Canvas => "canvas",
+        }
+    }
+
     /// The `Content-Type` of a `200` in this representation.
     pub fn content_type(self) -> &'static str {
         match self {

@@ -14,6 +14,8 @@ use crate::provider::client::{Hooked, Job, Offload, Pace, ProviderClient, Provid
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
+use tracing::field::Empty;
+use tracing::Instrument as _;
 
 /// The work pool runs the provider client's CPU work too.
 impl Offload for WorkPool {
@@ -110,16 +112,25 @@ impl Loader {
         // never got a slot never asked the provider: that is our overload,
         // answered `503` with `Retry-After`, not an upstream timeout.
         let queue_deadline = started + deadline.saturating_duration_since(started) / 2;
-        let _slot = match self.admission.enter(queue_deadline).await {
+        let _slot = match self
+            .admission
+            .enter(queue_deadline)
+            .instrument(tracing::info_span!("shared_board_api.admission"))
+            .await
+        {
             Ok(slot) => slot,
             Err(Refused::Overloaded | Refused::TimedOut) => return Err(LoadError::Overloaded),
         };
         let fetch_started = Instant::now();
+        let upstream_span =
+            tracing::info_span!("shared_board_api.upstream", boards_fetched = Empty);
         let fetched = self
             .client
             .fetch_until(board_id, permission_id, deadline)
+            .instrument(upstream_span.clone())
             .await
             .map_err(LoadError::Fetch)?;
+        upstream_span.record("boards_fetched", fetched.loaded_boards.len());
         let upstream = fetch_started.elapsed();
         let build_started = Instant::now();
         let name = self.provider_name.clone();
@@ -133,6 +144,7 @@ impl Loader {
                 trim_heap(retain, false);
                 built
             })
+            .instrument(tracing::info_span!("shared_board_api.build"))
             .await
             .map_err(|e| LoadError::Internal(e.to_string()))?
             .map_err(LoadError::Fetch)?;

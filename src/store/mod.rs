@@ -31,6 +31,7 @@ mod coalesce;
 mod fresh;
 mod kept;
 mod load;
+mod outcome;
 pub mod shared;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -38,6 +39,9 @@ pub mod versions;
 
 pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
 pub use coalesce::Coalescer;
+pub use fresh::board_tag;
+use outcome::loaded;
+pub use outcome::{LoadError, LoadTiming, Source};
 pub use shared::{Endpoint, SharedSettings};
 pub use versions::{VersionSettings, Versions};
 
@@ -49,66 +53,12 @@ use crate::pipeline::{LoadedBoard, Rendered, Representation};
 use crate::provider::client::ProviderSettings;
 use crate::provider::error::FetchError;
 use crate::select::Selection;
+use crate::trace::spans;
 use load::Loader;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Why a board or a render could not be produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LoadError {
-    /// The provider's answer (remembered for `error_ttl`).
-    Fetch(FetchError),
-    /// The cold-load queue is full.
-    Overloaded,
-    /// A bug (a job panicked, a body did not serialize); the text is for
-    /// the log.
-    Internal(String),
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoadError::Fetch(e) => e.fmt(f),
-            LoadError::Overloaded => f.write_str("too many cold loads waiting (503 OVERLOADED)"),
-            LoadError::Internal(text) => write!(f, "internal error: {text}"),
-        }
-    }
-}
-
-/// Which level answered a request for a board.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// The process cache.
-    Hit,
-    /// The fleet tier: another node (or this one, earlier) loaded it.
-    Shared,
-    /// A load already in flight for the same board, joined.
-    Coalesced,
-    /// Loaded from the provider for this request.
-    Miss,
-}
-
-impl Source {
-    /// The name `Server-Timing` and the access log use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Source::Hit => "hit",
-            Source::Shared => "shared",
-            Source::Coalesced => "coalesced",
-            Source::Miss => "miss",
-        }
-    }
-}
-
-/// Where a load's time went.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LoadTiming {
-    /// Waiting for the provider (token, root board, nested boards).
-    pub upstream: Duration,
-    /// Normalizing and sanitizing on the work pool.
-    pub build: Duration,
-}
+use tracing::Instrument as _;
 
 /// A loaded board and the generation that tells its renders from those of
 /// an earlier load of the same link.
@@ -196,6 +146,10 @@ struct Inner {
     cache: Option<Cached>,
     #[cfg(feature = "fleet")]
     shared: Option<Arc<shared::SharedTier>>,
+    /// The fleet's side of following boards live (leases, announcements),
+    /// with the tier.
+    #[cfg(feature = "fleet")]
+    live: Option<Arc<shared::live::FleetLive>>,
     /// Where each version loaded is kept, for `/changes`.
     versions: Option<Versions>,
 }
@@ -267,6 +221,11 @@ impl Boards {
             Some(_) => return Err("cache.shared needs the `fleet` feature of this build".into()),
             None => None,
         };
+        #[cfg(feature = "fleet")]
+        let live = match &shared {
+            Some(tier) => Some(Arc::new(shared::live::FleetLive::new(Arc::clone(tier))?)),
+            None => None,
+        };
         let loader = Loader::new(provider, provider_name, limits, pace, &cache, &metrics)?;
         let cache = cache.map(|settings| Cached {
             budget: Budget::new(settings.budget_bytes, settings.max_entry_bytes)
@@ -281,6 +240,8 @@ impl Boards {
                 cache,
                 #[cfg(feature = "fleet")]
                 shared,
+                #[cfg(feature = "fleet")]
+                live,
                 versions: None,
             }),
         })
@@ -304,10 +265,16 @@ impl Boards {
             let (b, p) = (board_id.to_owned(), permission_id.to_owned());
             // In a task of its own, as with the cache, and stopped the same
             // way: its only caller gone, nobody waits for it.
-            let mut task = coalesce::AbortOnDrop(tokio::spawn(async move {
-                let deadline = inner.loader.deadline();
-                inner.loader.load(&b, &p, coverage, deadline).await
-            }));
+            let span = spans::load(board_id);
+            let mut task = coalesce::AbortOnDrop(tokio::spawn(
+                async move {
+                    let deadline = inner.loader.deadline();
+                    let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
+                    loaded(&outcome);
+                    outcome
+                }
+                .instrument(span),
+            ));
             let outcome = (&mut task.0)
                 .await
                 .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))));
@@ -328,11 +295,17 @@ impl Boards {
             Some(joined) => joined,
             None => {
                 let inner = Arc::clone(&self.inner);
-                cache
-                    .loads
-                    .join((key.clone(), coverage), move || async move {
-                        inner.below_process(key, coverage).await
-                    })
+                // The load runs in a task of its own: its span is opened
+                // here, a child of the request that started it.
+                let span = spans::load(board_id);
+                cache.loads.join((key.clone(), coverage), move || {
+                    async move {
+                        let outcome = inner.below_process(key, coverage).await;
+                        loaded(&outcome);
+                        outcome
+                    }
+                    .instrument(span)
+                })
             }
         };
         let joined_load = joined.joined;
@@ -362,15 +335,20 @@ impl Boards {
         let inner = Arc::clone(&self.inner);
         let (b, p) = (board_id.to_owned(), permission_id.to_owned());
         // In a task of its own, as `document`'s loads, aborted when dropped.
-        let mut task = coalesce::AbortOnDrop(tokio::spawn(async move {
-            let deadline = inner.loader.deadline();
-            let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
-            inner.keep_version(&b, &p, &outcome);
-            if let Some(cache) = &inner.cache {
-                cache.remember((b, p), coverage, &outcome, cache.settings.ttl);
+        let span = spans::load(board_id);
+        let mut task = coalesce::AbortOnDrop(tokio::spawn(
+            async move {
+                let deadline = inner.loader.deadline();
+                let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
+                loaded(&outcome);
+                inner.keep_version(&b, &p, &outcome);
+                if let Some(cache) = &inner.cache {
+                    cache.remember((b, p), coverage, &outcome, cache.settings.ttl);
+                }
+                outcome
             }
-            outcome
-        }));
+            .instrument(span),
+        ));
         (&mut task.0)
             .await
             .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))))
@@ -406,6 +384,10 @@ impl Boards {
                 let rendered = self
                     .pool()
                     .run(move || board.render_as(representation, scope, &selection))
+                    .instrument(tracing::info_span!(
+                        "shared_board_api.render",
+                        representation = representation.name()
+                    ))
                     .await
                     .map_err(|e| LoadError::Internal(e.to_string()))?
                     .map_err(|e| LoadError::Internal(e.to_string()))?;
@@ -527,6 +509,13 @@ impl Boards {
         }
     }
 
+    /// The fleet's side of following boards live, when the fleet tier is
+    /// configured.
+    #[cfg(feature = "fleet")]
+    pub(crate) fn fleet_live(&self) -> Option<&Arc<shared::live::FleetLive>> {
+        self.inner.live.as_ref()
+    }
+
     /// The work pool, for callers with CPU work of their own.
     pub fn pool(&self) -> &WorkPool {
         self.inner.loader.pool()
@@ -607,6 +596,7 @@ impl Inner {
                     deadline,
                     &cache.settings,
                 )
+                .instrument(tracing::info_span!("shared_board_api.tier"))
                 .await
             }
             None => (

@@ -10,11 +10,13 @@
 use super::http::{Attempt, ATTEMPT_DEADLINE};
 use super::outbox::{Delivery, Unavailable, MAX_DELIVERY_AGE};
 use super::{metrics, now_ms, sign, Watches};
+use crate::trace::spans;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::{Id, JoinSet};
+use tracing::Instrument as _;
 
 /// Deliveries read per scan.
 const SCAN: usize = 200;
@@ -216,7 +218,15 @@ impl Watches {
         }
         let body = Bytes::from(d.body.clone());
         let signed = sign::sign(&settings.key, &d.id, now_ms() / 1000, &body);
-        let outcome = self.sender.post(&settings.webhook, &signed, body).await;
+        // The run's trace: the receiver's spans join it, and so does ours.
+        let traceparent = super::run::delivery_trace(&d).map(|t| t.traceparent());
+        let span = spans::watch_delivery(id, d.attempts, traceparent.as_deref());
+        let outcome = self
+            .sender
+            .post(&settings.webhook, &signed, body, traceparent.as_deref())
+            .instrument(span.clone())
+            .await;
+        span.record("outcome", outcome.name());
         match outcome {
             Attempt::Delivered(status) => {
                 log::info!(

@@ -42,6 +42,17 @@ pub enum Attempt {
     Failed(String),
 }
 
+impl Attempt {
+    /// `delivered`, `retry` or `failed`: a span's outcome.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Attempt::Delivered(_) => "delivered",
+            Attempt::Retry { .. } => "retry",
+            Attempt::Failed(_) => "failed",
+        }
+    }
+}
+
 /// What an answer's status means for the delivery.
 pub fn classify(status: u16, retry_after: Option<Duration>) -> Attempt {
     match status {
@@ -77,18 +88,54 @@ pub struct Sender {
 
 impl Default for Sender {
     fn default() -> Self {
-        Sender {
-            connector: Connector::new(None),
-            user_agent: format!("shared-board-api/{} (webhook)", env!("CARGO_PKG_VERSION")),
-        }
+        Sender::named("webhook")
     }
 }
 
 impl Sender {
-    /// `POST` of `body` to `url` with the signature headers, within
-    /// [`ATTEMPT_DEADLINE`].
-    pub async fn post(&self, url: &url::Url, signed: &Signed, body: Bytes) -> Attempt {
-        match tokio::time::timeout(ATTEMPT_DEADLINE, self.exchange(url, signed, body)).await {
+    /// A sender that names itself `agent` in `User-Agent` (the webhooks'
+    /// is `shared-board-api/<version> (webhook)`).
+    pub fn named(agent: &str) -> Self {
+        Sender {
+            connector: Connector::new(None),
+            user_agent: format!("shared-board-api/{} ({agent})", env!("CARGO_PKG_VERSION")),
+        }
+    }
+
+    /// `POST` of `body` to `url` with the signature headers and the
+    /// `traceparent` of the run that made it, within [`ATTEMPT_DEADLINE`].
+    pub async fn post(
+        &self,
+        url: &url::Url,
+        signed: &Signed,
+        body: Bytes,
+        traceparent: Option<&str>,
+    ) -> Attempt {
+        let mut headers = vec![
+            ("webhook-id", signed.id.as_str()),
+            ("webhook-timestamp", signed.timestamp.as_str()),
+            ("webhook-signature", signed.signature.as_str()),
+        ];
+        if let Some(traceparent) = traceparent {
+            headers.push(("traceparent", traceparent));
+        }
+        self.send(url, "application/json", &headers, body, ATTEMPT_DEADLINE)
+            .await
+    }
+
+    /// `POST` of `body` as `content_type` to `url` with `headers`, within
+    /// `deadline`: the one HTTP client of the process's own requests
+    /// (webhooks, the binary's span export).
+    pub async fn send(
+        &self,
+        url: &url::Url,
+        content_type: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+        deadline: Duration,
+    ) -> Attempt {
+        let exchange = self.exchange(url, content_type, headers, body, deadline);
+        match tokio::time::timeout(deadline, exchange).await {
             Ok(attempt) => attempt,
             Err(_) => Attempt::Retry {
                 why: "timed out".into(),
@@ -97,7 +144,14 @@ impl Sender {
         }
     }
 
-    async fn exchange(&self, url: &url::Url, signed: &Signed, body: Bytes) -> Attempt {
+    async fn exchange(
+        &self,
+        url: &url::Url,
+        content_type: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+        deadline: Duration,
+    ) -> Attempt {
         let retry = |why: String| Attempt::Retry { why, after: None };
         let tls = url.scheme() == "https";
         let Some(host) = url.host_str() else {
@@ -120,8 +174,8 @@ impl Sender {
         let mut peer = HttpPeer::new(addr, tls, if tls { host.to_owned() } else { String::new() });
         peer.options.connection_timeout = Some(CONNECT_TIMEOUT);
         peer.options.total_connection_timeout = Some(CONNECT_TIMEOUT * 2);
-        peer.options.read_timeout = Some(ATTEMPT_DEADLINE);
-        peer.options.write_timeout = Some(ATTEMPT_DEADLINE);
+        peer.options.read_timeout = Some(deadline);
+        peer.options.write_timeout = Some(deadline);
         let (mut session, _) = match self.connector.get_http_session(&peer).await {
             Ok(s) => s,
             Err(e) => return retry(format!("connecting: {}", e.etype().as_str())),
@@ -135,19 +189,19 @@ impl Sender {
             None => url.host_str().unwrap_or_default().to_owned(),
         };
         let header = (|| -> pingora_error::Result<RequestHeader> {
-            let mut req = RequestHeader::build("POST", target.as_bytes(), Some(8))?;
+            let mut req = RequestHeader::build("POST", target.as_bytes(), Some(4 + headers.len()))?;
             req.insert_header("Host", host_header.as_str())?;
-            req.insert_header("Content-Type", "application/json")?;
+            req.insert_header("Content-Type", content_type)?;
             req.insert_header("Content-Length", body.len().to_string())?;
             req.insert_header("User-Agent", self.user_agent.as_str())?;
-            req.insert_header("webhook-id", signed.id.as_str())?;
-            req.insert_header("webhook-timestamp", signed.timestamp.as_str())?;
-            req.insert_header("webhook-signature", signed.signature.as_str())?;
+            for (name, value) in headers {
+                req.append_header(name.to_string(), *value)?;
+            }
             Ok(req)
         })();
         let header = match header {
             Ok(h) => h,
-            Err(_) => return Attempt::Failed("the webhook URL's path cannot be sent".into()),
+            Err(_) => return Attempt::Failed("the URL's path or a header cannot be sent".into()),
         };
         let sent = async {
             session.write_request_header(Box::new(header)).await?;
@@ -250,7 +304,7 @@ mod tests {
     async fn attempt(url: &url::Url) -> Attempt {
         let signed = crate::watch::sign::sign(b"0123456789abcdef", "msg_1", 1, b"{}");
         let sender = Sender::default();
-        let sent = sender.post(url, &signed, Bytes::from_static(b"{}"));
+        let sent = sender.post(url, &signed, Bytes::from_static(b"{}"), None);
         tokio::time::timeout(Duration::from_secs(10), sent)
             .await
             .expect("the attempt ends before the deadline")

@@ -8,7 +8,9 @@
 use super::outbox::{Delivery, JobState, Unavailable, MAX_BODY};
 use super::{metrics, now_ms, rfc3339, Job, Watches};
 use crate::pipeline::changes::{self, Changes};
+use crate::trace::{spans, TraceContext};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 /// A run's lease lives this long and is renewed (every third of it) while
 /// the run goes on, however long its load takes; a node that dies mid-run,
@@ -53,9 +55,10 @@ impl Watches {
             log::debug!("watch {id}: a run is in progress elsewhere");
             return Outcome::Skipped;
         };
+        let run = self.run_leased(job, scheduled);
         let result = self
             .outbox
-            .while_leased(&lease, RUN_LEASE, self.run_leased(job, scheduled))
+            .while_leased(&lease, RUN_LEASE, run)
             .await
             .unwrap_or_else(|| Err("the run lease was taken over".to_owned()));
         self.outbox.release(&lease).await;
@@ -100,6 +103,29 @@ impl Watches {
                 return Ok(Outcome::Skipped);
             }
         }
+        // Each run that loads the board is a trace of its own, whose ids
+        // its delivery's body and time give back (see `run_trace`).
+        let from = state.as_ref().map(|s| s.version.clone());
+        let span = spans::watch_run(id, &run_trace(id, board, from.as_deref(), now));
+        let outcome = self
+            .run_traced(job, scheduled, state, now)
+            .instrument(span.clone())
+            .await;
+        span.record("outcome", outcome.as_ref().map_or("failed", |o| o.name()));
+        outcome
+    }
+
+    /// The run past its checks: the load, the comparison, the delivery.
+    async fn run_traced(
+        &self,
+        job: &Job,
+        scheduled: bool,
+        state: Option<JobState>,
+        now: u64,
+    ) -> Result<Outcome, String> {
+        let id = job.settings.id.as_str();
+        let board = job.link.board_id.as_str();
+        let unavailable = |_: Unavailable| "the watch store did not answer".to_owned();
         // A run asked for by hand reads the board fresh: right after an
         // edit, the cached board would say "unchanged".
         let doc = self
@@ -250,6 +276,41 @@ fn compare_kept(
     Some(changes::compare_flat(&old, from, &new, to))
 }
 
+/// The trace of the run of job `job` on `board` that started from version
+/// `from` (none on a first run) at `now`: ids hashed from these, so the
+/// delivery the run queues gives them back ([`delivery_trace`]) from its
+/// body and creation time, and nothing is stored beside it (a node of an
+/// earlier build reads every delivery). Distinct runs differ in `now` or
+/// `from`.
+pub fn run_trace(job: &str, board: &str, from: Option<&str>, now: u64) -> TraceContext {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    for part in [
+        job.as_bytes(),
+        board.as_bytes(),
+        from.unwrap_or("").as_bytes(),
+    ] {
+        ctx.update(part);
+        ctx.update(&[0]);
+    }
+    ctx.update(&now.to_be_bytes());
+    TraceContext::derived(ctx.finish().as_ref())
+}
+
+/// The trace of the run that queued `delivery`, from the job, board and
+/// `from` version its body names and its creation time: its `traceparent`
+/// is sent with every attempt. `None` for a body that names no change.
+pub fn delivery_trace(delivery: &Delivery) -> Option<TraceContext> {
+    let body: serde_json::Value = serde_json::from_str(&delivery.body).ok()?;
+    let data = body.get("data")?;
+    let text = |k: &str| data.get(k).and_then(serde_json::Value::as_str);
+    Some(run_trace(
+        text("job")?,
+        text("boardId")?,
+        Some(text("from")?),
+        delivery.created_ms,
+    ))
+}
+
 /// The JSON body of a `board.changed` event, at most [`MAX_BODY`] bytes:
 /// lists cut at [`MAX_ENTRIES`], and emptied (with `truncated`) when even
 /// that does not fit.
@@ -317,6 +378,39 @@ mod tests {
         assert!(text.len() <= MAX_BODY);
         let v: serde_json::Value = serde_json::from_str(&text).expect("json");
         assert_eq!(v["data"]["truncated"], true);
+    }
+
+    #[test]
+    fn a_delivery_gives_back_the_trace_of_the_run_that_queued_it() {
+        let from = "0".repeat(32);
+        let mut changes = Changes::none("b1", &from, true);
+        changes.to = "1".repeat(32);
+        let now = 1_700_000_000_123;
+        let delivery = Delivery {
+            id: delivery_id("trip", "b1", 1, &from, &changes.to.clone()),
+            job: "trip".into(),
+            body: body("trip", changes, now).expect("json"),
+            attempts: 0,
+            next_at_ms: now,
+            created_ms: now,
+        };
+        let run = run_trace("trip", "b1", Some(&from), now);
+        assert_eq!(delivery_trace(&delivery), Some(run.clone()));
+        // Another time, job, board or starting version: another run.
+        for other in [
+            run_trace("trip", "b1", Some(&from), now + 1),
+            run_trace("trap", "b1", Some(&from), now),
+            run_trace("trip", "b2", Some(&from), now),
+            run_trace("trip", "b1", None, now),
+        ] {
+            assert_ne!(other.trace_id, run.trace_id);
+            assert_ne!(other.span_id, run.span_id);
+        }
+        let not_a_change = Delivery {
+            body: "{}".into(),
+            ..delivery
+        };
+        assert_eq!(delivery_trace(&not_a_change), None);
     }
 
     /// A document of `board` with one note titled `title`.

@@ -179,6 +179,8 @@ const ENV: &[(&str, &str)] = &[
         "https://app.milanote.com/1W3ZZU1Qvua02H/demo?p=demo",
     ),
     ("SBAPI_WATCH_URL", "https://hooks.example.com/milanote"),
+    // The span export's header, in docs/operations.md.
+    ("SBAPI_OTLP_KEY", "otlp-key-for-the-docs"),
     (
         "SBAPI_WATCH_SECRET",
         "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
@@ -319,6 +321,14 @@ fn with_key(key: &str, value: &str) -> String {
             let url = "board_api: {cache: {shared: {url: \"redis://127.0.0.1:6379/0\"}}}";
             merge(&mut whole, serde_yaml::from_str(url).expect("url"));
         }
+    }
+    // The span export's keys need its endpoint beside them.
+    if key.starts_with("board_api.server.otlp.") && !key.ends_with(".endpoint") {
+        let endpoint = "board_api: {server: {otlp: {endpoint: \"http://127.0.0.1:4318\"}}}";
+        merge(
+            &mut whole,
+            serde_yaml::from_str(endpoint).expect("endpoint"),
+        );
     }
     // A kept versions' bound alone would ask for the default store's file.
     if key.starts_with("board_api.changes.") && !key.ends_with(".store") && !key.ends_with(".path")

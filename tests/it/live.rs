@@ -63,29 +63,29 @@ impl Node {
 
 /// One event of a stream.
 #[derive(Debug, Default, Clone)]
-struct Event {
-    id: Option<String>,
-    event: String,
-    data: String,
+pub(crate) struct Event {
+    pub id: Option<String>,
+    pub event: String,
+    pub data: String,
 }
 
 impl Event {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.data).expect("data is JSON")
     }
 }
 
 /// An open event stream, read as it comes.
-struct Stream {
-    conn: TcpStream,
-    status: u16,
+pub(crate) struct Stream {
+    pub conn: TcpStream,
+    pub status: u16,
     head: String,
-    text: String,
+    pub text: String,
     /// Where in `text` the events not yet returned start.
     at: usize,
 }
 
-fn open(addr: SocketAddr, query: &str, headers: &[(&str, &str)]) -> Stream {
+pub(crate) fn open(addr: SocketAddr, query: &str, headers: &[(&str, &str)]) -> Stream {
     let mut conn = TcpStream::connect(addr).expect("connects");
     let mut req = format!(
         "GET /api/changes?{query} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n"
@@ -119,7 +119,7 @@ fn open(addr: SocketAddr, query: &str, headers: &[(&str, &str)]) -> Stream {
 
 impl Stream {
     /// Reads what arrived; false when the connection ended.
-    fn read_some(&mut self) -> bool {
+    pub(crate) fn read_some(&mut self) -> bool {
         let mut buf = [0u8; 8192];
         match self.conn.read(&mut buf) {
             Ok(0) => false,
@@ -148,7 +148,7 @@ impl Stream {
 
     /// The next event (comments and `retry` aside) within `within`; the
     /// framing of chunked transfer coding between events is skipped.
-    fn next(&mut self, within: Duration) -> Option<Event> {
+    pub(crate) fn next(&mut self, within: Duration) -> Option<Event> {
         let deadline = Instant::now() + within;
         loop {
             if let Some(end) = self.text[self.at..].find("\n\n") {
@@ -389,7 +389,9 @@ fn board_changes_waits_for_a_change_when_asked() {
 
 #[test]
 fn open_streams_and_events_are_counted() {
-    let (gw, metrics) = start_gateway_with_metrics("", "");
+    // A name of its own: the other tests' streams, open at the same time
+    // in this process, count under the default one.
+    let (gw, metrics) = start_gateway_with_metrics("", "  name: live-counted\n");
     let mut stream = open(gw.addr, &query(None), &[]);
     assert_eq!(stream.status, 200, "{}", stream.text);
     assert_eq!(
@@ -402,7 +404,7 @@ fn open_streams_and_events_are_counted() {
     let text = String::from_utf8(request(metrics, "GET", "/metrics", &[]).body).expect("UTF-8");
     let value = |name: &str| {
         text.lines()
-            .find(|l| l.starts_with(name) && l.contains("api=\"/api\""))
+            .find(|l| l.starts_with(name) && l.contains("api=\"live-counted\""))
             .and_then(|l| l.rsplit(' ').next())
             .and_then(|v| v.parse::<f64>().ok())
     };

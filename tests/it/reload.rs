@@ -114,10 +114,19 @@ fn fifty_apis_built_used_and_dropped_leave_no_threads_and_bounded_memory() {
                 assert_eq!(answer.status, 200);
             }
         });
-        let workers = thread_names()
-            .iter()
-            .filter(|n| n.starts_with("board-api-work"))
-            .count();
+        // A new thread takes its name once it first runs: on a busy machine
+        // some are still unnamed right after the jobs, so wait (bounded).
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let workers = loop {
+            let workers = thread_names()
+                .iter()
+                .filter(|n| n.starts_with("board-api-work"))
+                .count();
+            if workers >= WORK_THREADS || Instant::now() > deadline {
+                break workers;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
         assert_eq!(workers, WORK_THREADS, "the pool's threads run");
         drop(api);
         if round == 4 {

@@ -137,7 +137,7 @@ fn python_check(python: &str, r: &Received, body: &[u8]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-fn sqlite(dir: &Path) -> String {
+pub fn sqlite(dir: &Path) -> String {
     format!(
         "  cache:\n    ttl_seconds: 1\n  changes:\n    store: sqlite\n    path: {}/versions.sqlite\n",
         dir.display()
@@ -197,10 +197,22 @@ fn a_change_is_delivered_once_signed_and_retried_until_the_receiver_recovers() {
     wait_until("nothing pending", || node.job()["pendingDeliveries"] == 0);
     let seen = receiver.seen();
     assert_eq!(seen.len(), 3, "one delivery, three attempts");
+    // Every attempt carries the traceparent of the run that queued it.
+    let traceparent = seen[0].header("traceparent").to_owned();
+    let fields: Vec<&str> = traceparent.split('-').collect();
+    assert!(
+        traceparent.len() == 55
+            && fields.len() == 4
+            && fields[0] == "00"
+            && fields[1].len() == 32
+            && fields[1] != "0".repeat(32),
+        "traceparent {traceparent:?}"
+    );
     for r in &seen {
         verify(r);
         assert_eq!(r.header("webhook-id"), seen[0].header("webhook-id"));
         assert_eq!(r.body, seen[0].body, "the same body on every attempt");
+        assert_eq!(r.header("traceparent"), traceparent, "the same run's trace");
     }
     assert!(
         seen[2].at - seen[1].at >= Duration::from_millis(500),

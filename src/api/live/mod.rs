@@ -1,24 +1,30 @@
 //! Changes as they happen (`board_api.live`, docs/changes.md): what
 //! `/changes` needs to answer while a board changes: the event stream
-//! ([`stream`]), the long poll (`wait`), and under both the pollers.
+//! ([`stream`]), the long poll (`wait`), and under both the pollers
+//! ([`poll`]).
 //!
-//! While someone waits on a board (one share link's board, keyed by a hash
-//! of board id and permission id), one poller per node loads it fresh every
-//! `every` through the store's usual path ([`Boards::fresh_document`]:
-//! coalescing, fleet tier, limits) and publishes its version on a watch
-//! channel that every waiter of that board reads. The last waiter to leave
-//! stops it. A waiter holds no document: the board key and the version it
-//! last saw.
+//! While someone waits on a board (one share link's board, named by its
+//! tag, a hash of board id and permission id), one poller per node follows
+//! it and publishes its version on a watch channel that every waiter of
+//! that board reads. The last waiter to leave stops it. A waiter holds no
+//! document: the board's tag and the version it last saw.
+//!
+//! Without the fleet tier each node's poller loads the board fresh every
+//! `every`. With it, one node of the fleet polls a board per interval (it
+//! holds the board's lease) and announces each new version; the others
+//! hear it ([`fleet`]) and read the new document from the tier. When the
+//! tier does not answer, every node polls for itself again.
 
+#[cfg(feature = "fleet")]
+mod fleet;
+mod poll;
 pub(crate) mod stream;
 
 use super::error::ApiError;
 use super::share_link::ShareLink;
 use crate::config::LiveSettings;
 use crate::metrics::Metrics;
-use crate::provider::error::FetchError;
-use crate::store::versions::owner;
-use crate::store::{Boards, LoadError};
+use crate::store::{board_tag, Boards};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,7 +56,7 @@ struct HubInner {
     settings: LiveSettings,
     boards: Boards,
     metrics: Metrics,
-    /// Boards someone waits on, by board key.
+    /// Boards someone waits on, by tag.
     watched: Mutex<HashMap<String, Watched>>,
     /// Streams and waits open on this node.
     open: AtomicUsize,
@@ -58,12 +64,28 @@ struct HubInner {
     clients: Mutex<HashMap<IpAddr, usize>>,
     /// Flips to true when the server shuts down: streams end.
     shutdown: watch::Sender<bool>,
+    /// The task reading the fleet's announcements, started with the first
+    /// board followed.
+    #[cfg(feature = "fleet")]
+    listener: std::sync::OnceLock<tokio::task::AbortHandle>,
 }
 
 struct Watched {
     latest: watch::Sender<Latest>,
+    /// The last version the fleet announced for the board, for its poller.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    heard: watch::Sender<Option<Arc<str>>>,
     waiters: usize,
     poller: tokio::task::AbortHandle,
+}
+
+impl Drop for HubInner {
+    fn drop(&mut self) {
+        #[cfg(feature = "fleet")]
+        if let Some(listener) = self.listener.get() {
+            listener.abort();
+        }
+    }
 }
 
 impl Hub {
@@ -77,6 +99,8 @@ impl Hub {
                 open: AtomicUsize::new(0),
                 clients: Mutex::default(),
                 shutdown: watch::Sender::new(false),
+                #[cfg(feature = "fleet")]
+                listener: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -174,21 +198,27 @@ impl Slot {
     /// from now). A version the poller knows and `seen` is not counts as
     /// new at once.
     pub(crate) fn watch(&self, link: &ShareLink, seen: &str) -> Waiter {
-        let key = owner(&link.board_id, &link.permission_id);
+        let key = board_tag(&link.board_id, &link.permission_id);
         let inner = &self.inner;
+        #[cfg(feature = "fleet")]
+        fleet::listen(inner);
         let mut watched = inner.watched.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = watched.entry(key.clone()).or_insert_with(|| {
             let (latest, _) = watch::channel(Latest::Version(Arc::from(seen)));
-            let poller = tokio::spawn(poll(
-                inner.boards.clone(),
-                inner.metrics.clone(),
-                link.clone(),
-                inner.settings.every,
-                latest.clone(),
-            ))
-            .abort_handle();
+            let (heard, _) = watch::channel(None);
+            let poller = poll::Poller {
+                boards: inner.boards.clone(),
+                metrics: inner.metrics.clone(),
+                link: link.clone(),
+                tag: key.clone(),
+                every: inner.settings.every,
+                latest: latest.clone(),
+                heard: heard.subscribe(),
+            };
+            let poller = tokio::spawn(poller.run()).abort_handle();
             Watched {
                 latest,
+                heard,
                 waiters: 0,
                 poller,
             }
@@ -239,57 +269,5 @@ impl Drop for Waiter {
                 watched.remove(&self.key);
             }
         }
-    }
-}
-
-/// A board's poller: every `every`, a fresh load; a new version or the
-/// board gone is published to its waiters.
-async fn poll(
-    boards: Boards,
-    metrics: Metrics,
-    link: ShareLink,
-    every: Duration,
-    latest: watch::Sender<Latest>,
-) {
-    let start = tokio::time::Instant::now() + every;
-    let mut ticks = tokio::time::interval_at(start, every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
-        let now = match boards
-            .fresh_document(&link.board_id, &link.permission_id)
-            .await
-        {
-            Ok(doc) => match doc.board.version() {
-                Some(version) => Latest::Version(Arc::from(version)),
-                None => {
-                    metrics.live_poll("failed");
-                    continue;
-                }
-            },
-            Err(LoadError::Fetch(FetchError::AccessDenied)) => Latest::Gone("BOARD_ACCESS_DENIED"),
-            Err(LoadError::Fetch(FetchError::NotFound)) => Latest::Gone("BOARD_NOT_FOUND"),
-            Err(e) => {
-                log::debug!(
-                    "board {}: a fresh load for waiters failed: {e}",
-                    link.board_id
-                );
-                metrics.live_poll("failed");
-                continue;
-            }
-        };
-        let changed = latest.send_if_modified(|old| {
-            if *old == now {
-                false
-            } else {
-                *old = now.clone();
-                true
-            }
-        });
-        metrics.live_poll(match (&now, changed) {
-            (Latest::Gone(_), _) => "gone",
-            (_, true) => "changed",
-            (_, false) => "same",
-        });
     }
 }

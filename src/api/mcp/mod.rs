@@ -97,6 +97,7 @@ use era::Era;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 use jsonrpc::{RpcError, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
+use tracing::Instrument as _;
 
 /// The methods the endpoint allows (`Allow` on `405`, preflights).
 const ALLOW: &str = "POST, OPTIONS";
@@ -163,8 +164,16 @@ impl BoardApi {
             response.headers.remove(header::CONTENT_TYPE);
             return response;
         };
+        // `params._meta.traceparent`: the agent's own trace, continued.
+        let meta_trace = message
+            .meta()
+            .and_then(|m| m.text("traceparent"))
+            .and_then(|v| crate::trace::context::parse_traceparent(v.as_bytes()))
+            .map(|parent| crate::trace::TraceContext::child_of(parent, None));
+        let span = crate::trace::spans::mcp(rpc, meta_trace.as_ref());
         let mut served = Served {
             rpc: Some(rpc),
+            trace_id: meta_trace.as_ref().map(|t| t.trace_id_hex()),
             ..Served::default()
         };
         let mut called = call::Called::default();
@@ -178,6 +187,7 @@ impl BoardApi {
             (Era::Handshake, "ping") => Ok(ResultText::Static(server::empty())),
             (_, "tools/call") => self
                 .call_tool(params, req, &mut served, &mut called)
+                .instrument(span)
                 .await
                 .map(ResultText::Tool),
             _ => Err(RpcError::new(

@@ -133,6 +133,25 @@ impl Load<'_> {
     }
 }
 
+/// A fresh load's outcome written to the tier before the caller goes on
+/// (the live poll announces its version next, and the nodes told of it
+/// read the document here): a document as [`store`] writes it, the
+/// provider's `403`/`404` shared; anything else is this node's own.
+pub(crate) async fn share(
+    tier: &Arc<SharedTier>,
+    pool: &WorkPool,
+    (board_id, permission_id): (&str, &str),
+    outcome: &Result<Doc, LoadError>,
+    settings: &CacheSettings,
+) {
+    let keys = tier.keys(board_id, permission_id);
+    match outcome {
+        Ok(doc) => store(tier, pool, &keys, doc, settings.ttl, settings.error_ttl).await,
+        Err(LoadError::Fetch(e)) => tier.store_failure(&keys, e).await,
+        Err(_) => {}
+    }
+}
+
 /// A value stored under `key` for `board_id`, verified, inflated and
 /// checked (on the work pool when large), as a document of this node.
 async fn decode(

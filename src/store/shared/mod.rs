@@ -48,6 +48,8 @@ pub mod format;
 pub mod keys;
 #[cfg(feature = "fleet")]
 pub(crate) mod level;
+#[cfg(feature = "fleet")]
+pub(crate) mod live;
 pub mod seal;
 #[cfg(feature = "fleet")]
 mod tier;

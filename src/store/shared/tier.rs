@@ -26,7 +26,7 @@ use tokio::sync::OnceCell;
 mod budget;
 mod lock;
 
-pub(crate) use lock::{wait_share, Backoff, Lock, LockSeen, LockValue};
+pub(crate) use lock::{unhex, wait_share, Backoff, Lock, LockSeen, LockValue};
 
 /// How long a node's first call waits for the first connection.
 const FIRST_CONNECT: Duration = Duration::from_secs(1);
@@ -95,20 +95,7 @@ impl SharedTier {
         limits: TierLimits,
         metrics: Option<Metrics>,
     ) -> Result<Self, String> {
-        let mut config = client_config(&settings.endpoint)?;
-        if let Some(password) = &settings.password {
-            config.password = Some(password.clone());
-        }
-        let timeout = settings.timeout;
-        let client = Builder::from_config(config)
-            .with_performance_config(|p| p.default_command_timeout = timeout)
-            .with_connection_config(|c| {
-                c.connection_timeout = timeout.max(Duration::from_millis(500));
-                // Commands queued while disconnected are bounded too.
-                c.max_command_buffer_len = 10_000;
-                c.max_command_attempts = 1;
-            })
-            .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
+        let client = builder(&settings)?
             .build()
             .map_err(|e| format!("fleet tier client: {e}"))?;
         Ok(SharedTier {
@@ -120,6 +107,17 @@ impl SharedTier {
             limits,
             metrics,
         })
+    }
+
+    /// A client for the fleet's announcements (`SUBSCRIBE`), configured as
+    /// this tier's; it connects on first use.
+    ///
+    /// # Errors
+    /// A URL the client cannot use.
+    pub(crate) fn subscriber(&self) -> Result<fred::clients::SubscriberClient, String> {
+        builder(&self.settings)?
+            .build_subscriber_client()
+            .map_err(|e| format!("fleet tier subscriber: {e}"))
     }
 
     /// Moves the API's fleet series, when this tier reports to them.
@@ -372,6 +370,27 @@ impl SharedTier {
     pub(crate) fn expiry(ttl: Duration) -> i64 {
         now_ms() + ttl.as_millis() as i64
     }
+}
+
+/// A client builder for the tier at `settings`: every call bounded by its
+/// timeout, commands queued while disconnected bounded, reconnection with
+/// backoff.
+fn builder(settings: &SharedSettings) -> Result<Builder, String> {
+    let mut config = client_config(&settings.endpoint)?;
+    if let Some(password) = &settings.password {
+        config.password = Some(password.clone());
+    }
+    let timeout = settings.timeout;
+    let mut builder = Builder::from_config(config);
+    builder
+        .with_performance_config(|p| p.default_command_timeout = timeout)
+        .with_connection_config(|c| {
+            c.connection_timeout = timeout.max(Duration::from_millis(500));
+            c.max_command_buffer_len = 10_000;
+            c.max_command_attempts = 1;
+        })
+        .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2));
+    Ok(builder)
 }
 
 /// The `count` (value, remaining life) pairs of a lookup's reply (the

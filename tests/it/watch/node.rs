@@ -34,6 +34,8 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 /// and handed over; its stderr kept.
 pub struct Node {
     pub child: Child,
+    /// The API's listener.
+    pub api: SocketAddr,
     pub metrics: SocketAddr,
     log: Arc<Mutex<Vec<String>>>,
 }
@@ -73,6 +75,20 @@ impl Node {
         every: &str,
         jobs: &[(&str, &Receiver, u32)],
     ) -> Node {
+        Node::start_with(dir, upstream, api, every, jobs, "", &[])
+    }
+
+    /// [`Node::start_jobs`] with `server` lines under `board_api.server`
+    /// (keys at column 4) and `env` set for the binary.
+    pub fn start_with(
+        dir: &Path,
+        upstream: &SampleUpstream,
+        api: &str,
+        every: &str,
+        jobs: &[(&str, &Receiver, u32)],
+        server: &str,
+        env: &[(&str, &str)],
+    ) -> Node {
         let listeners: Vec<TcpListener> = (0..2)
             .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
             .collect();
@@ -87,7 +103,7 @@ impl Node {
              grace_period_seconds: 0\ngraceful_shutdown_timeout_seconds: 10\n\
              board_api:\n  provider:\n    origin: {origin}\n{api}\
              \n  watch:\n    jobs:\n{jobs}\
-             \x20 server:\n    listen: [\"{main}\"]\n    metrics:\n      listen: \"{metrics}\"\n",
+             \x20 server:\n    listen: [\"{main}\"]\n    metrics:\n      listen: \"{metrics}\"\n{server}",
             dir = dir.display(),
             sock = sock.display(),
             origin = upstream.origin(),
@@ -113,6 +129,7 @@ impl Node {
             }))
             .env("SBAPI_TEST_WATCH_SECRET", secret())
             .env("SBAPI_TEST_FLEET_KEY", "test-fleet-key-0123456789abcdef!")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -144,6 +161,7 @@ impl Node {
             .expect("hand the listeners over");
         let node = Node {
             child,
+            api: main,
             metrics,
             log,
         };

@@ -204,7 +204,7 @@ impl SharedTier {
 }
 
 /// The bytes of lower-case hex text; `None` for anything else.
-fn unhex(text: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn unhex(text: &[u8]) -> Option<Vec<u8>> {
     let digit = |c: u8| match c {
         b'0'..=b'9' => Some(c - b'0'),
         b'a'..=b'f' => Some(c - b'a' + 10),

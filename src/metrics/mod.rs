@@ -21,6 +21,8 @@ use prometheus::{
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, LazyLock};
 
+mod live;
+
 /// Registers `metric` in the default registry. When a host registered the
 /// same name first, ours still counts but is not exported: the host's
 /// exporter shows its own, and nothing here fails.
@@ -219,6 +221,30 @@ static CLIENT_LOG_LINES: LazyLock<IntCounterVec> = LazyLock::new(|| {
     )
 });
 
+/// `board_api_otlp_spans_total{outcome}`: finished spans of the binary's
+/// export (`board_api.server.otlp`) by what became of them: `exported`,
+/// `dropped` (the queue in front of the exporter was full) or `failed` (the
+/// collector refused the batch or could not be reached). Process-wide.
+static OTLP_SPANS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "board_api_otlp_spans_total",
+        "Spans of the OTLP export by outcome (exported, dropped when the queue was full, failed)",
+        &["outcome"],
+    )
+});
+
+/// The outcomes of [`otlp_spans`].
+pub const OTLP_OUTCOMES: [&str; 3] = ["exported", "dropped", "failed"];
+
+/// Counts `n` spans of the export as `outcome` (one of [`OTLP_OUTCOMES`]);
+/// the export is the binary's (the `demo` feature).
+#[cfg(feature = "demo")]
+pub fn otlp_spans(outcome: &str, n: usize) {
+    OTLP_SPANS
+        .with_label_values(&[outcome])
+        .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+}
+
 pub fn client_log_line(kind: &str) {
     CLIENT_LOG_LINES.with_label_values(&[kind]).inc();
 }
@@ -325,12 +351,11 @@ impl Metrics {
         }
         LazyLock::force(&CHALLENGES);
         LazyLock::force(&ACCESS_DROPPED);
-        CLIENT_LOG_LINES.with_label_values(&["accept_encoding"]);
-        LIVE_OPEN.with_label_values(&[api]);
-        LIVE_EVENTS.with_label_values(&[api]);
-        for outcome in ["same", "changed", "gone", "failed"] {
-            LIVE_POLLS.with_label_values(&[api, outcome]);
+        for outcome in OTLP_OUTCOMES {
+            OTLP_SPANS.with_label_values(&[outcome]);
         }
+        CLIENT_LOG_LINES.with_label_values(&["accept_encoding"]);
+        live::at_start(api);
         let level = |vec: &IntGaugeVec, labels: &[&str]| Level::new(vec.with_label_values(labels));
         let mcp = |tool: &str| {
             ["ok", "tool_error"].map(|o| MCP.with_label_values(&[api, "tools/call", tool, o]))
@@ -475,159 +500,5 @@ fn status_label(status: u16) -> &'static str {
     }
 }
 
-/// `board_api_live_streams{api}`: event streams and long polls open now.
-static LIVE_OPEN: LazyLock<IntGaugeVec> = LazyLock::new(|| {
-    gauge_vec(
-        "board_api_live_streams",
-        "Event streams and long polls of /changes open now",
-        &["api"],
-    )
-});
-
-/// `board_api_live_events_total{api}`: events sent on streams (keep-alive
-/// comments aside).
-static LIVE_EVENTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    counter_vec(
-        "board_api_live_events_total",
-        "Events sent on /changes event streams",
-        &["api"],
-    )
-});
-
-/// `board_api_live_polls_total{api, outcome}`: fresh loads of boards
-/// someone waits on, by outcome (`same`, `changed`, `gone`, `failed`).
-static LIVE_POLLS: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    counter_vec(
-        "board_api_live_polls_total",
-        "Fresh loads of boards someone waits on, by outcome",
-        &["api", "outcome"],
-    )
-});
-
-impl Metrics {
-    /// A stream or long poll opened (`1`) or ended (`-1`).
-    pub(crate) fn live_open(&self, delta: i64) {
-        LIVE_OPEN.with_label_values(&[&self.0.api]).add(delta);
-    }
-
-    /// An event sent on a stream.
-    pub(crate) fn live_event(&self) {
-        LIVE_EVENTS.with_label_values(&[&self.0.api]).inc();
-    }
-
-    /// A fresh load for waiters, by outcome.
-    pub(crate) fn live_poll(&self, outcome: &str) {
-        LIVE_POLLS.with_label_values(&[&self.0.api, outcome]).inc();
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn exported() -> String {
-        prometheus::TextEncoder::new()
-            .encode_to_string(&prometheus::gather())
-            .expect("encodes")
-    }
-
-    fn value(text: &str, series: &str) -> Option<f64> {
-        text.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-    }
-
-    #[test]
-    fn every_series_is_exported_with_its_api() {
-        let m = Metrics::new("unit-a");
-        m.request("search", 200);
-        m.request("search", 200);
-        m.request("changes", 410);
-        m.cache(true);
-        m.upstream_seconds(0.2);
-        m.overloaded();
-        m.cache_size(4096, 2);
-        m.evictions(3);
-        m.pool_busy().set(1);
-        m.cold_queued().set(2);
-        m.fleet("rejected");
-        m.mcp("tools/call", "read_board", "ok");
-        m.mcp("initialize", "", "ok");
-        access_log_dropped();
-        upstream_challenge();
-        let text = exported();
-        for (series, want) in [
-            (
-                r#"board_api_requests_total{api="unit-a",endpoint="search",status="200"}"#,
-                2.0,
-            ),
-            (
-                r#"board_api_requests_total{api="unit-a",endpoint="changes",status="410"}"#,
-                1.0,
-            ),
-            (
-                r#"board_api_requests_total{api="unit-a",endpoint="detail",status="504"}"#,
-                0.0,
-            ),
-            (r#"board_api_cache_total{api="unit-a",result="hit"}"#, 1.0),
-            (r#"board_api_upstream_seconds_count{api="unit-a"}"#, 1.0),
-            (r#"board_api_overloaded_total{api="unit-a"}"#, 1.0),
-            (r#"board_api_cache_bytes{api="unit-a"}"#, 4096.0),
-            (r#"board_api_cache_entries{api="unit-a"}"#, 2.0),
-            (r#"board_api_cache_evictions_total{api="unit-a"}"#, 3.0),
-            (r#"board_api_pool_jobs{api="unit-a",state="busy"}"#, 1.0),
-            (r#"board_api_cold_loads{api="unit-a",state="queued"}"#, 2.0),
-            (
-                r#"board_api_fleet_total{api="unit-a",result="rejected"}"#,
-                1.0,
-            ),
-            (r#"board_api_fleet_breaker_open{api="unit-a"}"#, 0.0),
-            (
-                r#"board_api_mcp_requests_total{api="unit-a",method="tools/call",outcome="ok",tool="read_board"}"#,
-                1.0,
-            ),
-            (
-                r#"board_api_mcp_requests_total{api="unit-a",method="initialize",outcome="ok",tool=""}"#,
-                1.0,
-            ),
-        ] {
-            assert_eq!(value(&text, series), Some(want), "{series} in {text}");
-        }
-        // Process-wide, moved by other tests in this process too.
-        for name in [
-            "board_api_access_log_dropped_total",
-            "board_api_upstream_challenges_total",
-        ] {
-            assert!(
-                value(&text, name).is_some_and(|v| v >= 1.0),
-                "{name} in {text}"
-            );
-        }
-    }
-
-    #[test]
-    fn gauges_of_one_name_add_up_and_a_dropped_instance_takes_its_share_back() {
-        let bytes = r#"board_api_cache_bytes{api="unit-b"}"#;
-        let first = Metrics::new("unit-b");
-        let second = Metrics::new("unit-b");
-        first.cache_size(1000, 1);
-        second.cache_size(500, 1);
-        assert_eq!(value(&exported(), bytes), Some(1500.0));
-        first.cache_size(200, 1);
-        assert_eq!(value(&exported(), bytes), Some(700.0));
-        drop(first);
-        assert_eq!(value(&exported(), bytes), Some(500.0));
-        second.fleet_breaker(true);
-        let other = Metrics::new("unit-c");
-        other.cache_size(42, 1);
-        let text = exported();
-        assert_eq!(
-            value(&text, r#"board_api_fleet_breaker_open{api="unit-b"}"#),
-            Some(1.0)
-        );
-        assert_eq!(
-            value(&text, r#"board_api_cache_bytes{api="unit-c"}"#),
-            Some(42.0)
-        );
-        assert_eq!(value(&text, bytes), Some(500.0));
-    }
-}
+mod tests;

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Changes as they happen (board_api.live): what open event streams cost one
+# node, and what a followed board costs the fleet's Redis.
+#
+#   benches/live.sh [streams...]     (default: 1000 5000 10000)
+#
+# Reports, in one run:
+#   1. for each count N: one release binary (no fleet tier) in front of the
+#      nginx upstream, N idle event streams of /api/changes on the small
+#      board (benches/support/sse_crowd.py, one asyncio process):
+#      - the service's RSS with one stream, then with N (VmRSS), and the
+#        bytes per stream between the two;
+#      - its CPU (utime + stime) over 30 s of N idle streams (keep-alive
+#        comments every 15 s, a poll every `every`);
+#      - the board edited (the upstream's file rewritten): the time from
+#        the first stream's board.changed event to the last one's (the
+#        fan-out), and from the edit to the last one (plus up to `every`
+#        of polling).
+#   2. the baseline: for each N, N idle keep-alive connections that each
+#      had one answer (benches/support/idle_conns.py), RSS per connection;
+#   3. with a redis-server: one node following B=100 links (one stream
+#      each; tier calls bounded by 1 s, so a busy machine does not trip
+#      the breaker and leave the leases to expire), one edit; the bytes Redis holds per followed link for the live
+#      keys (lease, last version) and the shared document (MEMORY USAGE),
+#      and used_memory before and after.
+# Needs the release binary (cargo build --release --bin shared-board-api),
+# nginx, redis-server, curl, python3. Only 127.0.0.1 is contacted.
+source "$(dirname "$0")/lib_upstream.sh"
+watchdog "${WATCHDOG:-600}"
+COUNTS=("$@")
+[ ${#COUNTS[@]} -gt 0 ] || COUNTS=(1000 5000 10000)
+command -v redis-server >/dev/null || { echo "needs redis-server" >&2; exit 1; }
+ulimit -n "$(ulimit -Hn)"
+gen_boards 7000 26
+start_nginx
+EVERY=10
+LIVE="  live:
+    every: $EVERY
+    max_streams: 20000
+    max_streams_per_client: 20000"
+SEED=7
+
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+edit_small() {
+  SEED=$((SEED + 1))
+  python3 "$ROOT/benches/gen_board.py" --cards 26 --board-id "$SMALL" --seed "$SEED" --out "$TMP/www/small.new" 2>/dev/null
+  chmod 644 "$TMP/www/small.new"; mv "$TMP/www/small.new" "$SMALL_FILE"
+}
+# wait_line FILE PATTERN SECONDS: the first line of FILE matching PATTERN.
+wait_line() {
+  local i
+  for i in $(seq $(($3 * 10))); do
+    grep -m1 "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "no '$2' in $1 within $3 s" >&2; cat "$1" >&2; return 1
+}
+json() { python3 -c "import json,sys; print(json.loads(sys.argv[1])['$2'])" "$1"; }
+
+echo "## idle streams on one node (every: ${EVERY}s, threads: 2)"
+printf '| streams | RSS with 1 | RSS with N | per stream | CPU over 30 s idle | first to last event | edit to last event |\n|---:|---:|---:|---:|---:|---:|---:|\n'
+for N in "${COUNTS[@]}"; do
+  start_service "live$N" "$LIVE"
+  port=$SVC_PORT; pid=$SVC_PID
+  q=$(share_q "$SMALL" "bench")
+  # One stream: the board loaded, its poller running.
+  python3 "$ROOT/benches/support/sse_crowd.py" --port "$port" --query "$q" --streams 1 --timeout 600 > "$TMP/one$N.out" 2>&1 &
+  one=$!; PIDS+=("$one")
+  wait_line "$TMP/one$N.out" ready 30 >/dev/null
+  sleep 1
+  rss1=$(rss_kb "$pid")
+  python3 "$ROOT/benches/support/sse_crowd.py" --port "$port" --query "$q" --streams "$N" --timeout 600 > "$TMP/crowd$N.out" 2>"$TMP/crowd$N.err" &
+  crowd=$!; PIDS+=("$crowd")
+  ready=$(wait_line "$TMP/crowd$N.out" ready 180)
+  [ "$(json "$ready" ready)" = "$N" ] || { echo "only $ready" >&2; exit 1; }
+  sleep 2
+  rssN=$(rss_kb "$pid")
+  t0=$(cpu_ticks "$pid"); sleep 30; t1=$(cpu_ticks "$pid")
+  cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f %% of a core", (b-a)/hz/30*100}')
+  edited=$(date +%s.%N)
+  edit_small
+  change=$(wait_line "$TMP/crowd$N.out" '"change": 1' $((EVERY * 3 + 30)))
+  got=$(json "$change" streams)
+  [ "$got" = "$N" ] || echo "only $got of $N streams got the change" >&2
+  first=$(json "$change" first); last=$(json "$change" last)
+  per=$(awk -v a="$rss1" -v b="$rssN" -v n="$N" 'BEGIN{printf "%.1f KiB", (b-a)/(n)}')
+  fan=$(awk -v a="$first" -v b="$last" 'BEGIN{printf "%.0f ms", (b-a)*1000}')
+  tot=$(awk -v a="$edited" -v b="$last" 'BEGIN{printf "%.1f s", b-a}')
+  printf '| %s | %s MiB | %s MiB | %s | %s | %s | %s |\n' "$N" \
+    "$(awk -v k="$rss1" 'BEGIN{printf "%.1f", k/1024}')" "$(awk -v k="$rssN" 'BEGIN{printf "%.1f", k/1024}')" \
+    "$per" "$cpu" "$fan" "$tot"
+  kill "$crowd" "$one" "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+done
+
+echo
+echo "## baseline: idle keep-alive connections on one node (one 400 answered on each)"
+for N in "${COUNTS[@]}"; do
+  start_service "idle$N" "$LIVE"
+  pid=$SVC_PID
+  sleep 1
+  rss1=$(rss_kb "$pid")
+  python3 "$ROOT/benches/support/idle_conns.py" "$SVC_PORT" "$N" > "$TMP/idle$N.out" 2>&1 &
+  idle=$!; PIDS+=("$idle")
+  wait_line "$TMP/idle$N.out" "ready $N" 180 >/dev/null
+  sleep 2
+  rssN=$(rss_kb "$pid")
+  printf '%s connections: RSS %.1f MiB -> %.1f MiB, %s per connection\n' "$N" \
+    "$(awk -v k="$rss1" 'BEGIN{print k/1024}')" "$(awk -v k="$rssN" 'BEGIN{print k/1024}')" \
+    "$(awk -v a="$rss1" -v b="$rssN" -v n="$N" 'BEGIN{printf "%.1f KiB", (b-a)/n}')"
+  kill "$idle" "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+done
+
+echo
+echo "## Redis per followed link (one node with the fleet tier, B=100 links, one stream each)"
+start_redis() {
+  local try port
+  for try in 1 2 3 4 5 6; do
+    port=$(rand_port)
+    port_free "$port" || continue
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" > "$TMP/redis.log" 2>&1 &
+    REDIS_PID=$!; PIDS+=("$REDIS_PID")
+    for _ in $(seq 50); do
+      grep -qi 'ready to accept' "$TMP/redis.log" && { REDIS_PORT=$port; return 0; }
+      sleep 0.1
+    done
+    kill "$REDIS_PID" 2>/dev/null || true
+  done
+  echo "redis did not start" >&2; exit 1
+}
+start_redis
+rc() { redis-cli -p "$REDIS_PORT" "$@"; }
+SBAPI_FLEET_KEY=$(head -c 48 /dev/urandom | base64 | tr -d '\n'); export SBAPI_FLEET_KEY
+before=$(rc info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
+start_service fleet1 "  cache:
+    shared:
+      url: redis://127.0.0.1:$REDIS_PORT/0
+      secret_env: SBAPI_FLEET_KEY
+      timeout_ms: 1000
+$LIVE"
+B=100
+for i in $(seq $B); do echo "$(share_q "$SMALL" "link$i")"; done > "$TMP/queries"
+python3 "$ROOT/benches/support/sse_crowd.py" --port "$SVC_PORT" --queries-file "$TMP/queries" --streams $B --parallel 4 --timeout 600 > "$TMP/links.out" 2>&1 &
+PIDS+=($!)
+wait_line "$TMP/links.out" ready 60 >/dev/null
+edit_small
+wait_line "$TMP/links.out" '"change": 1' $((EVERY * 3 + 30)) >/dev/null
+leases=$(rc --scan --pattern '*:live:lease' | wc -l)
+versions=$(rc --scan --pattern '*:live:version' | wc -l)
+sum_usage() { local k t=0; while read -r k; do t=$((t + $(rc memory usage "$k"))); done; echo "$t"; }
+live_bytes=$( (rc --scan --pattern '*:live:lease'; rc --scan --pattern '*:live:version') | sum_usage)
+doc_bytes=$(rc --scan --pattern '*:doc:full' | sum_usage)
+after=$(rc info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
+echo "leases $leases, last versions $versions, for $B links followed"
+echo "live keys: $((live_bytes / B)) B per link (MEMORY USAGE of the lease and the last version)"
+echo "shared document of the small board: $((doc_bytes / B)) B per link"
+echo "used_memory: $before before, $after after: $(((after - before) / B)) B per link (everything: documents, kept versions' absence, client buffers)"
