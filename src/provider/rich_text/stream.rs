@@ -16,8 +16,8 @@
 //!
 //! Chosen by measurement (callgrind, one cold load of the 7,000-card board
 //! in `examples/cold_build.rs`, `benches/README.md`): making the nodes went
-//! from 481.7 M instructions with value trees to 288.5 M with this reader,
-//! the whole load from 1,026 M to 824 M. A SIMD parser (sonic-rs) was
+//! from 481.7 M instructions with value trees to 289.4 M with this reader,
+//! the whole load from 1,026 M to 832 M. A SIMD parser (sonic-rs) was
 //! measured before: it wins where value trees are built and loses on the
 //! checking and skipping reads, so with no trees left it has nothing to win.
 //!
