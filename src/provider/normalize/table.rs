@@ -13,7 +13,6 @@ use crate::provider::rich_text::RichSeed;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::fmt;
-use std::marker::PhantomData;
 
 /// `tableContent`: a table when it is an object.
 pub struct TableSeed;
@@ -99,11 +98,11 @@ impl<'de, S: ItemSeed> DeserializeSeed<'de> for List<S> {
     type Value = Option<Vec<S::Item>>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(ListVisitor(self.0, PhantomData))
+        deserializer.deserialize_any(ListVisitor(self.0))
     }
 }
 
-struct ListVisitor<S>(S, PhantomData<()>);
+struct ListVisitor<S>(S);
 
 impl<'de, S: ItemSeed> Visitor<'de> for ListVisitor<S> {
     type Value = Option<Vec<S::Item>>;
