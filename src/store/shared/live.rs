@@ -243,7 +243,7 @@ impl FleetLive {
         let (tag, version, ms) = (parts.next()?, parts.next()?, parts.next()?);
         let is_tag = tag.len() == 32 && tag.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         let ms: i64 = ms.parse().ok()?;
-        let fresh = (now_ms() - ms).abs() <= MAX_AGE_MS;
+        let fresh = now_ms().abs_diff(ms) <= MAX_AGE_MS.unsigned_abs();
         (parts.next().is_none() && is_tag && is_version(version) && fresh).then(|| Announced {
             tag: tag.to_owned(),
             version: version.to_owned(),
