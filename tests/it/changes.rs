@@ -13,7 +13,7 @@ use shared_board_api::demo::SampleUpstream;
 use shared_board_api::internals::pipeline::version::version_of;
 use shared_board_api::internals::store::versions::{codec, owner};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A SQLite file of its own for each test, removed when dropped.
 struct TempDb(PathBuf);
@@ -159,18 +159,6 @@ fn changes(
         &format!("/api/changes?url={link}&since={since}"),
         headers,
     )
-}
-
-/// Waits (polling, never a fixed sleep) until `check` holds; false after 20 s.
-fn wait_for(mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
 }
 
 fn ids(list: &Value) -> Vec<String> {

@@ -15,7 +15,7 @@ use shared_board_api::config::Settings;
 use shared_board_api::demo::{Captured, SampleUpstream};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const ATOM: &str = "application/atom+xml";
 const JSON_FEED: &str = "application/feed+json";
@@ -170,18 +170,6 @@ fn parse_json_feed(body: &[u8]) -> Vec<Value> {
         assert!(date.len() == 20 && date.ends_with('Z'), "RFC 3339: {date}");
     }
     items
-}
-
-/// Polls (never a fixed sleep) until `check` holds; false after 20 s.
-fn wait_for(mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
 }
 
 /// The feed once it has `n` entries (the versions are written off the

@@ -476,3 +476,16 @@ pub fn in_own_process(module: &str, name: &str) -> bool {
     );
     false
 }
+
+/// Waits (polling every 10 ms, never a fixed sleep) until `check` holds;
+/// false after 20 s.
+pub fn wait_for(mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}

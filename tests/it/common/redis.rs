@@ -102,17 +102,7 @@ pub fn cache_level(r: &super::Response) -> String {
         .to_owned()
 }
 
-/// Polls `check` (bounded, 20 s) until it holds.
-pub fn wait_for(mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
+pub use super::wait_for;
 
 /// One Redis server on a unix socket.
 pub struct Redis {
