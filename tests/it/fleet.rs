@@ -356,20 +356,7 @@ fn the_documented_acl_user_is_enough_for_two_nodes() {
     let _one = serial();
     let redis = Redis::start();
     // The ACL line of docs/fleet.md, as an operator pastes it.
-    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fleet.md"))
-        .expect("docs/fleet.md");
-    let rules = docs
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("`ACL SETUSER "))
-        .and_then(|l| l.strip_suffix('`'))
-        .expect("docs/fleet.md has an ACL SETUSER line");
-    let mut args = vec!["acl", "setuser"];
-    args.extend(
-        rules
-            .split_whitespace()
-            .map(|r| if r == ">PASSWORD" { ">acl-test" } else { r }),
-    );
-    assert_eq!(redis.cli(&args), "OK");
+    redis.documented_acl_user("acl-test");
     let proxy = Proxy::start(&redis.socket());
     let url = proxy
         .url()

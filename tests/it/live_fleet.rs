@@ -147,7 +147,10 @@ fn a_fleet_of_three_polls_a_board_once_per_interval_and_no_stream_misses_a_chang
     // The nodes connect as the ACL user docs/fleet.md documents.
     let url = proxy.url().replacen(
         "redis://",
-        &format!("redis://sbapi:{}@", acl_user(&redis)),
+        &format!(
+            "redis://sbapi:{}@",
+            redis.documented_acl_user("live-acl-test")
+        ),
         1,
     );
     let conf = fleet_conf(&url, API);
@@ -215,7 +218,7 @@ fn a_fleet_of_three_polls_a_board_once_per_interval_and_no_stream_misses_a_chang
     // Four polls since the edit: with a poller per node they would come
     // within about one interval and a third, as four loads.
     assert!(
-        wait_for_long(|| polls() >= polls0 + 4.0, EVERY * 8),
+        wait_for_within(|| polls() >= polls0 + 4.0, EVERY * 8),
         "the fleet keeps polling"
     );
     let (fleet_loads, elapsed) = (loads(&upstream, PERMISSION) - loads0, started.elapsed());
@@ -278,7 +281,7 @@ fn a_fleet_of_three_polls_a_board_once_per_interval_and_no_stream_misses_a_chang
     // One more poll after it, then nothing else came to anyone.
     let polls2 = polls();
     assert!(
-        wait_for_long(|| polls() > polls2, EVERY * 4),
+        wait_for_within(|| polls() > polls2, EVERY * 4),
         "a poll after the edit"
     );
     for (_, c) in &mut clients {
@@ -309,42 +312,6 @@ fn a_fleet_of_three_polls_a_board_once_per_interval_and_no_stream_misses_a_chang
     assert_eq!(redis.cli(&["acl", "log"]), "", "no command was denied");
 }
 
-/// Creates the ACL user of docs/fleet.md's `ACL SETUSER` line, as an
-/// operator pastes it; its password.
-fn acl_user(redis: &Redis) -> &'static str {
-    const PASSWORD: &str = "live-acl-test";
-    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fleet.md"))
-        .expect("docs/fleet.md");
-    let rules = docs
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("`ACL SETUSER "))
-        .and_then(|l| l.strip_suffix('`'))
-        .expect("docs/fleet.md has an ACL SETUSER line");
-    let mut args = vec!["acl", "setuser"];
-    let password = format!(">{PASSWORD}");
-    args.extend(rules.split_whitespace().map(|r| {
-        if r == ">PASSWORD" {
-            password.as_str()
-        } else {
-            r
-        }
-    }));
-    assert_eq!(redis.cli(&args), "OK");
-    PASSWORD
-}
-
-/// Polls `check` until it holds or `within` passed.
-fn wait_for_long(mut check: impl FnMut() -> bool, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
-}
-
 #[test]
 fn a_fleet_whose_redis_dies_keeps_delivering_each_node_polling_for_itself() {
     const API: &str = "live-fleet-down";
@@ -364,7 +331,7 @@ fn a_fleet_whose_redis_dies_keeps_delivering_each_node_polling_for_itself() {
     let v0 = first.id.clone().expect("an id");
     client.events.push(first);
     assert!(
-        wait_for_long(|| metric("board_api_live_leases", API) == 1.0, EVERY * 3),
+        wait_for_within(|| metric("board_api_live_leases", API) == 1.0, EVERY * 3),
         "the node takes the lease"
     );
 
@@ -377,7 +344,7 @@ fn a_fleet_whose_redis_dies_keeps_delivering_each_node_polling_for_itself() {
     );
     redis.cli(&["publish", "sbapi:live", &forged]);
     assert!(
-        wait_for_long(
+        wait_for_within(
             || metric_with("board_api_live_messages_total", API, "ignored") >= 1.0,
             EVERY
         ),

@@ -479,13 +479,21 @@ pub fn in_own_process(module: &str, name: &str) -> bool {
 
 /// Waits (polling every 10 ms, never a fixed sleep) until `check` holds;
 /// false after 20 s.
-pub fn wait_for(mut check: impl FnMut() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::time::Instant::now() < deadline {
+pub fn wait_for(check: impl FnMut() -> bool) -> bool {
+    wait_for_within(check, std::time::Duration::from_secs(20))
+}
+
+/// [`wait_for`] with a bound of its own, polling a little less often for a
+/// long one (checks that scrape a server are not free).
+pub fn wait_for_within(mut check: impl FnMut() -> bool, within: std::time::Duration) -> bool {
+    use std::time::{Duration, Instant};
+    let every = (within / 2000).clamp(Duration::from_millis(10), Duration::from_millis(100));
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
         if check() {
             return true;
         }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::thread::sleep(every);
     }
     false
 }

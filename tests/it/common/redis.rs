@@ -113,6 +113,29 @@ pub struct Redis {
 }
 
 impl Redis {
+    /// Creates the ACL user of docs/fleet.md's `ACL SETUSER` line, as an
+    /// operator pastes it, with `password`; the password.
+    pub fn documented_acl_user<'a>(&self, password: &'a str) -> &'a str {
+        let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fleet.md"))
+            .expect("docs/fleet.md");
+        let rules = docs
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("`ACL SETUSER "))
+            .and_then(|l| l.strip_suffix('`'))
+            .expect("docs/fleet.md has an ACL SETUSER line");
+        let secret = format!(">{password}");
+        let mut args = vec!["acl", "setuser"];
+        args.extend(rules.split_whitespace().map(|r| {
+            if r == ">PASSWORD" {
+                secret.as_str()
+            } else {
+                r
+            }
+        }));
+        assert_eq!(self.cli(&args), "OK");
+        password
+    }
+
     pub fn start() -> Redis {
         Redis::start_with(&[])
     }
