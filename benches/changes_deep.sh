@@ -24,46 +24,10 @@ python3 "$ROOT/benches/gen_deep_board.py" --cards "$CARDS" --depth "$DEPTH" \
 chmod -R a+rX "$TMP/www"
 ln -sfn v1 "$TMP/www/cur"
 
-start_deep_nginx() {
-  local port try
-  for try in 1 2 3 4 5 6 7 8; do
-    port=$(rand_port)
-    port_free "$port" || continue
-    cat > "$TMP/nginx.conf" <<NGINX
-daemon on;
-worker_processes 1;
-pid $NGINX_PID_FILE;
-error_log $TMP/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $TMP/nginx-body;
-  proxy_temp_path $TMP/nginx-proxy;
-  fastcgi_temp_path $TMP/nginx-fastcgi;
-  uwsgi_temp_path $TMP/nginx-uwsgi;
-  scgi_temp_path $TMP/nginx-scgi;
-  map \$arg_ids \$board_file { "~^(?<id>[A-Za-z0-9]+)\$" /b\$id.json; default /none; }
-  server {
-    listen 127.0.0.1:$port;
-    root $TMP/www/cur;
-    default_type application/json;
-    location ^~ /api/permissions/token/ { return 200 '{"token":"t0k3n"}'; }
-    location = /api/boards { try_files \$board_file =404; }
-    location / { return 404 '{"error":"not found"}'; }
-  }
-}
-NGINX
-    if nginx -c "$TMP/nginx.conf" -e "$TMP/nginx-error.log" 2>>"$TMP/nginx-start.log"; then
-      for _ in $(seq 50); do [ -s "$NGINX_PID_FILE" ] && break; sleep 0.1; done
-      if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/boards?ids=$ROOT_ID")" = 200 ]; then
-        UP_PORT=$port; return 0
-      fi
-      kill "$(cat "$NGINX_PID_FILE")" 2>/dev/null || true; sleep 0.2
-    fi
-  done
-  echo "nginx did not start" >&2; cat "$TMP/nginx-error.log" >&2; exit 1
-}
-start_deep_nginx
+# One file per board, by id, from whichever version cur points to.
+NGINX_ROOT=$TMP/www/cur
+NGINX_BOARD_MAP='"~^(?<id>[A-Za-z0-9]+)$" /b$id.json; default /none;'
+start_nginx
 
 # status PID FIELD: a field of /proc/PID/status in MiB.
 status() { awk -v f="$2:" '$1 == f { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }

@@ -69,7 +69,9 @@ gen_boards() {
   chmod 755 "$TMP/www"; chmod 644 "$BIG_FILE" "$SMALL_FILE"
 }
 
-# start_nginx: the upstream on a free high port; sets UP_PORT.
+# start_nginx: the upstream on a free high port; sets UP_PORT. NGINX_ROOT
+# (default $TMP/www) and NGINX_BOARD_MAP (default the big and small boards by
+# id) let a script serve boards of its own.
 start_nginx() {
   local try port
   for try in 1 2 3 4 5 6 7 8; do
@@ -90,10 +92,10 @@ http {
   scgi_temp_path $TMP/nginx-scgi;
   keepalive_requests 100000;
   sendfile on;
-  map \$arg_ids \$board_file { $SMALL /small.json; default /big.json; }
+  map \$arg_ids \$board_file { ${NGINX_BOARD_MAP:-$SMALL /small.json; default /big.json;} }
   server {
     listen 127.0.0.1:$port;
-    root $TMP/www;
+    root ${NGINX_ROOT:-$TMP/www};
     default_type application/json;
     location ^~ /api/permissions/token/ { return 200 '{"token":"t0k3n"}'; }
     location = /api/boards { try_files \$board_file =404; }
