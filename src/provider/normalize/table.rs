@@ -57,21 +57,7 @@ impl<'de> Visitor<'de> for TableSeed {
     fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
         Ok(None)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    crate::provider::scalars_are_none!();
 }
 
 /// Reads one item of a list.
@@ -126,21 +112,7 @@ impl<'de, S: ItemSeed> Visitor<'de> for ListVisitor<S> {
     fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
         Ok(None)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    crate::provider::scalars_are_none!();
 }
 
 /// A row: its cells, `None` when it is not an array (then no cells).
