@@ -114,9 +114,9 @@ fn assert_ours(r: &Response) {
     r.assert_cors();
 }
 
-/// Sends a request for a board that takes several upstream calls and closes
-/// the socket without reading, then waits until the upstream saw it and the
-/// seam logged how the request ended: that the client went away (before or
+/// Sends a request for a board that takes several upstream calls, waits
+/// until the upstream saw it, closes the socket without reading, then waits
+/// until the seam logged how the request ended: that the client went away (before or
 /// while answering, with the request's summary), or the board ready when the
 /// load won the race. The line is held to the scrubber like every other.
 fn disconnect_mid_response(gw: &Gateway, target: &str, board: &str) {
@@ -128,7 +128,9 @@ fn disconnect_mid_response(gw: &Gateway, target: &str, board: &str) {
     let mut stream = TcpStream::connect(gw.addr).expect("connect");
     let req = format!("GET {target} HTTP/1.1\r\nHost: h\r\n\r\n");
     stream.write_all(req.as_bytes()).expect("send");
-    drop(stream);
+    // The socket stays open until the upstream saw the load start: closed
+    // at once, the server can read the request and its end together and
+    // drop it before asking anyone, a race CI lost once.
     let deadline = Instant::now() + Duration::from_secs(20);
     while sample()
         .requests()
@@ -143,6 +145,7 @@ fn disconnect_mid_response(gw: &Gateway, target: &str, board: &str) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    drop(stream);
     // The line the disconnect leaves: "client gone" with the request's
     // summary, or the board ready when its load won the race with the
     // client's reset.
