@@ -18,7 +18,9 @@
 # target/pingap-host/conf/pingap.toml (PINGAP_HOST_CONF: another directory);
 # PINGAP_THREADS sets pingap's worker threads (its default is 1);
 # PINGAP_ACCESS_LOG the access log's format (default the one docs/pingap.md
-# documents; empty: no access log). Installs protobuf-compiler and cmake
+# documents; empty: no access log); PINGAP_OTLP the endpoint of pingap's
+# span export (default none). pingap is built with its `tracing` feature and
+# the plugin with its own, so the plugin's spans continue pingap's. Installs protobuf-compiler and cmake
 # with apt-get when missing.
 set -eu
 
@@ -99,6 +101,7 @@ prepare() {
 
 [dependencies.shared-board-api-pingap]
 path = "$repo/pingap-plugin"
+features = ["tracing"]
 
 [workspace]
 EOF
@@ -125,7 +128,7 @@ build() {
       CARGO_PROFILE_RELEASE_LTO=false \
       CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
       nice -n 10 cargo build --release --ignore-rust-version \
-      --no-default-features --features tls-rustls --bin pingap >&2
+      --no-default-features --features tls-rustls,tracing --bin pingap >&2
   )
   echo "$dir/target/release/pingap"
 }
@@ -153,6 +156,10 @@ threads=""
 access_log=""
 format=${PINGAP_ACCESS_LOG-'{when} {client_ip} "{method} {path} {proto}" {status} {size} {latency}ms'}
 [ -z "$format" ] || access_log="access_log = '$format'"
+# PINGAP_OTLP: pingap's own span export (its server's otlp_exporter, e.g.
+# http://127.0.0.1:4318/?protocol=http); the plugin's spans join its trace.
+otlp=""
+[ -z "${PINGAP_OTLP:-}" ] || otlp="otlp_exporter = '$PINGAP_OTLP'"
 cat >"$conf/pingap.toml" <<EOF
 [basic]
 name = "shared-board-api"
@@ -167,6 +174,7 @@ plugins = ["boards"]
 addr = "$addr"
 locations = ["boards"]
 $access_log
+$otlp
 
 [plugins.boards]
 category = "shared_board_api"

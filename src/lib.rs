@@ -82,7 +82,7 @@ pub mod host;
 mod log_throttle;
 pub mod logging;
 mod metrics;
-#[cfg(feature = "demo")]
+#[cfg(feature = "otlp")]
 pub mod otlp;
 mod pipeline;
 mod provider;

@@ -34,6 +34,7 @@ use pingap_config::PluginConf;
 use pingap_core::{Ctx, HttpResponse, Plugin, PluginStep, RequestPluginResult};
 use pingap_plugin::{get_hash_key, get_plugin_factory, get_str_conf, Error};
 use pingora_proxy::Session;
+use shared_board_api::trace::context::Parent;
 use shared_board_api::{ApiResponse, BoardApi, RequestParts};
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -100,14 +101,40 @@ impl Plugin for BoardPlugin {
         }
         let body = self.api.request_body(session).await;
         let req = session.req_header();
-        let parts = RequestParts::new(&req.method, req.uri.path(), req.uri.query(), &req.headers)
-            .with_client_ip(client_ip(session, ctx))
-            .with_body(&body);
+        let mut parts =
+            RequestParts::new(&req.method, req.uri.path(), req.uri.query(), &req.headers)
+                .with_client_ip(client_ip(session, ctx))
+                .with_body(&body);
+        if let Some(parent) = pingap_span(ctx) {
+            parts = parts.with_trace_parent(parent);
+        }
         Ok(match self.api.respond(parts).await {
             Some(answer) => RequestPluginResult::Respond(http_response(answer)),
             None => RequestPluginResult::Skipped,
         })
     }
+}
+
+/// pingap's span for this request, when pingap traces it (its `tracing`
+/// feature and the server's `otlp_exporter`): the parent of the API's spans,
+/// so that the collector sees one trace through pingap and the API.
+#[cfg(feature = "tracing")]
+fn pingap_span(ctx: &Ctx) -> Option<Parent> {
+    use opentelemetry::trace::Span as _;
+    let tracer = ctx.features.as_ref()?.otel_tracer.as_ref()?;
+    let span = tracer.http_request_span.span_context();
+    span.is_valid().then(|| Parent {
+        trace_id: span.trace_id().to_bytes(),
+        span_id: span.span_id().to_bytes(),
+        flags: span.trace_flags().to_u8(),
+    })
+}
+
+/// Without pingap's `tracing` feature, its request has no span: the API
+/// continues the request's own `traceparent`, as the binary does.
+#[cfg(not(feature = "tracing"))]
+fn pingap_span(_: &Ctx) -> Option<Parent> {
+    None
 }
 
 /// The client's address as pingap determined it (its trusted proxies

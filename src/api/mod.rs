@@ -43,6 +43,7 @@ use route::{Endpoint, MethodAction, Route};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::instrument::WithSubscriber as _;
 use tracing::Instrument as _;
 
 pub use parts::RequestParts;
@@ -78,6 +79,10 @@ pub struct BoardApi {
     metrics: Metrics,
     /// Streams, long polls and their pollers (`board_api.live`).
     live: live::Hub,
+    /// The span export of pingap's plugin (`board_api.server.otlp` in its
+    /// file): [`BoardApi::respond`]'s work runs under it, the host's
+    /// subscriber keeps everything else. `None` everywhere else.
+    spans: Option<tracing::Dispatch>,
 }
 
 impl BoardApi {
@@ -121,6 +126,7 @@ impl BoardApi {
             mcp: settings.mcp.clone(),
             metrics,
             live,
+            spans: None,
         })
     }
 
@@ -234,9 +240,20 @@ impl BoardApi {
         if !self.owns(req.path) {
             return None;
         }
-        let ids = RequestIds::for_request(req.headers);
-        let span = crate::trace::spans::request(&ids.trace);
-        let mut response = self.answer(&req, &ids).instrument(span.clone()).await;
+        let ids = RequestIds::for_parts(&req);
+        let span = self.spans.as_ref().map_or_else(
+            || crate::trace::spans::request(&ids.trace),
+            |spans| {
+                tracing::dispatcher::with_default(spans, || {
+                    crate::trace::spans::request(&ids.trace)
+                })
+            },
+        );
+        let answer = self.answer(&req, &ids).instrument(span.clone());
+        let mut response = match &self.spans {
+            Some(spans) => answer.with_subscriber(spans.clone()).await,
+            None => answer.await,
+        };
         respond::stamp(&mut response, &ids);
         crate::trace::spans::answered(
             &span,

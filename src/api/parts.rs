@@ -1,6 +1,7 @@
 //! [`RequestParts`]: the parts of a request the API reads, from any HTTP
 //! stack, and its redacted summary for a log line.
 
+use crate::trace::context::Parent;
 use http::{HeaderMap, Method};
 use std::net::IpAddr;
 
@@ -27,6 +28,9 @@ pub struct RequestParts<'a> {
     /// [`BoardApi::body_limit`](super::BoardApi::body_limit)); the host
     /// passes at most one byte over the limit.
     pub body: &'a [u8],
+    /// The host's own span, the parent of this request's spans in place of
+    /// the request's `traceparent`. `None` unless set.
+    pub trace_parent: Option<Parent>,
 }
 
 impl<'a> RequestParts<'a> {
@@ -44,6 +48,7 @@ impl<'a> RequestParts<'a> {
             headers,
             client_ip: None,
             body: &[],
+            trace_parent: None,
         }
     }
 
@@ -57,6 +62,16 @@ impl<'a> RequestParts<'a> {
     /// The request body as the host read it.
     pub fn with_body(mut self, body: &'a [u8]) -> Self {
         self.body = body;
+        self
+    }
+
+    /// The host's span for this request, which continues the trace its
+    /// caller sent or started one: the API's spans become its children,
+    /// and the request's own `traceparent` (which the host read already) is
+    /// not read again. A host that traces each request itself sets it
+    /// (pingap with its `tracing` feature).
+    pub fn with_trace_parent(mut self, parent: Parent) -> Self {
+        self.trace_parent = Some(parent);
         self
     }
 

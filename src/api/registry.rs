@@ -39,7 +39,9 @@ impl BoardApi {
     /// with `404 NOT_FOUND`, whatever `claim_prefix` says; paths outside it
     /// are still the host's. The file may be the standalone binary's own:
     /// `board_api.server` is left to the binary but for `trusted_proxies`,
-    /// read as [`BoardApi::shared_from_file`] reads it.
+    /// read as [`BoardApi::shared_from_file`] reads it, and `otlp`: set, the
+    /// API exports the spans of its requests there itself, from a thread of
+    /// its own, under a subscriber of its own that leaves the host's alone.
     ///
     /// # Errors
     /// As [`BoardApi::from_file`].
@@ -72,6 +74,19 @@ fn shared(path: &Path, whole_prefix: bool) -> Result<Arc<BoardApi>, ConfigError>
     };
     let mut api = BoardApi::new(&settings)?;
     api.claim_prefix |= whole_prefix;
+    // The plugin's span export: its own dispatch and sending thread, in a
+    // process whose subscriber is the host's.
+    #[cfg(feature = "otlp")]
+    if let Some(otlp) = settings.span_export.as_ref() {
+        let (spans, exporter) = crate::otlp::scoped(otlp);
+        exporter.spawn_thread().map_err(|e| {
+            ConfigError::new(
+                "board_api.server.otlp",
+                format!("cannot start the export: {e}"),
+            )
+        })?;
+        api.spans = Some(spans);
+    }
     let api = Arc::new(api);
     apis.insert(key, Arc::downgrade(&api));
     Ok(api)

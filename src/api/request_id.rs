@@ -12,6 +12,7 @@
 //! id the server will give another request next, and an operator would find
 //! two requests under it.
 
+use super::RequestParts;
 use crate::trace::TraceContext;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use std::hash::{BuildHasher, Hasher};
@@ -38,6 +39,21 @@ impl RequestIds {
         RequestIds {
             request_id: for_request(headers),
             trace: TraceContext::for_request(headers),
+        }
+    }
+
+    /// Both ids of a request, its trace continuing the host's span when
+    /// the host gave one ([`RequestParts::with_trace_parent`]). The
+    /// caller's `tracestate` went with the caller's parent, which the host
+    /// replaced: it is not passed on.
+    pub fn for_parts(req: &RequestParts<'_>) -> Self {
+        let trace = match req.trace_parent {
+            Some(parent) => TraceContext::child_of(parent, None),
+            None => TraceContext::for_request(req.headers),
+        };
+        RequestIds {
+            request_id: for_request(req.headers),
+            trace,
         }
     }
 }

@@ -168,6 +168,10 @@ pub struct ApiSettings {
     pub(crate) live: LiveSettings,
     /// `board_api.server.trusted_proxies`, which a host reads too.
     pub(crate) trusted_proxies: TrustedProxies,
+    /// `board_api.server.otlp` as pingap's plugin reads it (the span export
+    /// it runs itself); `None` for every other host, and for the binary,
+    /// which exports from its own `server` settings.
+    pub(crate) span_export: Option<OtlpSettings>,
 }
 
 /// Both parts, for the standalone binary.
@@ -212,7 +216,8 @@ impl ApiSettings {
     }
 
     /// As [`ApiSettings::from_yaml`], for a file the standalone binary may
-    /// read too (pingap's plugin, documented to take the binary's file): the
+    /// read too (pingap's plugin, documented to take the binary's file):
+    /// `trusted_proxies` and `otlp` (the plugin's span export) are read, the
     /// rest of `board_api.server` is the binary's and passes unread.
     ///
     /// # Errors
@@ -223,9 +228,13 @@ impl ApiSettings {
             Some(server) => server::trusted(server.trusted_proxies.as_deref())?,
             None => TrustedProxies::none(),
         };
+        let otlp = conf.server.as_mut().and_then(|server| server.otlp.take());
         conf.server = None;
         let mut api = conf.validate_api()?;
         api.trusted_proxies = proxies;
+        if cfg!(feature = "otlp") {
+            api.span_export = otlp.map(otlp::OtlpConf::validate).transpose()?;
+        }
         Ok(api)
     }
 
@@ -423,6 +432,7 @@ impl BoardApiConf {
             watch,
             live: LiveConf::validate(self.live)?,
             trusted_proxies: TrustedProxies::none(),
+            span_export: None,
         })
     }
 }

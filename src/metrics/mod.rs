@@ -222,7 +222,7 @@ static CLIENT_LOG_LINES: LazyLock<IntCounterVec> = LazyLock::new(|| {
 });
 
 /// `board_api_otlp_spans_total{outcome}`: finished spans of the binary's
-/// export (`board_api.server.otlp`) by what became of them: `exported`,
+/// export (`board_api.server.otlp`, the binary's or pingap's plugin's) by what became of them: `exported`,
 /// `dropped` (the queue in front of the exporter was full) or `failed` (the
 /// collector refused the batch or could not be reached). Process-wide.
 static OTLP_SPANS: LazyLock<IntCounterVec> = LazyLock::new(|| {
@@ -237,8 +237,8 @@ static OTLP_SPANS: LazyLock<IntCounterVec> = LazyLock::new(|| {
 pub const OTLP_OUTCOMES: [&str; 3] = ["exported", "dropped", "failed"];
 
 /// Counts `n` spans of the export as `outcome` (one of [`OTLP_OUTCOMES`]);
-/// the export is the binary's (the `demo` feature).
-#[cfg(feature = "demo")]
+/// the export is the binary's or pingap's plugin's (the `otlp` feature).
+#[cfg(feature = "otlp")]
 pub fn otlp_spans(outcome: &str, n: usize) {
     OTLP_SPANS
         .with_label_values(&[outcome])

@@ -14,6 +14,7 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
+use tracing::instrument::WithSubscriber as _;
 
 /// A caller's share of one load. Dropping it before the value came says
 /// this caller no longer waits; the last one to go aborts the load.
@@ -128,12 +129,17 @@ where
         let load = load();
         // Spawned and entered under the lock: the task's guard cannot look
         // for the entry before it is there.
-        let task = tokio::spawn(async move {
-            let _guard = guard;
-            let value = load.await;
-            // Nobody waiting is fine: the value is stored by `load`.
-            let _ = tx.send(Some(value));
-        });
+        // Under the caller's subscriber, which a host may have scoped to
+        // its requests: the load's spans go where the request's go.
+        let task = tokio::spawn(
+            async move {
+                let _guard = guard;
+                let value = load.await;
+                // Nobody waiting is fine: the value is stored by `load`.
+                let _ = tx.send(Some(value));
+            }
+            .with_current_subscriber(),
+        );
         map.insert(
             key.clone(),
             Load {

@@ -58,6 +58,7 @@ use load::Loader;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::instrument::WithSubscriber as _;
 use tracing::Instrument as _;
 
 /// A loaded board and the generation that tells its renders from those of
@@ -273,7 +274,8 @@ impl Boards {
                     loaded(&outcome);
                     outcome
                 }
-                .instrument(span),
+                .instrument(span)
+                .with_current_subscriber(),
             ));
             let outcome = (&mut task.0)
                 .await
@@ -347,7 +349,8 @@ impl Boards {
                 }
                 outcome
             }
-            .instrument(span),
+            .instrument(span)
+            .with_current_subscriber(),
         ));
         (&mut task.0)
             .await

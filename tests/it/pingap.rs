@@ -5,9 +5,13 @@
 //! body, ETag, the headers of the API's contract), and pingap's whole output
 //! at `info`, access log included, must hold no share link or permission id.
 //!
+//! [`trace`]: one trace through pingap's span export and the plugin's.
+//!
 //! Ignored by a plain `cargo test` (the pingap build takes minutes); `.ci/run`
 //! runs them: `scripts/pingap-host.sh --build`, then `cargo test --test
 //! pingap -- --ignored`.
+
+mod trace;
 
 use crate::common::*;
 use std::collections::HashSet;
@@ -79,6 +83,12 @@ struct Pingap {
 
 impl Pingap {
     fn start(yaml: &Path, dir: &Path) -> Pingap {
+        Pingap::start_with(yaml, dir, &[])
+    }
+
+    /// [`Pingap::start`] with more of the script's environment
+    /// (`PINGAP_OTLP`).
+    fn start_with(yaml: &Path, dir: &Path, env: &[(&str, &str)]) -> Pingap {
         // The build first, once for both tests and without a deadline (from
         // scratch it takes minutes); the script's own build below is then a
         // no-op and the deadline is pingap's start alone.
@@ -90,6 +100,7 @@ impl Pingap {
             .arg("127.0.0.1:0")
             .env("PINGAP_HOST_CONF", dir)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup"))
             .stderr(log)

@@ -43,7 +43,7 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn decode(exports: &[Export]) -> Vec<Seen> {
+pub fn decode(exports: &[Export]) -> Vec<Seen> {
     let mut spans = Vec::new();
     for export in exports {
         let request = ExportTraceServiceRequest::decode(export.body.as_slice())

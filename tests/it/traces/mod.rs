@@ -4,11 +4,13 @@
 //! anywhere, an MCP message's `params._meta.traceparent` is its trace, and
 //! nothing of a trace reaches the provider ([`context`]); the spans hold no
 //! secret ([`secrets`]); the binary exports them to a real collector
-//! ([`export`], over [`collector`]), and a slow or absent collector holds
-//! no request ([`backpressure`]).
+//! ([`export`], over [`collector`]), as does a location of pingap's with a
+//! dispatch of its own under the host's span ([`scoped`]), and a slow or
+//! absent collector holds no request ([`backpressure`]).
 
 mod backpressure;
-mod collector;
+pub(crate) mod collector;
 mod context;
-mod export;
+pub(crate) mod export;
+mod scoped;
 mod secrets;
