@@ -241,27 +241,26 @@ impl BoardApi {
             return None;
         }
         let ids = RequestIds::for_parts(&req);
-        let span = self.spans.as_ref().map_or_else(
-            || crate::trace::spans::request(&ids.trace),
-            |spans| {
-                tracing::dispatcher::with_default(spans, || {
-                    crate::trace::spans::request(&ids.trace)
-                })
-            },
-        );
-        let answer = self.answer(&req, &ids).instrument(span.clone());
         let mut response = match &self.spans {
-            Some(spans) => answer.with_subscriber(spans.clone()).await,
-            None => answer.await,
+            Some(spans) => self.traced(&req, &ids).with_subscriber(spans.clone()).await,
+            None => self.traced(&req, &ids).await,
         };
         respond::stamp(&mut response, &ids);
+        Some(response)
+    }
+
+    /// [`BoardApi::answer`] in its `shared_board_api.request` span, which
+    /// records what the answer was.
+    async fn traced(&self, req: &RequestParts<'_>, ids: &RequestIds) -> ApiResponse {
+        let span = crate::trace::spans::request(&ids.trace);
+        let response = self.answer(req, ids).instrument(span.clone()).await;
         crate::trace::spans::answered(
             &span,
             response.status.as_u16(),
             response.body.len(),
             response.served.cache,
         );
-        Some(response)
+        response
     }
 
     /// The answer to a request for a path of ours.
