@@ -246,14 +246,20 @@ fn same(
     target: &str,
     headers: &[(&str, &str)],
 ) -> Response {
-    // One request id for both, so that the ids each host would mint (a
-    // prefix of its own process) do not tell the answers apart.
+    // One request id and one trace for both, so that the ids each host
+    // would mint (a request id with a prefix of its own process, a random
+    // trace, whose id error bodies carry) do not tell the answers apart.
     let mut headers = headers.to_vec();
-    if !headers
-        .iter()
-        .any(|(k, _)| k.eq_ignore_ascii_case("x-request-id"))
-    {
-        headers.push(("X-Request-Id", "pingap-compare"));
+    for (name, value) in [
+        ("X-Request-Id", "pingap-compare"),
+        (
+            "traceparent",
+            "00-7d0c6bd2a5c1e8f3b4a29e6d1c0f5a37-5f1e2d3c4b5a6978-01",
+        ),
+    ] {
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name)) {
+            headers.push((name, value));
+        }
     }
     let headers = headers.as_slice();
     let ours = request(standalone, method, target, headers);
