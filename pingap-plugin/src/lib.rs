@@ -28,6 +28,11 @@
 //! already running, its cache included; when the file changed, the old API
 //! ends (its work-pool threads exit, its cache is freed) once pingap drops
 //! the last plugin that held it.
+//!
+//! With the `tracing` feature (for a pingap built with its own), pingap's
+//! span for a request is the parent of the API's spans, and
+//! `board_api.server.otlp` in the file exports them: one trace from the
+//! caller through pingap to Milanote (docs/pingap.md).
 
 use async_trait::async_trait;
 use pingap_config::PluginConf;
