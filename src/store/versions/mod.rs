@@ -11,9 +11,13 @@
 //!   [`sqlite`] (the state file, [`crate::store::sqlite`]), [`memory`] (the
 //!   process), or the fleet tier's Redis ([`redis`], `fleet` feature).
 //! - **Written off the request's path** through a bounded queue and one
-//!   writer: a slow store never holds more than [`QUEUE`] documents, and a
-//!   version that finds the queue full is not kept (counted, logged once a
-//!   minute). Compressing runs on the work pool, the store's I/O on tokio's
+//!   writer: a slow store never holds more than [`QUEUE_BYTES`] of
+//!   documents waiting (nor more than [`QUEUE`] of them), and a version
+//!   that finds the queue full is not kept (counted, logged once a
+//!   minute). The bound is in bytes so that a burst of small boards (many
+//!   links opened at once, each one's first version) is kept whole: a
+//!   version not kept is a `/changes` or a stream that cannot say what
+//!   changed since it. Compressing runs on the work pool, the store's I/O on tokio's
 //!   blocking threads; nothing fails a request.
 //! - **Read back as untrusted** ([`codec::open`]); a store that does not
 //!   answer is [`Unavailable`], never "not kept".
@@ -30,12 +34,18 @@ use crate::pipeline::LoadedBoard;
 #[cfg(feature = "sqlite")]
 use crate::store::sqlite::Db;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// Versions waiting to be written at most; past it a version is not kept.
-pub const QUEUE: usize = 4;
+/// Bytes of documents (their JSON) waiting to be written at most; past it
+/// a version is not kept. The documents are mostly the cache's own (shared,
+/// not copied) while they wait.
+pub const QUEUE_BYTES: usize = 64 << 20;
+
+/// Versions waiting to be written at most, however small.
+pub const QUEUE: usize = 1024;
 
 /// `board_api_versions_not_kept_total`: the same count, for Prometheus
 /// (process-wide, as the writer's queue is per store and a host may run
@@ -171,6 +181,34 @@ struct ToKeep {
     version: String,
     board: Arc<LoadedBoard>,
     pool: WorkPool,
+    /// Its share of [`QUEUE_BYTES`], given back when it is dropped.
+    _waiting: Waiting,
+}
+
+/// Bytes counted against the queue's bound for as long as a version waits
+/// (or is being written).
+struct Waiting {
+    queued: Arc<AtomicUsize>,
+    bytes: usize,
+}
+
+impl Waiting {
+    /// Counts `bytes` against `bound`, unless it would pass it (one
+    /// version alone always fits).
+    fn reserve(queued: &Arc<AtomicUsize>, bytes: usize, bound: usize) -> Option<Waiting> {
+        let before = queued.fetch_add(bytes, Ordering::Relaxed);
+        let waiting = Waiting {
+            queued: Arc::clone(queued),
+            bytes,
+        };
+        (before == 0 || before + bytes <= bound).then_some(waiting)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.queued.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
 }
 
 /// The kept versions of every board. Cheap to share (`Arc`).
@@ -185,6 +223,9 @@ pub struct Versions {
     db: Option<Arc<Db>>,
     /// Versions this store did not keep because its queue was full.
     not_kept: std::sync::atomic::AtomicU64,
+    /// Bytes of the versions waiting for the writer, and their bound.
+    queued: Arc<AtomicUsize>,
+    queue_bytes: usize,
 }
 
 impl Versions {
@@ -236,6 +277,8 @@ impl Versions {
             #[cfg(feature = "sqlite")]
             db,
             not_kept: std::sync::atomic::AtomicU64::new(0),
+            queued: Arc::new(AtomicUsize::new(0)),
+            queue_bytes: QUEUE_BYTES,
         })
     }
 
@@ -262,13 +305,18 @@ impl Versions {
         let Some(queue) = self.queue() else {
             return;
         };
-        let job = ToKeep {
-            owner: owner.to_owned(),
-            version,
-            board: Arc::clone(board),
-            pool: pool.clone(),
-        };
-        if queue.try_send(job).is_err() {
+        let waiting = Waiting::reserve(&self.queued, board.document_json().len(), self.queue_bytes);
+        let sent = waiting.is_some_and(|waiting| {
+            let job = ToKeep {
+                owner: owner.to_owned(),
+                version,
+                board: Arc::clone(board),
+                pool: pool.clone(),
+                _waiting: waiting,
+            };
+            queue.try_send(job).is_ok()
+        });
+        if !sent {
             // Full (the writer is behind), or closed (its runtime ended: the
             // next keep starts a writer in the caller's).
             self.not_kept
@@ -363,6 +411,7 @@ async fn write_versions(backend: Arc<Backend>, mut queue: mpsc::Receiver<ToKeep>
             version,
             board,
             pool,
+            _waiting,
         } = job;
         let now = now_ms();
         match backend.touch(&owner, &version, now).await {

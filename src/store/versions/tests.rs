@@ -10,8 +10,7 @@ fn board(n: usize) -> Arc<LoadedBoard> {
     Arc::new(LoadedBoard::from_json(doc.into_bytes()))
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_store_slower_than_new_versions_holds_at_most_the_queue() {
+fn memory_store() -> Versions {
     let settings = VersionSettings {
         store: StoreKind::Memory,
         redis: None,
@@ -22,31 +21,82 @@ async fn a_store_slower_than_new_versions_holds_at_most_the_queue() {
             max_document_bytes: 1 << 20,
         },
     };
-    let versions = Versions::open(&settings, None).expect("memory");
+    Versions::open(&settings, None).expect("memory")
+}
+
+/// Waits (a bounded while) for `version` of `owner` to be kept.
+async fn kept(versions: &Versions, pool: &WorkPool, owner: &str, version: &str) -> bool {
+    for _ in 0..200 {
+        if versions
+            .get(pool, owner, version)
+            .await
+            .ok()
+            .flatten()
+            .is_some()
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_store_slower_than_new_versions_holds_at_most_the_queues_bytes() {
+    let mut versions = memory_store();
     let pool = WorkPool::new(1, 16).expect("a pool");
     let counted = NOT_KEPT.as_ref().map_or(0, prometheus::IntCounter::get);
-    // Nothing yields: the writer cannot take one before all are offered.
     let boards: Vec<_> = (0..10).map(board).collect();
+    // Room for three documents and a half.
+    let size = boards[0].document_json().len();
+    versions.queue_bytes = 3 * size + size / 2;
+    // Nothing yields: the writer cannot take one before all are offered.
     for b in &boards {
         versions.keep(&pool, "B:x", b);
     }
     let not_kept = versions.not_kept.load(std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(not_kept, (10 - QUEUE) as u64, "the rest is counted");
+    assert_eq!(not_kept, 7, "the rest is counted");
     let metric = NOT_KEPT.as_ref().map_or(0, prometheus::IntCounter::get);
     assert!(metric >= counted + not_kept, "and in the metric");
     // The queued ones are written, the last queued among them.
-    let last = boards[QUEUE - 1].version().expect("a version").to_owned();
-    let mut found = None;
-    for _ in 0..200 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        found = versions.get(&pool, "B:x", &last).await.ok().flatten();
-        if found.is_some() {
-            break;
-        }
-    }
-    assert!(found.is_some(), "a queued version is kept");
-    let dropped = boards[QUEUE].version().expect("a version").to_owned();
+    let last = boards[2].version().expect("a version").to_owned();
+    assert!(
+        kept(&versions, &pool, "B:x", &last).await,
+        "a queued version is kept"
+    );
+    let dropped = boards[3].version().expect("a version").to_owned();
     assert_eq!(versions.get(&pool, "B:x", &dropped).await, Ok(None));
+    // Written, they no longer count against the bound.
+    assert_eq!(
+        versions.queued.load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    versions.keep(&pool, "B:x", &boards[9]);
+    let later = boards[9].version().expect("a version").to_owned();
+    assert!(kept(&versions, &pool, "B:x", &later).await, "room again");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_burst_of_new_links_is_kept_whole() {
+    // Many links opened at once (streams of as many boards): each one's
+    // first version is what its `/changes` and stream compare with later.
+    let versions = memory_store();
+    let pool = WorkPool::new(1, 16).expect("a pool");
+    let boards: Vec<_> = (0..50).map(board).collect();
+    for (i, b) in boards.iter().enumerate() {
+        versions.keep(&pool, &format!("B:{i}"), b);
+    }
+    assert_eq!(
+        versions.not_kept.load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    for (i, b) in boards.iter().enumerate() {
+        let version = b.version().expect("a version");
+        assert!(
+            kept(&versions, &pool, &format!("B:{i}"), version).await,
+            "{i}"
+        );
+    }
 }
 
 #[test]
