@@ -497,7 +497,9 @@ mod tests {
         let events = std::mem::size_of_val(&api.serve_events(&mut session, None));
         let request = std::mem::size_of_val(&api.serve_request(&mut session));
         eprintln!("futures: serve {serve} B, serve_events {events} B, serve_request {request} B");
-        assert!(serve <= 512, "serve's future: {serve} B");
-        assert!(events <= 4096, "serve_events' future: {events} B");
+        // 32 B and 1.7 KiB when written (a change's load inlined made the
+        // second 17 KiB).
+        assert!(serve <= 256, "serve's future: {serve} B");
+        assert!(events <= 2048, "serve_events' future: {events} B");
     }
 }
