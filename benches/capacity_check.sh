@@ -41,8 +41,8 @@ ulimit -n "$(ulimit -Hn)"
 DOC_LOADS_PER_INTERVAL=1      # per followed board, whatever the nodes and streams
 DOC_LIVE_KEYS_B=528           # lease and last version, per followed link
 DOC_DOC_B=4200                # the shared document of the 26-card board
-DOC_MSG_B=130                 # an announcement, about
-DOC_RSS_STREAM_KIB=${DOC_RSS_STREAM_KIB:-67}  # memory per open stream
+DOC_MSG_B=144                 # an announcement
+DOC_RSS_STREAM_KIB=39         # memory per open stream
 
 UP_ACCESS_LOG=$TMP/upstream.log
 gen_boards 7000 26
@@ -111,14 +111,16 @@ for n in $(seq "$NODES"); do
       listen: \"127.0.0.1:$mport\""
   NODE_PORTS+=("$SVC_PORT"); NODE_PIDS+=("$SVC_PID"); METRICS_PORTS+=("$mport")
 done
-# Announcements a node received (its metric), summed over the nodes.
-received() {
+# metric_sum REGEX: a metric's value summed over its series and the nodes.
+metric_sum() {
   local p s=0
   for p in "${METRICS_PORTS[@]}"; do
-    s=$((s + $(curl -s "http://127.0.0.1:$p/metrics" | awk '/^board_api_live_messages_total\{.*result="received"/ {s += $2} END {printf "%d", s}')))
+    s=$((s + $(curl -s "http://127.0.0.1:$p/metrics" | awk -v re="$1" '$0 ~ re {s += $2} END {printf "%d", s}')))
   done
   echo "$s"
 }
+# Announcements the nodes received.
+received() { metric_sum '^board_api_live_messages_total\\{.*result="received"'; }
 port_args=(); for p in "${NODE_PORTS[@]}"; do port_args+=(--port "$p"); done
 
 # Every announcement on the fleet's channel, one CSV line each.
@@ -181,10 +183,11 @@ leases=$(rc --scan --pattern '*:live:lease' | wc -l)
 msgs0=$(grep -c pmessage "$TMP/messages.csv" || true); recv0=$(received)
 pub0=$(cmdstats | awk '$1 == "publish" {print $2}'); pub0=${pub0:-0}
 edit_small
-got=0; extra=0
+got=0; extra=0; ended=0
 for part in first links crowd; do
   change=$(wait_line "$TMP/$part.out" '"change": 1' $((EVERY * 3 + 30)))
   got=$((got + $(json "$change" streams))); extra=$((extra + $(json "$change" extra)))
+  ended=$((ended + $(json "$change" ended)))
 done
 sleep 2
 msgs1=$(grep -c pmessage "$TMP/messages.csv" || true)
@@ -217,13 +220,15 @@ printf '| Milanote loads per interval per followed link | %s | %s (%s loads of t
   "$DOC_LOADS_PER_INTERVAL" \
   "$(awk -v l=$((loads1 - loads0)) -v n="$LINKS" -v i="$intervals" 'BEGIN{printf "%.2f", l / n / i}')" \
   "$((loads1 - loads0))" "$secs" "$LINKS"
-printf '| Redis calls per second, no new version (the nodes'"'"' calls, MONITOR) | %s (%s nodes x %s links / %s s: one lease call each) | %s (%s calls in %s s) |\n' \
-  "$(awk -v n="$NODES" -v l="$LINKS" -v e="$EVERY" 'BEGIN{printf "%.1f", n * l / e}')" "$NODES" "$LINKS" "$EVERY" \
+printf '| Redis calls per second, no new version (the nodes'"'"' calls, MONITOR) | %s ((%s nodes + 1 holder'"'"'s write) x %s links / %s s) | %s (%s calls in %s s) |\n' \
+  "$(awk -v n="$NODES" -v l="$LINKS" -v e="$EVERY" 'BEGIN{printf "%.1f", (n + 1) * l / e}')" "$NODES" "$LINKS" "$EVERY" \
   "$(awk -v c="$client_total" -v s="$secs" 'BEGIN{printf "%.2f", c / s}')" "$client_total" "$secs"
-printf '| Redis calls per following node per link per interval | 1 | %s |\n' \
-  "$(awk -v c="$client_total" -v n="$NODES" -v l="$LINKS" -v i="$intervals" 'BEGIN{printf "%.2f", c / n / l / i}')"
-printf '| commands Redis ran per second, the scripts'"'"' included (commandstats) | - | %s (%s in %s s) |\n' \
-  "$(awk -v c="$calls_total" -v s="$secs" 'BEGIN{printf "%.2f", c / s}')" "$calls_total" "$secs"
+printf '| lease calls (EVAL) per following node per link per interval | 1 | %s |\n' \
+  "$(awk -v c="$(awk '$1 ~ /^EVAL/ {s += $2} END {print s + 0}' "$TMP/client_calls")" -v n="$NODES" -v l="$LINKS" -v i="$intervals" 'BEGIN{printf "%.2f", c / n / l / i}')"
+printf '| document writes (SET) per link per interval | 1 | %s |\n' \
+  "$(awk -v c="$(awk '$1 == "SET" {s += $2} END {print s + 0}' "$TMP/client_calls")" -v l="$LINKS" -v i="$intervals" 'BEGIN{printf "%.2f", c / l / i}')"
+printf '| commands Redis ran per call, the scripts'"'"' included (commandstats) | about 3.3 | %s (%s in %s s) |\n' \
+  "$(awk -v c="$calls_total" -v k="$client_total" 'BEGIN{printf "%.2f", (k > 0 ? c / k : 0)}')" "$calls_total" "$secs"
 printf '| live keys per followed link (MEMORY USAGE, after the edit) | %s B | %s B (%s leases, %s last versions) |\n' "$DOC_LIVE_KEYS_B" "$((live_b / LINKS))" "$leases" "$versions"
 printf '| shared document per followed link (MEMORY USAGE) | %s B | %s B (%s documents) |\n' "$DOC_DOC_B" "$((doc_b / (docs > 0 ? docs : 1)))" "$docs"
 printf '| used_memory_dataset per followed link (links 2 to %s followed) | %s B (live keys + document) | %s B (just followed), %s B (after %s s), %s B (after the edit) |\n' \
@@ -235,7 +240,8 @@ printf '| announcements on the channel per new version (a subscriber of its own)
 printf '| announcements each node receives per new version | 1 | %s (%s received by %s nodes) |\n' \
   "$(awk -v m=$((recv1 - recv0)) -v l="$LINKS" -v n="$NODES" 'BEGIN{printf "%.2f", m / l / n}')" "$((recv1 - recv0))" "$NODES"
 printf '| announcement size | about %s B | %s B |\n' "$DOC_MSG_B" "$msg_len"
-printf '| streams that got the change once | %s | %s (extra events: %s) |\n' "$STREAMS" "$got" "$extra"
+printf '| streams that got the change once | %s | %s (extra events: %s; ended by an error event instead: %s) |\n' "$STREAMS" "$got" "$extra" "$ended"
+printf '| versions not kept (the store'"'"'s queue full) | 0 | %s |\n' "$(metric_sum '^board_api_versions_not_kept_total')"
 printf '| RSS per stream | %s KiB | %s KiB (median of the nodes: %s KiB, %s streams each added to %s) |\n' \
   "$DOC_RSS_STREAM_KIB" "$(printf '%s\n' "${per_stream[@]}" | median)" "${per_stream[*]}" "$((REST / NODES))" "$LINKS"
 echo
