@@ -250,4 +250,5 @@ echo "commands Redis ran in the window (commandstats, the scripts' included): $(
 echo "used_memory: $mem0 B with the first link followed, $mem_links B with $LINKS, $mem1 B after $secs s, $mem2 B after the edit (client buffers included)"
 echo "Redis keys by kind (count, MEMORY USAGE in all):"
 sed 's/^/  /' "$TMP/keys"
+echo "error events the streams got: $(cat "$TMP"/first.err "$TMP"/links.err "$TMP"/crowd.err | grep -h '"error"' | sort | uniq -c | tr -s ' ' || true)"
 for n in $(seq "$NODES"); do log_problems "node$n"; done

@@ -44,6 +44,8 @@ async def stream(port, query, state, i):
             event = line[7:]
         elif line.startswith(b"id: "):
             pass
+        elif line.startswith(b"data: ") and event == b"error":
+            print(json.dumps({"error": line[6:].decode()}), file=sys.stderr, flush=True)
         elif line == b"" and event is not None:
             now = time.time()
             if event == b"board.version":
