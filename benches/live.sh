@@ -3,6 +3,10 @@
 # node, and what a followed board costs the fleet's Redis.
 #
 #   benches/live.sh [streams...]     (default: 1000 5000 10000)
+#   BEFORE=/path/to/older/shared-board-api ROUNDS=3 benches/live.sh 1000 10000
+#                                    (sections 1 and 2 on both binaries, in
+#                                    turn, each ROUNDS times; the medians
+#                                    per stream and connection and their ratio)
 #
 # Reports, in one run:
 #   1. for each count N: one release binary (no fleet tier) in front of the
@@ -26,7 +30,8 @@
 # Needs the release binary (cargo build --release --bin shared-board-api),
 # nginx, redis-server, curl, python3. Only 127.0.0.1 is contacted.
 source "$(dirname "$0")/lib_upstream.sh"
-watchdog "${WATCHDOG:-600}"
+BINARIES=1; [ -n "${BEFORE:-}" ] && BINARIES=2
+watchdog "${WATCHDOG:-$((600 * ${ROUNDS:-1} * BINARIES))}"
 COUNTS=("$@")
 [ ${#COUNTS[@]} -gt 0 ] || COUNTS=(1000 5000 10000)
 command -v redis-server >/dev/null || { echo "needs redis-server" >&2; exit 1; }
@@ -58,21 +63,22 @@ wait_line() {
 }
 json() { python3 -c "import json,sys; print(json.loads(sys.argv[1])['$2'])" "$1"; }
 
-echo "## idle streams on one node (every: ${EVERY}s, threads: 2)"
-printf '| streams | RSS with 1 | RSS with N | per stream | CPU over 30 s idle | first to last event | edit to last event |\n|---:|---:|---:|---:|---:|---:|---:|\n'
-for N in "${COUNTS[@]}"; do
-  start_service "live$N" "$LIVE"
+# streams_row N: one node of $BIN with N idle streams; prints the table row
+# and sets PER (KiB per stream).
+streams_row() {
+  local N=$1 port pid q one crowd ready rss1 rssN t0 t1 cpu edited change got first last fan tot
+  start_service "live$N-$RUN" "$LIVE"
   port=$SVC_PORT; pid=$SVC_PID
   q=$(share_q "$SMALL" "bench")
   # One stream: the board loaded, its poller running.
-  python3 "$ROOT/benches/support/sse_crowd.py" --port "$port" --query "$q" --streams 1 --timeout 600 > "$TMP/one$N.out" 2>&1 &
+  python3 "$ROOT/benches/support/sse_crowd.py" --port "$port" --query "$q" --streams 1 --timeout 600 > "$TMP/one$N-$RUN.out" 2>&1 &
   one=$!; PIDS+=("$one")
-  wait_line "$TMP/one$N.out" ready 30 >/dev/null
+  wait_line "$TMP/one$N-$RUN.out" ready 30 >/dev/null
   sleep 1
   rss1=$(rss_kb "$pid")
-  python3 "$ROOT/benches/support/sse_crowd.py" --port "$port" --query "$q" --streams "$N" --timeout 600 > "$TMP/crowd$N.out" 2>"$TMP/crowd$N.err" &
+  python3 "$ROOT/benches/support/sse_crowd.py" --port "$port" --query "$q" --streams "$N" --timeout 600 > "$TMP/crowd$N-$RUN.out" 2>"$TMP/crowd$N-$RUN.err" &
   crowd=$!; PIDS+=("$crowd")
-  ready=$(wait_line "$TMP/crowd$N.out" ready 180)
+  ready=$(wait_line "$TMP/crowd$N-$RUN.out" ready 180)
   [ "$(json "$ready" ready)" = "$N" ] || { echo "only $ready" >&2; exit 1; }
   sleep 2
   rssN=$(rss_kb "$pid")
@@ -80,39 +86,78 @@ for N in "${COUNTS[@]}"; do
   cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f %% of a core", (b-a)/hz/30*100}')
   edited=$(date +%s.%N)
   edit_small
-  change=$(wait_line "$TMP/crowd$N.out" '"change": 1' $((EVERY * 3 + 30)))
+  change=$(wait_line "$TMP/crowd$N-$RUN.out" '"change": 1' $((EVERY * 3 + 30)))
   got=$(json "$change" streams)
   [ "$got" = "$N" ] || echo "only $got of $N streams got the change" >&2
   first=$(json "$change" first); last=$(json "$change" last)
-  per=$(awk -v a="$rss1" -v b="$rssN" -v n="$N" 'BEGIN{printf "%.1f KiB", (b-a)/(n)}')
+  PER=$(awk -v a="$rss1" -v b="$rssN" -v n="$N" 'BEGIN{printf "%.1f", (b-a)/(n)}')
   fan=$(awk -v a="$first" -v b="$last" 'BEGIN{printf "%.0f ms", (b-a)*1000}')
   tot=$(awk -v a="$edited" -v b="$last" 'BEGIN{printf "%.1f s", b-a}')
-  printf '| %s | %s MiB | %s MiB | %s | %s | %s | %s |\n' "$N" \
+  printf '| %s%s | %s MiB | %s MiB | %s KiB | %s | %s | %s |\n' "$LABEL" "$N" \
     "$(awk -v k="$rss1" 'BEGIN{printf "%.1f", k/1024}')" "$(awk -v k="$rssN" 'BEGIN{printf "%.1f", k/1024}')" \
-    "$per" "$cpu" "$fan" "$tot"
+    "$PER" "$cpu" "$fan" "$tot"
   kill "$crowd" "$one" "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-done
+}
 
-echo
-echo "## baseline: idle keep-alive connections on one node (one 400 answered on each)"
-for N in "${COUNTS[@]}"; do
-  start_service "idle$N" "$LIVE"
+# idle_row N: one node of $BIN with N idle keep-alive connections; prints
+# the line and sets PER (KiB per connection).
+idle_row() {
+  local N=$1 pid rss1 rssN idle
+  start_service "idle$N-$RUN" "$LIVE"
   pid=$SVC_PID
   sleep 1
   rss1=$(rss_kb "$pid")
-  python3 "$ROOT/benches/support/idle_conns.py" "$SVC_PORT" "$N" > "$TMP/idle$N.out" 2>&1 &
+  python3 "$ROOT/benches/support/idle_conns.py" "$SVC_PORT" "$N" > "$TMP/idle$N-$RUN.out" 2>&1 &
   idle=$!; PIDS+=("$idle")
-  wait_line "$TMP/idle$N.out" "ready $N" 180 >/dev/null
+  wait_line "$TMP/idle$N-$RUN.out" "ready $N" 180 >/dev/null
   sleep 2
   rssN=$(rss_kb "$pid")
-  printf '%s connections: RSS %.1f MiB -> %.1f MiB, %s per connection\n' "$N" \
-    "$(awk -v k="$rss1" 'BEGIN{print k/1024}')" "$(awk -v k="$rssN" 'BEGIN{print k/1024}')" \
-    "$(awk -v a="$rss1" -v b="$rssN" -v n="$N" 'BEGIN{printf "%.1f KiB", (b-a)/n}')"
+  PER=$(awk -v a="$rss1" -v b="$rssN" -v n="$N" 'BEGIN{printf "%.1f", (b-a)/n}')
+  printf '%s%s connections: RSS %.1f MiB -> %.1f MiB, %s KiB per connection\n' "$LABEL" "$N" \
+    "$(awk -v k="$rss1" 'BEGIN{print k/1024}')" "$(awk -v k="$rssN" 'BEGIN{print k/1024}')" "$PER"
   kill "$idle" "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-done
+}
 
+# With BEFORE, each measure runs on both binaries, in turn, ROUNDS times.
+NOW_BIN=$BIN
+BINS=(now); [ -n "${BEFORE:-}" ] && BINS=(before now)
+ROUNDS=${ROUNDS:-1}
+RUN=0
+declare -A PERS
+measure() {
+  local what=$1 N=$2 r b
+  for r in $(seq "$ROUNDS"); do
+    for b in "${BINS[@]}"; do
+      RUN=$((RUN + 1))
+      if [ "$b" = before ]; then BIN=$BEFORE; else BIN=$NOW_BIN; fi
+      LABEL=; [ -n "${BEFORE:-}" ] && LABEL="$b, "
+      "${what}_row" "$N"
+      PERS[$what,$N,$b]+="$PER "
+    done
+  done
+  BIN=$NOW_BIN
+}
+# compare WHAT N: the medians of both binaries and their ratio.
+compare() {
+  local b m=() i
+  [ -n "${BEFORE:-}" ] || return 0
+  for b in before now; do m+=("$(printf '%s\n' ${PERS[$1,$2,$b]} | median)"); done
+  printf '%s %s: median per %s %s KiB before, %s KiB now (%s); now/before %s\n' "$1" "$2" \
+    "$([ "$1" = streams ] && echo stream || echo connection)" "${m[0]}" "${m[1]}" \
+    "$ROUNDS round(s)" "$(awk -v a="${m[0]}" -v b="${m[1]}" 'BEGIN{printf "%.2f", b/a}')"
+}
+
+echo "## idle streams on one node (every: ${EVERY}s, threads: 2)"
+printf '| streams | RSS with 1 | RSS with N | per stream | CPU over 30 s idle | first to last event | edit to last event |\n|---:|---:|---:|---:|---:|---:|---:|\n'
+for N in "${COUNTS[@]}"; do measure streams "$N"; done
+for N in "${COUNTS[@]}"; do compare streams "$N"; done
+
+echo
+echo "## baseline: idle keep-alive connections on one node (one 400 answered on each)"
+for N in "${COUNTS[@]}"; do measure idle "$N"; done
+for N in "${COUNTS[@]}"; do compare idle "$N"; done
 echo
 echo "## Redis per followed link (one node with the fleet tier, B=100 links, one stream each)"
 start_redis() {

@@ -4,8 +4,9 @@
 Opens --streams event streams (spread over --port values, --query each, or
 one query per stream from --queries-file), prints one JSON line when every
 stream has its first event, then one line per later change once every
-stream got it: when the first and the last stream got it (epoch seconds), and stays connected until killed or
---timeout. Only
+stream got it or was ended by the server: when the first and the last stream
+got it (epoch seconds), the error events and the streams ended so far; and
+stays connected until killed or --timeout. Only
 127.0.0.1 is contacted.
 """
 
@@ -36,18 +37,23 @@ async def stream(port, query, state, i):
         line = await reader.readline()
         if not line:
             state["closed"] += 1
+            state["ended"][i] = True
             return
         line = line.rstrip(b"\r\n")
         if line.startswith(b"event: "):
             event = line[7:]
         elif line.startswith(b"id: "):
             pass
+        elif line.startswith(b"data: ") and event == b"error":
+            print(json.dumps({"error": line[6:].decode()}), file=sys.stderr, flush=True)
         elif line == b"" and event is not None:
             now = time.time()
             if event == b"board.version":
                 state["opened"][i] = now
             elif event == b"board.changed":
                 state["changes"][i].append(now)
+            elif event == b"error":
+                state["errors"] += 1
             event = None
 
 
@@ -67,7 +73,14 @@ async def main():
     else:
         queries = [args.query]
     n = args.streams
-    state = {"opened": [None] * n, "changes": [[] for _ in range(n)], "refused": 0, "closed": 0}
+    state = {
+        "opened": [None] * n,
+        "changes": [[] for _ in range(n)],
+        "ended": [False] * n,
+        "refused": 0,
+        "closed": 0,
+        "errors": 0,
+    }
     started = time.time()
     gate = asyncio.Semaphore(args.parallel)
     tasks = []
@@ -93,7 +106,8 @@ async def main():
     deadline = started + args.timeout
     for k in range(1, args.changes + 1):
         while time.time() < deadline:
-            if all(len(c) >= k for c in state["changes"]):
+            # A stream the server ended (an error event) gets no more.
+            if all(len(c) >= k or e for c, e in zip(state["changes"], state["ended"])):
                 break
             await asyncio.sleep(0.005)
         got = [c[k - 1] for c in state["changes"] if len(c) >= k]
@@ -105,6 +119,8 @@ async def main():
                     "first": min(got) if got else None,
                     "last": max(got) if got else None,
                     "extra": sum(max(0, len(c) - k) for c in state["changes"]),
+                    "errors": state["errors"],
+                    "ended": sum(state["ended"]),
                 }
             ),
             flush=True,

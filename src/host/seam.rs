@@ -53,6 +53,23 @@ impl BoardApi {
         if !self.owns(session.req_header().uri.path()) {
             return Ok(None);
         }
+        // Each kind of request in a box of its own. This future is what the
+        // host's `request_filter` holds for as long as the request lasts (an
+        // event stream: hours), and a future is as large as its largest
+        // state: inline, an open stream would hold room for a cold load, a
+        // body being read and an answer being written. Boxing also keeps a
+        // host's async block within the compiler's layout depth.
+        if self.is_event_stream(session.req_header()) {
+            let client_ip = self.client_ip(session);
+            return Box::pin(self.serve_events(session, client_ip))
+                .await
+                .map(Some);
+        }
+        Box::pin(self.serve_request(session)).await
+    }
+
+    /// [`BoardApi::serve`] for every request but an event stream.
+    async fn serve_request(&self, session: &mut Session) -> Result<Option<Answered>> {
         let Some(body) = self.body_within_deadline(session).await else {
             // A body still arriving at its deadline: the connection is not
             // reused, and the client is told why.
@@ -72,13 +89,6 @@ impl BoardApi {
             }));
         };
         let client_ip = self.client_ip(session);
-        if self.is_event_stream(session.req_header()) {
-            // Boxed: its future nests deep (a host's async block must stay
-            // within the compiler's layout depth).
-            return Box::pin(self.serve_events(session, client_ip))
-                .await
-                .map(Some);
-        }
         // The answer is computed while the client is watched, so a client
         // that goes away stops what only it was waiting for (a cold load
         // nobody else joined). Watching needs the session mutably while the
@@ -232,22 +242,28 @@ impl BoardApi {
         session: &mut Session,
         client_ip: Option<std::net::IpAddr>,
     ) -> Result<Answered> {
-        let head = session.req_header().clone();
-        let ids = RequestIds::for_request(&head.headers);
+        let ids = RequestIds::for_request(&session.req_header().headers);
         let span = crate::trace::spans::request(&ids.trace);
         span.record("route", "changes");
-        let parts = RequestParts::new(
-            &head.method,
-            head.uri.path(),
-            head.uri.query(),
-            &head.headers,
-        )
-        .with_client_ip(client_ip);
         let mut served = Served::default();
-        let opened = tokio::select! {
-            biased;
-            opened = Box::pin(self.open_stream(&parts, &mut served)).instrument(span.clone()) => Some(opened),
-            () = client_gone(&mut session.downstream_session) => None,
+        // The request is read while the client is watched (which needs the
+        // session mutably), so from a copy of its header; the copy is gone
+        // before the stream starts: what a stream holds for hours is only
+        // what it needs.
+        let opened = {
+            let head = session.req_header().clone();
+            let parts = RequestParts::new(
+                &head.method,
+                head.uri.path(),
+                head.uri.query(),
+                &head.headers,
+            )
+            .with_client_ip(client_ip);
+            tokio::select! {
+                biased;
+                opened = Box::pin(self.open_stream(&parts, &mut served)).instrument(span.clone()) => Some(opened),
+                () = client_gone(&mut session.downstream_session) => None,
+            }
         };
         served.request_id = Some(ids.request_id.clone());
         served.trace_id = Some(ids.trace.trace_id_hex());
@@ -274,7 +290,7 @@ impl BoardApi {
                     bytes: response.body.len(),
                     served: std::mem::take(&mut response.served),
                 };
-                if write(session, response, false).await.is_err() {
+                if Box::pin(write(session, response, false)).await.is_err() {
                     answered.bytes = 0;
                 }
                 return Ok(answered);
@@ -288,17 +304,28 @@ impl BoardApi {
         {
             c.adjust_level(0);
         }
-        let mut header = ResponseHeader::build(200, Some(8))?;
-        for (name, value) in &crate::api::respond::stream_headers() {
-            header.append_header(name.clone(), value.clone())?;
-        }
-        header.insert_header(request_id::X_REQUEST_ID, ids.request_id)?;
+        // Kept by the session for as long as the stream lasts: without the
+        // map of the names' case (they go out in lower case, as HTTP/2
+        // sends them), with room for `X-Request-Id` and what Pingora adds
+        // (`Transfer-Encoding`, `Connection`).
+        let header = {
+            let headers = crate::api::respond::stream_headers();
+            let mut header = ResponseHeader::build_no_case(200, Some(headers.len() + 3))?;
+            for (name, value) in &headers {
+                header.append_header(name.clone(), value.clone())?;
+            }
+            header.insert_header(request_id::X_REQUEST_ID, ids.request_id)?;
+            header
+        };
         span.record("status", 200);
         // A stream is not followed by another request on its connection.
         session.set_keepalive(None);
         let mut bytes = 0;
-        let mut gone = session
-            .write_response_header(Box::new(header), false)
+        // Writes are boxed, here and below: the future of this function is
+        // what a stream holds between its events, and it is as large as its
+        // largest state; a write is rare (an event, a keep-alive comment
+        // every 15 s), its box short-lived.
+        let mut gone = Box::pin(session.write_response_header(Box::new(header), false))
             .await
             .is_err();
         while !gone {
@@ -312,8 +339,7 @@ impl BoardApi {
                 Some(None) => break,
                 Some(Some(chunk)) => {
                     let len = chunk.len();
-                    if session
-                        .write_response_body(Some(chunk), false)
+                    if Box::pin(session.write_response_body(Some(chunk), false))
                         .await
                         .is_err()
                     {
@@ -325,7 +351,7 @@ impl BoardApi {
             }
         }
         if !gone {
-            let _ = session.write_response_body(None, true).await;
+            let _ = Box::pin(session.write_response_body(None, true)).await;
         }
         let why = if gone {
             "client gone"
@@ -442,4 +468,38 @@ async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Resu
             .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ApiSettings;
+
+    /// Between two events an open stream holds the future of `serve` (in
+    /// the box of the host's `request_filter`) and that of `serve_events`
+    /// (in a box of its own), whatever the other requests' futures grow
+    /// to: a cold load, a body being read, an answer being written.
+    #[tokio::test]
+    async fn an_open_stream_holds_small_futures() {
+        let settings = ApiSettings::from_yaml("board_api: {}\n").expect("the defaults");
+        let api = BoardApi::new(&settings).expect("an api");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a listener");
+        let addr = listener.local_addr().expect("its address");
+        let _client = tokio::net::TcpStream::connect(addr)
+            .await
+            .expect("a client");
+        let (server, _) = listener.accept().await.expect("a connection");
+        let stream = pingora_core::protocols::l4::stream::Stream::from(server);
+        let mut session = Session::new_h1(Box::new(stream));
+        let serve = std::mem::size_of_val(&api.serve(&mut session));
+        let events = std::mem::size_of_val(&api.serve_events(&mut session, None));
+        let request = std::mem::size_of_val(&api.serve_request(&mut session));
+        eprintln!("futures: serve {serve} B, serve_events {events} B, serve_request {request} B");
+        // 32 B and 1.7 KiB when written (a change's load inlined made the
+        // second 17 KiB).
+        assert!(serve <= 256, "serve's future: {serve} B");
+        assert!(events <= 2048, "serve_events' future: {events} B");
+    }
 }

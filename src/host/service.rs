@@ -10,6 +10,7 @@ use crate::watch::Watches;
 use async_trait::async_trait;
 use pingora_core::apps::HttpServerOptions;
 use pingora_core::listeners::tls::TlsSettings;
+use pingora_core::listeners::{L4BufferSettings, ListenerConfig};
 use pingora_core::modules::http::compression::ResponseCompressionBuilder;
 use pingora_core::modules::http::HttpModules;
 use pingora_core::server::configuration::ServerConf;
@@ -78,8 +79,10 @@ impl ProxyHttp for BoardApiService {
             }
             return Ok(true);
         }
-        // Unreachable with `answer_all_paths`; refuse rather than proxy anywhere.
-        session.respond_error(404).await?;
+        // Unreachable with `answer_all_paths`; refuse rather than proxy
+        // anywhere. Boxed: inline, its future would size this one, which an
+        // open event stream holds for as long as it lasts.
+        Box::pin(session.respond_error(404)).await?;
         Ok(true)
     }
 
@@ -169,9 +172,13 @@ pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Bui
                 if server.http2 {
                     tls_settings.enable_h2();
                 }
-                service.add_tls_with_settings(&addr, None, tls_settings);
+                service.add_listener(
+                    ListenerConfig::tcp(addr)
+                        .tls(tls_settings)
+                        .l4_buffer(l4_buffer()),
+                );
             }
-            None => service.add_tcp(&addr),
+            None => service.add_listener(ListenerConfig::tcp(addr).l4_buffer(l4_buffer())),
         }
     }
     Ok(Built {
@@ -181,6 +188,16 @@ pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Bui
         state_file,
         streams,
     })
+}
+
+/// The buffers of the listeners' connections below HTTP and TLS. No read
+/// buffer: Pingora's HTTP/1 reads a request head into a buffer of its own,
+/// and TLS and HTTP/2 have theirs, so one here would only copy the bytes
+/// once more, and Pingora's default (64 KiB, zeroed) is held by every open
+/// connection, an idle event stream included. Writes keep Pingora's default
+/// buffer, which joins a head and a short body into one segment.
+fn l4_buffer() -> L4BufferSettings {
+    L4BufferSettings::default().read(0)
 }
 
 /// What [`service`] builds: nothing of it runs, listens or opens a file

@@ -123,17 +123,22 @@ impl EventStream {
             match latest {
                 Latest::Gone(code) => self.end_with(api, code),
                 Latest::Version(version) if *version == *self.last => {}
-                Latest::Version(_) => match api.change_event(&self.link, &self.last).await {
-                    Ok((event, to)) => {
-                        if to != self.last {
-                            self.last = to;
-                            self.events += 1;
-                            api.live.metrics().live_event();
-                            self.pending.push_back(event);
+                // Boxed: the change is loaded rarely, and inline its future
+                // (a load of the board) would size this one, which an idle
+                // stream holds between events.
+                Latest::Version(_) => {
+                    match Box::pin(api.change_event(&self.link, &self.last)).await {
+                        Ok((event, to)) => {
+                            if to != self.last {
+                                self.last = to;
+                                self.events += 1;
+                                api.live.metrics().live_event();
+                                self.pending.push_back(event);
+                            }
                         }
+                        Err(e) => self.end_with(api, e.code()),
                     }
-                    Err(e) => self.end_with(api, e.code()),
-                },
+                }
             }
         }
     }
