@@ -3,7 +3,8 @@
 //! (the first event, an edit seen within `every` + 2 s, `Last-Event-ID`
 //! resuming without a miss), the long poll (early on a change, on time
 //! without one), the bounds (`503`, `429`) and the JSON errors before a
-//! stream starts.
+//! stream starts, and a burst of new links whose streams each get the
+//! next change.
 
 use crate::common::*;
 use serde_json::Value;
@@ -437,4 +438,53 @@ fn a_stream_ends_cleanly_after_max_stream_seconds() {
         .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
     let end = if chunked { "0\r\n\r\n" } else { "\n\n" };
     assert!(stream.text.ends_with(end), "{:?}", stream.text);
+}
+
+#[test]
+fn a_burst_of_new_links_each_gets_the_change() {
+    // Links opened together (a page of boards, a crowd arriving): each
+    // link's first version is kept as its load comes, so each stream can
+    // be told what changed since it. Opened in threads, so their first
+    // loads overlap.
+    // The state file: its writer is the slower of the stores.
+    let dir = std::env::temp_dir().join(format!("sba-live-burst-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let node = node(&format!(
+        "    max_streams_per_client: 40\n  changes:\n    store: sqlite\n    path: {}\n",
+        dir.join("state.sqlite").display()
+    ));
+    let gw = node.gateway.addr;
+    let links = 24;
+    let opened: Vec<Stream> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..links)
+            .map(|i| {
+                scope.spawn(move || {
+                    let link = link(BOARD, &format!("burstPerm{i}"));
+                    let mut stream = open(gw, &format!("url={link}"), &[]);
+                    assert_eq!(stream.status, 200, "{}", stream.text);
+                    let first = stream.next(Duration::from_secs(20)).expect("a first event");
+                    assert_eq!(first.event, "board.version", "{i}");
+                    stream
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("opened"))
+            .collect()
+    });
+    node.edit(BOARD);
+    for (i, mut stream) in opened.into_iter().enumerate() {
+        let changed = stream
+            .next(EVERY + Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("link {i}: no event after the edit"));
+        assert_eq!(
+            changed.event, "board.changed",
+            "link {i}: {:?}",
+            changed.data
+        );
+        assert_eq!(changed.json()["added"].as_array().map(Vec::len), Some(1));
+    }
+    drop(node);
+    let _ = std::fs::remove_dir_all(&dir);
 }
