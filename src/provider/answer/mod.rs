@@ -290,7 +290,7 @@ impl<'de> MapReader<'de> for ElementReader<'_> {
                         keys: &TIME_KEYS,
                         levels: ELEMENT_LEVELS + 1,
                     }))?;
-                    fields.meta = times.map(MetaTimes);
+                    fields.meta = times.map(MetaTimes::new);
                 }
                 Some(6) => fields.thread_id = Some(map.next_value()?),
                 Some(i @ 7..=10) => fields.flat[i - 7] = Some(map.next_value()?),
