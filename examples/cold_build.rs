@@ -4,7 +4,7 @@
 //! a busy machine does not move, and for the peak heap of one load.
 //!
 //!   cargo build --profile bench --example cold_build
-//!   valgrind --tool=callgrind --toggle-collect='cold_build::load_once' \
+//!   valgrind --tool=callgrind --toggle-collect='cold_build::load_once*' \
 //!       target/release/examples/cold_build full 3
 //!
 //! Arguments: the coverage (`full` or `outline`; default `full`) and the

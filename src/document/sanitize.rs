@@ -32,6 +32,17 @@ pub const SENSITIVE_KEYS: [&str; 18] = [
     "modifiedby",
 ];
 
+/// The lengths of the [`SENSITIVE_KEYS`], as a set of bits (all are under 64).
+const SENSITIVE_LENGTHS: u64 = {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < SENSITIVE_KEYS.len() {
+        bits |= 1 << SENSITIVE_KEYS[i].len();
+        i += 1;
+    }
+    bits
+};
+
 /// The keys by which a mention ([`is_mention`]) points at a person, on the
 /// node or mark itself and in its `attrs` (ASCII case ignored): TipTap's
 /// `attrs.id`, Milanote's `mentionKey`, and any `id` of the mention itself.
@@ -68,9 +79,19 @@ pub fn is_mention_person_key(key: &str) -> bool {
 /// reads as a sensitive name gets through.
 pub fn is_sensitive(key: &str) -> bool {
     if key.is_ascii() {
-        return SENSITIVE_KEYS
-            .iter()
-            .any(|s| s.len() == key.len() && s.eq_ignore_ascii_case(key));
+        // Most keys a board holds (`type`, `text`, `content`, `attrs`) have
+        // no sensitive name of their length, or none with their first letter:
+        // those are answered without comparing names.
+        let bytes = key.as_bytes();
+        if bytes.len() >= 64 || SENSITIVE_LENGTHS & (1 << bytes.len()) == 0 {
+            return false;
+        }
+        // Every name starts with a lower-case letter, and `b | 0x20` is that
+        // letter exactly when `b` is it in either case.
+        let first = bytes.first().map_or(0, |b| b | 0x20);
+        return SENSITIVE_KEYS.iter().any(|s| {
+            s.len() == key.len() && s.as_bytes()[0] == first && s.eq_ignore_ascii_case(key)
+        });
     }
     let folded: String = key
         .chars()
@@ -145,6 +166,38 @@ mod tests {
         ];
         for (key, expected) in cases {
             assert_eq!(is_sensitive(key), *expected, "{key}");
+        }
+    }
+
+    proptest::proptest! {
+        /// An ASCII key is sensitive exactly when it is one of the names,
+        /// ignoring ASCII case: the names in any case, with one byte
+        /// changed, cut or lengthened, and any other key.
+        #[test]
+        fn ascii_keys_are_compared_with_every_name(
+            name in proptest::sample::select(SENSITIVE_KEYS.to_vec()),
+            cases in proptest::collection::vec(proptest::bool::ANY, 15),
+            at in 0usize..16,
+            byte in 0x20u8..0x7f,
+            edit in 0u8..4,
+            other in "[ -~]{0,20}",
+        ) {
+            let mut key: Vec<u8> = name
+                .bytes()
+                .zip(&cases)
+                .map(|(b, &up)| if up { b.to_ascii_uppercase() } else { b })
+                .collect();
+            let at = at.min(key.len() - 1);
+            match edit {
+                0 => key[at] = byte,
+                1 => key.truncate(at),
+                2 => key.insert(at, byte),
+                _ => {}
+            }
+            for key in [String::from_utf8(key).unwrap(), other] {
+                let plain = SENSITIVE_KEYS.iter().any(|s| s.eq_ignore_ascii_case(&key));
+                proptest::prop_assert_eq!(is_sensitive(&key), plain, "{}", key);
+            }
         }
     }
 

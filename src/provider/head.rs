@@ -8,7 +8,7 @@ use crate::document::{Location, Position, Timestamps};
 #[cfg(any(test, feature = "internals"))]
 use crate::provider::raw::object;
 use crate::provider::raw::{ident, own_id, scalar};
-use crate::provider::time::normalize_time;
+use crate::provider::time::{format_epoch_ms, normalize_time};
 #[cfg(any(test, feature = "internals"))]
 use serde_json::Map;
 use serde_json::Value;
@@ -61,15 +61,37 @@ pub struct LocationFields {
 /// The raw [`TIME_KEYS`] of `meta`, normalized only when a node is written
 /// ([`MetaTimes::timestamps`]), so a load that outputs no times formats none.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct MetaTimes(pub [Option<Value>; 4]);
+pub struct MetaTimes([Option<RawTime>; 4]);
+
+/// One time as sent. The provider sends integers (epoch ms), held in eight
+/// bytes; anything else is kept as its value. Every element of a board has
+/// its times held until it is written, and a value inline is 72 bytes: four
+/// of them were a third of an element's head.
+#[derive(Debug, Clone, PartialEq)]
+enum RawTime {
+    Int(i64),
+    Other(Box<Value>),
+}
 
 impl MetaTimes {
+    /// The times as sent, in [`TIME_KEYS`]' order.
+    pub fn new(times: [Option<Value>; 4]) -> MetaTimes {
+        MetaTimes(times.map(|time| {
+            time.map(|value| match value.as_i64() {
+                Some(ms) => RawTime::Int(ms),
+                None => RawTime::Other(Box::new(value)),
+            })
+        }))
+    }
+
     /// `timestamps`: each time normalized, `None` when none is left.
     pub fn timestamps(&self) -> Option<Timestamps> {
-        let [created, modified, significant, location] = self
-            .0
-            .each_ref()
-            .map(|t| t.as_ref().and_then(normalize_time));
+        let [created, modified, significant, location] =
+            self.0.each_ref().map(|t| match t.as_ref()? {
+                // What `normalize_time` does with an integer.
+                RawTime::Int(ms) => format_epoch_ms(*ms),
+                RawTime::Other(value) => normalize_time(value),
+            });
         let stamps = Timestamps {
             created_at: created,
             modified_at: modified,
@@ -102,7 +124,7 @@ impl HeadFields {
                 position: object(l.get("position")).map(|p| picked(p, POSITION_KEYS)),
                 flat: picked(l, FLAT_POSITION_KEYS),
             }),
-            meta: object(element.get("meta")).map(|m| MetaTimes(picked(m, TIME_KEYS))),
+            meta: object(element.get("meta")).map(|m| MetaTimes::new(picked(m, TIME_KEYS))),
             flat: picked(element, FLAT_POSITION_KEYS),
         }
     }
@@ -238,6 +260,46 @@ pub fn find_element<'a>(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn times_held_compactly_normalize_as_their_values() {
+        let values = [
+            json!(1_700_000_000_123_i64),
+            json!(-1),
+            json!(0),
+            json!(i64::MAX),
+            json!(u64::MAX),
+            json!(1_700_000_000_123.9),
+            json!(-1.5),
+            json!("2023-11-14T22:13:20.123Z"),
+            json!("1700000000123"),
+            json!("not a time"),
+            json!(null),
+            json!(true),
+            json!([1]),
+            json!({"t": 1}),
+            json!(253_402_300_800_000_i64),
+        ];
+        for chunk in values.chunks(3) {
+            let mut times: [Option<Value>; 4] = Default::default();
+            for (slot, value) in times.iter_mut().zip(chunk) {
+                *slot = Some(value.clone());
+            }
+            let want = times
+                .each_ref()
+                .map(|t| t.as_ref().and_then(normalize_time));
+            let got = MetaTimes::new(times.clone())
+                .timestamps()
+                .unwrap_or_default();
+            let got = [
+                got.created_at,
+                got.modified_at,
+                got.significant_modified_at,
+                got.location_modified_at,
+            ];
+            assert_eq!(got, want, "{times:?}");
+        }
+    }
 
     #[test]
     fn location_table() {

@@ -17,116 +17,30 @@
 //! accepts (same syntax, same nesting limit), and a repeated key means what
 //! it means in a value: the last value wins and keeps the first one's place.
 
+mod check;
 mod comments;
 
 use crate::provider::head::{
     Head, HeadFields, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
 };
 use bytes::Bytes;
+use check::checked;
+#[cfg(any(test, feature = "internals"))]
+use check::MAX_LEVELS;
 #[cfg(any(test, feature = "internals"))]
 pub use comments::comments_of;
 pub use comments::{Comments, IdHasher, RawComment};
 use indexmap::IndexMap;
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::fmt;
-
-/// Most nested array/object levels a body may have: what parsing it as one
-/// value allows (serde_json's recursion limit of 128). Values kept or
-/// skipped as text are not covered by that limit while the answer is read,
-/// so each is checked against what is left of this one where it sits.
-const MAX_LEVELS: usize = 127;
 
 /// Most nested levels an element's `content` (or any other field of an
 /// element) may have, counting itself: it sits below three levels (the
 /// answer, `elements`, the element).
 #[cfg(any(test, feature = "internals"))]
 pub const MAX_CONTENT_DEPTH: usize = MAX_LEVELS - 3;
-
-/// JSON text read as a [`RawValue`] below `levels` enclosing levels, held to
-/// what a whole-value parse would accept there. Capturing (or skipping)
-/// text checks its syntax and UTF-8 only; a value parse also refuses a
-/// `\u` escape that is a lone surrogate, a number out of range, and
-/// nesting past its limit. So the text is read once more as a value would
-/// be, building nothing ([`Check`]).
-fn checked<E: de::Error>(raw: &RawValue, levels: usize) -> Result<&RawValue, E> {
-    let mut de = serde_json::Deserializer::from_str(raw.get());
-    let check = Check {
-        levels: MAX_LEVELS.saturating_sub(levels),
-    };
-    check
-        .deserialize(&mut de)
-        .and_then(|()| de.end())
-        .map_err(|e| E::custom(e))?;
-    Ok(raw)
-}
-
-/// Reads a value as a whole-value parse does (strings decoded, numbers
-/// converted, at most `levels` nested levels) and keeps nothing.
-#[derive(Clone, Copy)]
-struct Check {
-    levels: usize,
-}
-
-impl<'de> DeserializeSeed<'de> for Check {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Check {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let inner = self.inner::<A::Error>()?;
-        while map.next_key_seed(inner)?.is_some() {
-            map.next_value_seed(inner)?;
-        }
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let inner = self.inner::<A::Error>()?;
-        while seq.next_element_seed(inner)?.is_some() {}
-        Ok(())
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-}
-
-impl Check {
-    /// The check one level down, or an error when no level is left.
-    fn inner<E: de::Error>(self) -> Result<Check, E> {
-        match self.levels.checked_sub(1) {
-            Some(levels) => Ok(Check { levels }),
-            None => Err(E::custom("nested too deeply")),
-        }
-    }
-}
 
 /// One `/api/boards` answer.
 #[derive(Debug, Default)]
@@ -220,10 +134,18 @@ impl Answer {
 
     /// Reads an answer body; the raw texts it keeps are slices of `body`.
     ///
+    /// The body's UTF-8 is checked once, in one pass over all of it, and
+    /// the text then read as a str: read as bytes, each string and each
+    /// captured text would be checked on its own (hundreds of thousands of
+    /// short ones). Every byte of a body a value parse accepts is in a
+    /// string or is JSON's ASCII syntax, so a body that is not UTF-8 is one
+    /// it refuses either way.
+    ///
     /// # Errors
     /// [`AnswerError`] when the body is not a JSON object.
     pub fn parse_bytes(body: &Bytes) -> Result<Answer, AnswerError> {
-        let mut de = serde_json::Deserializer::from_slice(body);
+        let text = std::str::from_utf8(body).map_err(|_| AnswerError::NotJson)?;
+        let mut de = serde_json::Deserializer::from_str(text);
         let top = ObjectOnly(AnswerReader { body }).deserialize(&mut de);
         match top.and_then(|top| de.end().map(|()| top)) {
             Ok(Some(answer)) => Ok(answer),
@@ -368,7 +290,7 @@ impl<'de> MapReader<'de> for ElementReader<'_> {
                         keys: &TIME_KEYS,
                         levels: ELEMENT_LEVELS + 1,
                     }))?;
-                    fields.meta = times.map(MetaTimes);
+                    fields.meta = times.map(MetaTimes::new);
                 }
                 Some(6) => fields.thread_id = Some(map.next_value()?),
                 Some(i @ 7..=10) => fields.flat[i - 7] = Some(map.next_value()?),

@@ -135,3 +135,52 @@ fn from_value_round_trips() {
     assert_eq!((key, head.id.as_deref()), ("a", Some("a")));
     assert_eq!(answer.fields["x"], 1);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+    /// Generated values with surrogate escapes, numbers near the range of
+    /// an `f64` and nesting, as an element's content, another member of an
+    /// element, a comment's text and a top-level member: the answer reads
+    /// what one value parse reads, and refuses what it refuses.
+    #[test]
+    fn generated_answers_read_as_one_value(
+        content in super::check::tests::json_text(),
+        other in super::check::tests::json_text(),
+        text in super::check::tests::json_text(),
+        nest in 0usize..130,
+    ) {
+        let deep = format!("{}{content}{}", "[".repeat(nest), "]".repeat(nest));
+        // A comment's text is compared as the text kept: written compact
+        // when it parses, as the value's side writes it.
+        let text = serde_json::from_str::<Value>(&text).map_or(text, |v| v.to_string());
+        let body = format!(
+            r#"{{"elements":{{"a":{{"id":"a","content":{content},"style":{other}}},"b":{{"content":{deep}}}}},"comments":{{"c":{{"text":{text}}}}},"x":{other}}}"#
+        );
+        check(&body);
+    }
+}
+
+#[test]
+fn a_body_that_is_not_utf8_is_refused_as_one_value_refuses_it() {
+    let bad = [0xff_u8, 0xc3];
+    for (before, after) in [
+        (r#"{"elements": {"a": {"content": {"t": ""#, r#""}}}}"#),
+        (r#"{"elements": {"a": {"style": ""#, r#""}}}"#),
+        (r#"{"elements": {"a": {"id": ""#, r#""}}}"#),
+        (r#"{"elements": {""#, r#"": {}}}"#),
+        (r#"{"comments": {"c": {"text": ""#, r#""}}}"#),
+        (r#"{"x": ""#, r#""}"#),
+        (r#"{"x": 1"#, "}"),
+        (r#"{"x": 1}"#, ""),
+    ] {
+        for byte in bad {
+            let mut body = before.as_bytes().to_vec();
+            body.push(byte);
+            body.extend_from_slice(after.as_bytes());
+            let got = Answer::parse(&body).err();
+            assert_eq!(got, as_one_value(&body).err(), "{body:?}");
+            assert_eq!(got, Some(AnswerError::NotJson), "{body:?}");
+        }
+    }
+}
