@@ -7,11 +7,25 @@
 #                                    (sections 1 and 2 on both binaries, in
 #                                    turn, each ROUNDS times; the medians
 #                                    per stream and connection and their ratio)
+#   PROTO="h1 h2c" ROUNDS=3 benches/live.sh 1000 10000
+#                                    (section 1 over HTTP/1.1 and over
+#                                    cleartext HTTP/2, in turn, each ROUNDS
+#                                    times; the medians per stream of both)
+#   SECTIONS="streams" ...           (only section 1; default
+#                                    "streams idle redis")
 #
 # Reports, in one run:
 #   1. for each count N: one release binary (no fleet tier) in front of the
 #      nginx upstream, N idle event streams of /api/changes on the small
-#      board (benches/support/sse_crowd.py, one asyncio process):
+#      board (benches/support/sse_crowd.py, one asyncio process), for each
+#      protocol of PROTO (default h1):
+#      - h1: HTTP/1.1, one TCP connection per stream (what a browser does
+#        without HTTP/2);
+#      - h2c: HTTP/2 with prior knowledge (`server.h2c: true`), the streams
+#        multiplexed, as many per connection as the server's
+#        SETTINGS_MAX_CONCURRENT_STREAMS allows (what a browser does over
+#        HTTP/2: every EventSource to one origin on one connection); the
+#        one-stream baseline is one stream on one connection;
 #      - the service's RSS with one stream, then with N (VmRSS), and the
 #        bytes per stream between the two;
 #      - its CPU (utime + stime) over 30 s of N idle streams (keep-alive
@@ -28,13 +42,27 @@
 #      keys (lease, last version) and the shared document (MEMORY USAGE),
 #      and used_memory before and after.
 # Needs the release binary (cargo build --release --bin shared-board-api),
-# nginx, redis-server, curl, python3. Only 127.0.0.1 is contacted.
+# nginx, redis-server, curl, python3; h2c needs a python3 with the `h2`
+# package, H2_PYTHON (default python3), e.g.
+#   python3 -m venv /tmp/h2venv && /tmp/h2venv/bin/pip install h2
+#   H2_PYTHON=/tmp/h2venv/bin/python PROTO="h1 h2c" benches/live.sh 1000
+# Only 127.0.0.1 is contacted.
 source "$(dirname "$0")/lib_upstream.sh"
 BINARIES=1; [ -n "${BEFORE:-}" ] && BINARIES=2
-watchdog "${WATCHDOG:-$((600 * ${ROUNDS:-1} * BINARIES))}"
+PROTOS=(${PROTO:-h1})
+SECTIONS=" ${SECTIONS:-streams idle redis} "
+H2_PYTHON=${H2_PYTHON:-python3}
+for p in "${PROTOS[@]}"; do
+  case $p in
+    h1) ;;
+    h2c) "$H2_PYTHON" -c 'import h2' 2>/dev/null || { echo "PROTO h2c needs the h2 package in $H2_PYTHON (H2_PYTHON=)" >&2; exit 1; } ;;
+    *) echo "PROTO: h1 or h2c, not $p" >&2; exit 1 ;;
+  esac
+done
+watchdog "${WATCHDOG:-$((600 * ${ROUNDS:-1} * BINARIES * ${#PROTOS[@]}))}"
 COUNTS=("$@")
 [ ${#COUNTS[@]} -gt 0 ] || COUNTS=(1000 5000 10000)
-command -v redis-server >/dev/null || { echo "needs redis-server" >&2; exit 1; }
+[[ $SECTIONS != *" redis "* ]] || command -v redis-server >/dev/null || { echo "needs redis-server" >&2; exit 1; }
 ulimit -n "$(ulimit -Hn)"
 gen_boards 7000 26
 start_nginx
@@ -63,23 +91,30 @@ wait_line() {
 }
 json() { python3 -c "import json,sys; print(json.loads(sys.argv[1])['$2'])" "$1"; }
 
-# streams_row N: one node of $BIN with N idle streams; prints the table row
-# and sets PER (KiB per stream).
+# streams_row N: one node of $BIN with N idle streams over $CUR_PROTO;
+# prints the table row and sets PER (KiB per stream).
 streams_row() {
-  local N=$1 port pid q one crowd ready rss1 rssN t0 t1 cpu edited change got first last fan tot
-  start_service "live$N-$RUN" "$LIVE"
+  local N=$1 port pid q one crowd ready rss1 rssN t0 t1 cpu edited change got first last fan tot conns
+  local py=python3 client=() server=
+  if [ "$CUR_PROTO" = h2c ]; then
+    [ "${CONF_FORM:-}" ] || detect_conf_form
+    [ "$CONF_FORM" = server ] || { echo "h2c needs the board_api.server form" >&2; exit 1; }
+    py=$H2_PYTHON; client=(--h2c); server="    h2c: true"
+  fi
+  start_service "live$N-$CUR_PROTO-$RUN" "$LIVE" "$server"
   port=$SVC_PORT; pid=$SVC_PID
   q=$(share_q "$SMALL" "bench")
   # One stream: the board loaded, its poller running.
-  python3 "$ROOT/benches/support/sse_crowd.py" --port "$port" --query "$q" --streams 1 --timeout 600 > "$TMP/one$N-$RUN.out" 2>&1 &
+  "$py" "$ROOT/benches/support/sse_crowd.py" "${client[@]}" --port "$port" --query "$q" --streams 1 --timeout 600 > "$TMP/one$N-$RUN.out" 2>&1 &
   one=$!; PIDS+=("$one")
   wait_line "$TMP/one$N-$RUN.out" ready 30 >/dev/null
   sleep 1
   rss1=$(rss_kb "$pid")
-  python3 "$ROOT/benches/support/sse_crowd.py" --port "$port" --query "$q" --streams "$N" --timeout 600 > "$TMP/crowd$N-$RUN.out" 2>"$TMP/crowd$N-$RUN.err" &
+  "$py" "$ROOT/benches/support/sse_crowd.py" "${client[@]}" --port "$port" --query "$q" --streams "$N" --timeout 600 > "$TMP/crowd$N-$RUN.out" 2>"$TMP/crowd$N-$RUN.err" &
   crowd=$!; PIDS+=("$crowd")
   ready=$(wait_line "$TMP/crowd$N-$RUN.out" ready 180)
-  [ "$(json "$ready" ready)" = "$N" ] || { echo "only $ready" >&2; exit 1; }
+  [ "$(json "$ready" ready)" = "$N" ] || { echo "only $ready" >&2; cat "$TMP/crowd$N-$RUN.err" >&2; exit 1; }
+  conns=$(json "$ready" connections)
   sleep 2
   rssN=$(rss_kb "$pid")
   t0=$(cpu_ticks "$pid"); sleep 30; t1=$(cpu_ticks "$pid")
@@ -93,7 +128,7 @@ streams_row() {
   PER=$(awk -v a="$rss1" -v b="$rssN" -v n="$N" 'BEGIN{printf "%.1f", (b-a)/(n)}')
   fan=$(awk -v a="$first" -v b="$last" 'BEGIN{printf "%.0f ms", (b-a)*1000}')
   tot=$(awk -v a="$edited" -v b="$last" 'BEGIN{printf "%.1f s", b-a}')
-  printf '| %s%s | %s MiB | %s MiB | %s KiB | %s | %s | %s |\n' "$LABEL" "$N" \
+  printf '| %s%s | %s, %s connections | %s MiB | %s MiB | %s KiB | %s | %s | %s |\n' "$LABEL" "$N" "$CUR_PROTO" "$conns" \
     "$(awk -v k="$rss1" 'BEGIN{printf "%.1f", k/1024}')" "$(awk -v k="$rssN" 'BEGIN{printf "%.1f", k/1024}')" \
     "$PER" "$cpu" "$fan" "$tot"
   kill "$crowd" "$one" "$pid" 2>/dev/null || true
@@ -120,44 +155,66 @@ idle_row() {
   wait "$pid" 2>/dev/null || true
 }
 
-# With BEFORE, each measure runs on both binaries, in turn, ROUNDS times.
+# With BEFORE, each measure runs on both binaries, in turn, ROUNDS times;
+# streams also on each protocol of PROTO, in turn.
 NOW_BIN=$BIN
 BINS=(now); [ -n "${BEFORE:-}" ] && BINS=(before now)
 ROUNDS=${ROUNDS:-1}
 RUN=0
 declare -A PERS
+CUR_PROTO=h1
 measure() {
-  local what=$1 N=$2 r b
+  local what=$1 N=$2 r b p protos=(h1)
+  [ "$what" = streams ] && protos=("${PROTOS[@]}")
   for r in $(seq "$ROUNDS"); do
     for b in "${BINS[@]}"; do
-      RUN=$((RUN + 1))
-      if [ "$b" = before ]; then BIN=$BEFORE; else BIN=$NOW_BIN; fi
-      LABEL=; [ -n "${BEFORE:-}" ] && LABEL="$b, "
-      "${what}_row" "$N"
-      PERS[$what,$N,$b]+="$PER "
+      for p in "${protos[@]}"; do
+        RUN=$((RUN + 1))
+        CUR_PROTO=$p
+        if [ "$b" = before ]; then BIN=$BEFORE; else BIN=$NOW_BIN; fi
+        LABEL=; [ -n "${BEFORE:-}" ] && LABEL="$b, "
+        "${what}_row" "$N"
+        PERS[$what,$N,$b,$p]+="$PER "
+      done
     done
   done
-  BIN=$NOW_BIN
+  BIN=$NOW_BIN; CUR_PROTO=h1
 }
 # compare WHAT N: the medians of both binaries and their ratio.
 compare() {
-  local b m=() i
+  local b m=() i p=${3:-h1}
   [ -n "${BEFORE:-}" ] || return 0
-  for b in before now; do m+=("$(printf '%s\n' ${PERS[$1,$2,$b]} | median)"); done
-  printf '%s %s: median per %s %s KiB before, %s KiB now (%s); now/before %s\n' "$1" "$2" \
+  for b in before now; do m+=("$(printf '%s\n' ${PERS[$1,$2,$b,$p]} | median)"); done
+  printf '%s %s%s: median per %s %s KiB before, %s KiB now (%s); now/before %s\n' "$1" "$2" \
+    "$([ "$p" = h1 ] || echo " over $p")" \
     "$([ "$1" = streams ] && echo stream || echo connection)" "${m[0]}" "${m[1]}" \
     "$ROUNDS round(s)" "$(awk -v a="${m[0]}" -v b="${m[1]}" 'BEGIN{printf "%.2f", b/a}')"
 }
 
-echo "## idle streams on one node (every: ${EVERY}s, threads: 2)"
-printf '| streams | RSS with 1 | RSS with N | per stream | CPU over 30 s idle | first to last event | edit to last event |\n|---:|---:|---:|---:|---:|---:|---:|\n'
-for N in "${COUNTS[@]}"; do measure streams "$N"; done
-for N in "${COUNTS[@]}"; do compare streams "$N"; done
+# per_protocol N: each protocol's median per stream (this binary), side by side.
+per_protocol() {
+  local p out=()
+  for p in "${PROTOS[@]}"; do
+    out+=("$p $(printf '%s\n' ${PERS[streams,$1,now,$p]} | median) KiB")
+  done
+  printf 'streams %s: median per stream over %s round(s): %s\n' "$1" "$ROUNDS" "$(IFS=,; echo "${out[*]}" | sed 's/,/, /g')"
+}
 
+if [[ $SECTIONS == *" streams "* ]]; then
+echo "## idle streams on one node (every: ${EVERY}s, threads: 2)"
+printf '| streams | protocol | RSS with 1 | RSS with N | per stream | CPU over 30 s idle | first to last event | edit to last event |\n|---:|---|---:|---:|---:|---:|---:|---:|\n'
+for N in "${COUNTS[@]}"; do measure streams "$N"; done
+for N in "${COUNTS[@]}"; do per_protocol "$N"; done
+for N in "${COUNTS[@]}"; do for p in "${PROTOS[@]}"; do compare streams "$N" "$p"; done; done
+fi
+
+if [[ $SECTIONS == *" idle "* ]]; then
 echo
 echo "## baseline: idle keep-alive connections on one node (one 400 answered on each)"
 for N in "${COUNTS[@]}"; do measure idle "$N"; done
 for N in "${COUNTS[@]}"; do compare idle "$N"; done
+fi
+[[ $SECTIONS == *" redis "* ]] || exit 0
 echo
 echo "## Redis per followed link (one node with the fleet tier, B=100 links, one stream each)"
 start_redis() {

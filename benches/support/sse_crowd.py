@@ -8,6 +8,11 @@ stream got it or was ended by the server: when the first and the last stream
 got it (epoch seconds), the error events and the streams ended so far; and
 stays connected until killed or --timeout. Only
 127.0.0.1 is contacted.
+
+With --h2c the streams travel over cleartext HTTP/2 with prior knowledge,
+multiplexed: --per-connection streams share one connection (default and
+at most the server's SETTINGS_MAX_CONCURRENT_STREAMS), so N streams need
+ceil(N / per-connection) connections. This needs the `h2` package (PyPI).
 """
 
 import argparse
@@ -32,29 +37,130 @@ async def stream(port, query, state, i):
         print(json.dumps({"refused": head.split(b"\r\n")[0].decode()}), file=sys.stderr)
         writer.close()
         return
-    event = None
+    sse = Sse(state, i)
     while True:
         line = await reader.readline()
         if not line:
-            state["closed"] += 1
-            state["ended"][i] = True
+            sse.end()
             return
-        line = line.rstrip(b"\r\n")
+        sse.line(line.rstrip(b"\r\n"))
+
+
+class Sse:
+    """One stream's events, line by line, recorded in `state`."""
+
+    def __init__(self, state, i):
+        self.state, self.i, self.event, self.rest = state, i, None, b""
+        self.done = asyncio.get_running_loop().create_future()
+
+    def end(self):
+        if not self.done.done():
+            self.state["closed"] += 1
+            self.state["ended"][self.i] = True
+            self.done.set_result(None)
+
+    def feed(self, data):
+        lines = (self.rest + data).split(b"\n")
+        self.rest = lines.pop()
+        for line in lines:
+            self.line(line.rstrip(b"\r"))
+
+    def line(self, line):
+        state, i = self.state, self.i
         if line.startswith(b"event: "):
-            event = line[7:]
+            self.event = line[7:]
         elif line.startswith(b"id: "):
             pass
-        elif line.startswith(b"data: ") and event == b"error":
+        elif line.startswith(b"data: ") and self.event == b"error":
             print(json.dumps({"error": line[6:].decode()}), file=sys.stderr, flush=True)
-        elif line == b"" and event is not None:
+        elif line == b"" and self.event is not None:
             now = time.time()
-            if event == b"board.version":
+            if self.event == b"board.version":
                 state["opened"][i] = now
-            elif event == b"board.changed":
+            elif self.event == b"board.changed":
                 state["changes"][i].append(now)
-            elif event == b"error":
+            elif self.event == b"error":
                 state["errors"] += 1
-            event = None
+            self.event = None
+
+
+class H2c:
+    """One cleartext HTTP/2 connection (prior knowledge) carrying many streams."""
+
+    def __init__(self, port):
+        self.port = port
+        self.streams = {}
+
+    async def open(self):
+        import h2.config
+        import h2.connection
+
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 16)
+        self.conn = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+        )
+        self.conn.initiate_connection()
+        self.flush()
+        self.settings = asyncio.get_running_loop().create_future()
+        self.task = asyncio.create_task(self.read())
+        await self.settings
+        return self.conn.remote_settings.max_concurrent_streams
+
+    def flush(self):
+        data = self.conn.data_to_send()
+        if data:
+            self.writer.write(data)
+
+    async def read(self):
+        import h2.events as ev
+
+        while True:
+            data = await self.reader.read(1 << 16)
+            if not data:
+                for sse, _ in self.streams.values():
+                    sse.end()
+                if not self.settings.done():
+                    self.settings.set_exception(ConnectionError("closed before SETTINGS"))
+                return
+            for e in self.conn.receive_data(data):
+                if isinstance(e, ev.RemoteSettingsChanged) and not self.settings.done():
+                    self.settings.set_result(None)
+                elif isinstance(e, ev.ResponseReceived):
+                    sse, state = self.streams[e.stream_id]
+                    status = dict(e.headers).get(":status")
+                    if status != "200":
+                        state["refused"] += 1
+                        print(json.dumps({"refused": status}), file=sys.stderr)
+                        sse.end()
+                elif isinstance(e, ev.DataReceived):
+                    # Give the window back at once: an idle client never
+                    # holds the server's writes up.
+                    self.conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                    self.streams[e.stream_id][0].feed(e.data)
+                elif isinstance(e, (ev.StreamEnded, ev.StreamReset)):
+                    self.streams[e.stream_id][0].end()
+                elif isinstance(e, ev.ConnectionTerminated):
+                    for sse, _ in self.streams.values():
+                        sse.end()
+            self.flush()
+
+    def request(self, query, state, i):
+        sse = Sse(state, i)
+        sid = self.conn.get_next_available_stream_id()
+        self.streams[sid] = (sse, state)
+        self.conn.send_headers(
+            sid,
+            [
+                (":method", "GET"),
+                (":scheme", "http"),
+                (":authority", "127.0.0.1"),
+                (":path", f"/api/changes?{query}"),
+                ("accept", "text/event-stream"),
+            ],
+            end_stream=True,
+        )
+        self.flush()
+        return sse.done
 
 
 async def main():
@@ -65,7 +171,9 @@ async def main():
     ap.add_argument("--streams", type=int, default=1000)
     ap.add_argument("--changes", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=120)
-    ap.add_argument("--parallel", type=int, default=200, help="connections opened at once")
+    ap.add_argument("--parallel", type=int, default=200, help="streams opening at once")
+    ap.add_argument("--h2c", action="store_true", help="HTTP/2 with prior knowledge, streams multiplexed")
+    ap.add_argument("--per-connection", type=int, help="streams per HTTP/2 connection (default: the server's maximum)")
     args = ap.parse_args()
     if args.queries_file:
         with open(args.queries_file) as f:
@@ -84,12 +192,38 @@ async def main():
     started = time.time()
     gate = asyncio.Semaphore(args.parallel)
     tasks = []
+    conns = {}
+    if args.h2c:
+        # The first connection tells the server's stream limit.
+        first = H2c(args.port[0])
+        limit = await first.open()
+        per = min(args.per_connection or limit, limit)
+        conns[0] = asyncio.get_running_loop().create_future()
+        conns[0].set_result(first)
+        print(
+            json.dumps({"max_concurrent_streams": limit, "per_connection": per, "connections": -(-n // per)}),
+            file=sys.stderr,
+            flush=True,
+        )
+
+    async def h2_stream(i):
+        k = i // per
+        if k not in conns:
+            conns[k] = asyncio.get_running_loop().create_future()
+            c = H2c(args.port[k % len(args.port)])
+            await c.open()
+            conns[k].set_result(c)
+        c = await conns[k]
+        await c.request(queries[i % len(queries)], state, i)
 
     async def one(i):
         async with gate:
-            t = asyncio.create_task(
-                stream(args.port[i % len(args.port)], queries[i % len(queries)], state, i)
-            )
+            if args.h2c:
+                t = asyncio.create_task(h2_stream(i))
+            else:
+                t = asyncio.create_task(
+                    stream(args.port[i % len(args.port)], queries[i % len(queries)], state, i)
+                )
             tasks.append(t)
             # Hold the slot until the stream's first event (or its end).
             while state["opened"][i] is None and not t.done():
@@ -99,7 +233,12 @@ async def main():
     opened = sum(1 for t in state["opened"] if t is not None)
     print(
         json.dumps(
-            {"ready": opened, "refused": state["refused"], "open_seconds": round(time.time() - started, 2)}
+            {
+                "ready": opened,
+                "refused": state["refused"],
+                "connections": len(conns) if args.h2c else n,
+                "open_seconds": round(time.time() - started, 2),
+            }
         ),
         flush=True,
     )
