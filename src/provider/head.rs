@@ -4,14 +4,14 @@
 //! element an id names.
 
 use crate::document::reading::is_removed_section;
-use crate::document::{Location, Position, Timestamps};
+use crate::document::{Location, Position, Scalar, Timestamps};
 #[cfg(any(test, feature = "internals"))]
 use crate::provider::raw::object;
-use crate::provider::raw::{ident, own_id, scalar};
+use crate::provider::raw::{ident, own_id};
 use crate::provider::time::{format_epoch_ms, normalize_time};
 #[cfg(any(test, feature = "internals"))]
 use serde_json::Map;
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 /// The nested `location.position` keys, in [`Position`]'s order.
 pub const POSITION_KEYS: [&str; 4] = ["x", "y", "index", "score"];
@@ -135,26 +135,90 @@ impl HeadFields {
 /// `location`, else at the element's top level) are read, coordinate by
 /// coordinate, in that order. Fields of the wrong type are omitted, and so
 /// is a location left empty.
-fn location(loc: Option<&LocationFields>, top: &[Option<Value>; 4]) -> Option<Location> {
+fn location(loc: Option<&LocationFields>, top: &[Option<Value>; 4]) -> Option<HeldLocation> {
     let coord = |i: usize| {
         let pos = loc.and_then(|l| l.position.as_ref());
-        scalar(pos.and_then(|p| p[i].as_ref()))
-            .or_else(|| scalar(loc.and_then(|l| l.flat[i].as_ref())))
-            .or_else(|| scalar(top[i].as_ref()))
+        HeldScalar::of(pos.and_then(|p| p[i].as_ref()))
+            .or_else(|| HeldScalar::of(loc.and_then(|l| l.flat[i].as_ref())))
+            .or_else(|| HeldScalar::of(top[i].as_ref()))
     };
-    let position = Position {
-        x: coord(0),
-        y: coord(1),
-        index: coord(2),
-        score: coord(3),
-    };
-    let location = Location {
+    let location = HeldLocation {
         parent_id: ident(loc.and_then(|l| l.parent_id.as_ref())),
-        section: scalar(loc.and_then(|l| l.section.as_ref())),
-        root_board: scalar(loc.and_then(|l| l.root_board.as_ref())),
-        position: (position != Position::default()).then_some(position),
+        section: HeldScalar::of(loc.and_then(|l| l.section.as_ref())),
+        root_board: HeldScalar::of(loc.and_then(|l| l.root_board.as_ref())),
+        position: [coord(0), coord(1), coord(2), coord(3)],
     };
-    (location != Location::default()).then_some(location)
+    (location != HeldLocation::default()).then_some(location)
+}
+
+/// A [`Scalar`] of an element's `location` as the provider sent it, held
+/// in 24 bytes until its node is written: a number as serde_json read it
+/// (its integer or float, so it is written back as the same text), a
+/// boolean, or a string. A `Scalar` holds a whole value, 72 bytes inline,
+/// and every element holds six of them until it is written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HeldScalar {
+    Number(Number),
+    Bool(bool),
+    Text(Box<str>),
+}
+
+impl HeldScalar {
+    /// What [`Scalar::from_value`] keeps of `value`: `Some` for a string,
+    /// number or boolean; `None` for null, arrays, objects and absence.
+    pub fn of(value: Option<&Value>) -> Option<HeldScalar> {
+        match value? {
+            Value::Number(n) => Some(HeldScalar::Number(n.clone())),
+            Value::Bool(b) => Some(HeldScalar::Bool(*b)),
+            Value::String(s) => Some(HeldScalar::Text(s.as_str().into())),
+            Value::Null | Value::Array(_) | Value::Object(_) => None,
+        }
+    }
+
+    /// The scalar as the document holds it: the value it was read from.
+    pub fn scalar(&self) -> Scalar {
+        Scalar(match self {
+            HeldScalar::Number(n) => Value::Number(n.clone()),
+            HeldScalar::Bool(b) => Value::Bool(*b),
+            HeldScalar::Text(s) => Value::String(s.as_ref().to_owned()),
+        })
+    }
+
+    /// The string, when it is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            HeldScalar::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// An element's [`Location`], its scalars held as [`HeldScalar`]s, never
+/// empty in a [`Head`]; [`HeldLocation::location`] makes the document's.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HeldLocation {
+    /// `parentId`, when it is an identifier.
+    pub parent_id: Option<String>,
+    pub section: Option<HeldScalar>,
+    pub root_board: Option<HeldScalar>,
+    /// The coordinates in [`POSITION_KEYS`]' order.
+    pub position: [Option<HeldScalar>; 4],
+}
+
+impl HeldLocation {
+    /// The location as the document writes it: `position` absent when no
+    /// coordinate is there.
+    pub fn location(&self) -> Location {
+        let held = |s: &Option<HeldScalar>| s.as_ref().map(HeldScalar::scalar);
+        let [x, y, index, score] = self.position.each_ref().map(held);
+        let position = Position { x, y, index, score };
+        Location {
+            parent_id: self.parent_id.clone(),
+            section: held(&self.section),
+            root_board: held(&self.root_board),
+            position: (position != Position::default()).then_some(position),
+        }
+    }
 }
 
 /// One element's head.
@@ -167,8 +231,8 @@ pub struct Head {
     pub id: Option<String>,
     /// The raw `elementType`, when it is a string.
     pub element_type: Option<String>,
-    /// `location`, normalized.
-    pub location: Option<Location>,
+    /// `location`, normalized ([`HeldLocation::location`] writes it).
+    pub location: Option<HeldLocation>,
     /// The times of `meta`, as sent ([`Head::timestamps`] normalizes them).
     pub times: Option<MetaTimes>,
     /// The top-level `threadId`, when it is an identifier.
@@ -216,7 +280,7 @@ impl Head {
     pub fn is_removed(&self) -> bool {
         let section = self.location.as_ref().and_then(|l| l.section.as_ref());
         section
-            .and_then(|s| s.0.as_str())
+            .and_then(HeldScalar::as_str)
             .is_some_and(is_removed_section)
     }
 
@@ -259,7 +323,136 @@ pub fn find_element<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::raw::scalar;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// JSON text of one member's value: integers across `i64` and `u64`,
+    /// floats (`-0.0`, exponents, the shortest and the scientific form),
+    /// strings with escapes, and what is not a scalar.
+    fn value_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_flat_map(|f| prop_oneof![Just(format!("{f:?}")), Just(format!("{f:e}"))]),
+            prop::sample::select(vec![
+                "-0.0",
+                "-0",
+                "0.0",
+                "0e0",
+                "1E+2",
+                "-1.5e-7",
+                "12.50",
+                "1e300",
+                "-0.0e5",
+                "null",
+                "true",
+                "false",
+                "[]",
+                "{}",
+                "[1,\"x\"]",
+                "{\"a\":1}",
+                "\"\"",
+                "\"TRASH\"",
+                "\"deleted\"",
+                "\"\\u00e9\\n\"",
+                "\"1e3\"",
+            ])
+            .prop_map(str::to_owned),
+            "\\PC{0,6}".prop_map(|s| Value::String(s).to_string()),
+        ]
+    }
+
+    /// `location` as it was read before its scalars were held compactly:
+    /// the document's [`Scalar`]s read from the element's values.
+    fn location_of_values(element: &Value) -> Option<Location> {
+        let loc = element.get("location").and_then(Value::as_object);
+        let pos = loc
+            .and_then(|l| l.get("position"))
+            .and_then(Value::as_object);
+        let coord = |i: usize| {
+            scalar(pos.and_then(|p| p.get(POSITION_KEYS[i])))
+                .or_else(|| scalar(loc.and_then(|l| l.get(FLAT_POSITION_KEYS[i]))))
+                .or_else(|| scalar(element.get(FLAT_POSITION_KEYS[i])))
+        };
+        let position = Position {
+            x: coord(0),
+            y: coord(1),
+            index: coord(2),
+            score: coord(3),
+        };
+        let location = Location {
+            parent_id: ident(loc.and_then(|l| l.get("parentId"))),
+            section: scalar(loc.and_then(|l| l.get("section"))),
+            root_board: scalar(loc.and_then(|l| l.get("rootBoard"))),
+            position: (position != Position::default()).then_some(position),
+        };
+        (location != Location::default()).then_some(location)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// A held scalar is written as the same JSON as the value it was
+        /// read from, and is held exactly when a [`Scalar`] would be.
+        #[test]
+        fn held_scalar_writes_its_value(text in value_text()) {
+            let value: Value = serde_json::from_str(&text).expect("valid JSON");
+            let held = HeldScalar::of(Some(&value)).map(|h| h.scalar());
+            let old = Scalar::from_value(&value);
+            prop_assert_eq!(
+                serde_json::to_string(&held).ok(),
+                serde_json::to_string(&old).ok(),
+                "{}", text
+            );
+            prop_assert_eq!(held, old);
+        }
+
+        /// An element's location, held and then written, is the location
+        /// read from its values, byte for byte, and removal reads the same
+        /// section.
+        #[test]
+        fn held_location_writes_as_read_from_values(
+            members in prop::collection::vec(
+                (prop::sample::select(vec![
+                    "section", "rootBoard", "parentId", "x", "y", "index", "score",
+                    "positionX", "positionY", "positionIndex", "positionScore",
+                    "top:positionX", "top:positionY", "top:positionIndex", "top:positionScore",
+                ]), value_text()),
+                0..10,
+            ),
+        ) {
+            let (mut loc, mut pos, mut top) = (Vec::new(), Vec::new(), Vec::new());
+            for (key, text) in &members {
+                let member = |k: &str| format!("{}:{text}", Value::from(k));
+                match *key {
+                    "x" | "y" | "index" | "score" => pos.push(member(key)),
+                    k if k.starts_with("top:") => top.push(member(&k[4..])),
+                    k => loc.push(member(k)),
+                }
+            }
+            loc.push(format!("\"position\":{{{}}}", pos.join(",")));
+            top.push(format!("\"location\":{{{}}}", loc.join(",")));
+            let element: Value = serde_json::from_str(&format!("{{{}}}", top.join(",")))
+                .expect("valid JSON");
+            let head = Head::read(&element);
+            let held = head.location.as_ref().map(HeldLocation::location);
+            let old = location_of_values(&element);
+            prop_assert_eq!(
+                serde_json::to_string(&held).ok(),
+                serde_json::to_string(&old).ok(),
+                "{}", element
+            );
+            let removed = old
+                .as_ref()
+                .and_then(|l| l.section.as_ref())
+                .and_then(|s| s.0.as_str())
+                .is_some_and(is_removed_section);
+            prop_assert_eq!(head.is_removed(), removed);
+        }
+    }
 
     #[test]
     fn times_held_compactly_normalize_as_their_values() {
@@ -321,7 +514,7 @@ mod tests {
         for (element, want) in cases {
             let got = Head::read(&element)
                 .location
-                .map(|l| serde_json::to_value(l).unwrap_or_default());
+                .map(|l| serde_json::to_value(l.location()).unwrap_or_default());
             assert_eq!(got, want, "{element}");
         }
     }

@@ -22,7 +22,7 @@
 use super::tree::ContentReader;
 use crate::document::*;
 use crate::provider::fetched::RawComment;
-use crate::provider::head::Head;
+use crate::provider::head::{Head, HeldScalar};
 use crate::provider::raw::{
     boolean, ident, non_empty, object, own_id, raw, raw_array, scalar, string,
 };
@@ -194,7 +194,10 @@ pub fn kind_of(
             line_style: raw(c.get("lineStyle")),
         }),
         "SKELETON" => NodeKind::Skeleton(SkeletonFields {
-            root_board: element.location.as_ref().and_then(|l| l.root_board.clone()),
+            root_board: element
+                .location
+                .as_ref()
+                .and_then(|l| l.root_board.as_ref().map(HeldScalar::scalar)),
         }),
         other => NodeKind::Unknown(UnknownFields {
             element_type: other.to_owned(),

@@ -14,7 +14,7 @@
 //! a board) settles the rest, so the order is total and deterministic.
 
 use crate::document::reading::numeric;
-use crate::document::{Location, Scalar};
+use crate::provider::head::{HeldLocation, HeldScalar};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -29,17 +29,17 @@ pub enum Part {
 }
 
 impl Part {
-    fn of(value: Option<&Scalar>) -> Part {
-        match value.map(|s| &s.0) {
-            Some(Value::Number(n)) => n
+    fn of(value: Option<&HeldScalar>) -> Part {
+        match value {
+            Some(HeldScalar::Number(n)) => n
                 .as_f64()
                 .filter(|f| f.is_finite())
                 .map_or(Part::Missing, Part::Number),
-            Some(Value::String(s)) => {
-                numeric(s).map_or_else(|| Part::Text(s.clone()), Part::Number)
+            Some(HeldScalar::Text(s)) => {
+                numeric(s).map_or_else(|| Part::Text(s.as_ref().to_owned()), Part::Number)
             }
-            Some(Value::Bool(b)) => Part::Bool(*b),
-            _ => Part::Missing,
+            Some(HeldScalar::Bool(b)) => Part::Bool(*b),
+            None => Part::Missing,
         }
     }
 
@@ -71,15 +71,16 @@ pub struct SortKey {
 }
 
 impl SortKey {
-    pub fn new(id: &str, location: Option<&Location>) -> SortKey {
-        let position = location.and_then(|l| l.position.as_ref());
+    pub fn new(id: &str, location: Option<&HeldLocation>) -> SortKey {
+        // `position` in `POSITION_KEYS`' order: x, y, index, score.
+        let coord = |i: usize| Part::of(location.and_then(|l| l.position[i].as_ref()));
         SortKey {
             parts: [
                 Part::of(location.and_then(|l| l.section.as_ref())),
-                Part::of(position.and_then(|p| p.score.as_ref())),
-                Part::of(position.and_then(|p| p.index.as_ref())),
-                Part::of(position.and_then(|p| p.y.as_ref())),
-                Part::of(position.and_then(|p| p.x.as_ref())),
+                coord(3),
+                coord(2),
+                coord(1),
+                coord(0),
             ],
             id: id.to_owned(),
         }
@@ -141,20 +142,14 @@ pub fn order_children(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::document::Position;
     use serde_json::json;
 
     fn key(id: &str, section: Value, score: Value, index: Value, y: Value, x: Value) -> SortKey {
-        let s = |v: Value| Scalar::from_value(&v);
-        let location = Location {
+        let s = |v: Value| HeldScalar::of(Some(&v));
+        let location = HeldLocation {
             section: s(section),
-            position: Some(Position {
-                x: s(x),
-                y: s(y),
-                index: s(index),
-                score: s(score),
-            }),
-            ..Location::default()
+            position: [s(x), s(y), s(index), s(score)],
+            ..HeldLocation::default()
         };
         SortKey::new(id, Some(&location))
     }
@@ -186,8 +181,8 @@ mod tests {
             (json!(1e308), n.clone(), Ordering::Less),
         ];
         for (a, b, want) in cases {
-            let pa = Part::of(Scalar::from_value(a).as_ref());
-            let pb = Part::of(Scalar::from_value(b).as_ref());
+            let pa = Part::of(HeldScalar::of(Some(a)).as_ref());
+            let pb = Part::of(HeldScalar::of(Some(b)).as_ref());
             assert_eq!(pa.compare(&pb), *want, "{a} vs {b}");
         }
     }

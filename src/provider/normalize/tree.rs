@@ -29,7 +29,7 @@ use super::{content, fields};
 use crate::document::{Comment, Completeness, Coverage, Node, NodeKind};
 use crate::provider::answer::{Element, JsonText};
 use crate::provider::fetched::{outline_content, parse_content, Comments, IdHasher};
-use crate::provider::head::Head;
+use crate::provider::head::{Head, HeldLocation};
 use crate::provider::Fetched;
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
@@ -293,7 +293,7 @@ pub fn walk(
             id: entry.id.to_owned(),
             kind,
             size,
-            location: entry.head.location.clone(),
+            location: entry.head.location.as_ref().map(HeldLocation::location),
             timestamps: entry.head.timestamps(),
             children: Vec::new(),
         };
