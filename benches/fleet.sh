@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fleet tier (issue 16): N=4 release binaries in front of one static
+# The fleet tier: N=4 release binaries in front of one static
 # upstream (nginx, as in governance.sh), with and without a shared Redis.
 #
 #   benches/fleet.sh [samples=30]

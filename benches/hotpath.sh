@@ -2,10 +2,10 @@
 # Issue 8, the hot path: a cached 200 from our service against a bare Pingora
 # responder (examples/bare_responder.rs) sending byte-identical bodies with the
 # same headers, so the difference is what our request handling costs. In the
-# same run: our service with the access log on (issue 17; RUST_LOG=info, the
+# same run: our service with the access log on (RUST_LOG=info, the
 # lines written to a file) beside the same service with it off, and both ours
 # and the bare responder over HTTP/2 (h2c with prior knowledge, h2load) beside
-# HTTP/1.1 (wrk) (issue 22).
+# HTTP/1.1 (wrk).
 #
 #   benches/hotpath.sh [rounds=3] [seconds=5]
 #   BEFORE=/path/to/older/shared-board-api benches/hotpath.sh   # before/after/bare in one run

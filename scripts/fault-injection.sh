@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full fault-injection run of issue 45 ("nothing promised is lost"):
+# The full fault-injection run ("nothing promised is lost"):
 # every scenario of tests/it/durability/ (a node on SQLite killed and
 # upgraded, a node on Redis killed and Redis slowed, a fleet of three on
 # Redis killed, rolled and slowed) several times, against the real binary,

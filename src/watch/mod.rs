@@ -187,7 +187,7 @@ impl Watches {
         );
         let mut tasks = tokio::task::JoinSet::new();
         // Said once at start, beside the jobs (a Redis slow to answer does
-        // not hold them back): a store that can lose deliveries (issue 45).
+        // not hold them back): a store that can lose deliveries.
         let me = Arc::clone(&self);
         tasks.spawn(async move { drop(me.outbox.check_fitness().await) });
         for job in &self.jobs {

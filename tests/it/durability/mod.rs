@@ -1,4 +1,4 @@
-//! Nothing promised is lost (issue 45): deliveries and kept versions
+//! Nothing promised is lost: deliveries and kept versions
 //! survive crashes, forks, reloads, rolling deploys and a slow Redis.
 //!
 //! The instrument: the real binary, started as docs/operations.md starts
@@ -28,7 +28,7 @@
 //!   `SBAPI_FAULT_KEEP=1` keeps each run's folder (the nodes' error logs,
 //!   the SQLite file) and prints its path.
 //!
-//! Each scenario's CI variant failed on the code before issue 45's fixes
+//! Each scenario's CI variant failed on the code before the durability fixes
 //! (benches/README.md, "Durability", has the figures before and after):
 //! - `sqlite_upgrade`: the connection was opened before Pingora's daemon
 //!   fork and leases were per process, so across an upgrade the old and the
