@@ -17,7 +17,6 @@ mod parts;
 pub(crate) mod playground;
 pub mod post;
 mod rate_limit;
-mod registry;
 pub mod request_id;
 pub mod respond;
 pub mod route;
@@ -247,6 +246,19 @@ impl BoardApi {
         };
         respond::stamp(&mut response, &ids);
         Some(response)
+    }
+
+    /// Answers every path under the prefix, unknown ones with `404
+    /// NOT_FOUND` (a location of a host that routes the whole prefix here).
+    pub(crate) fn claim_whole_prefix(&mut self) {
+        self.claim_prefix = true;
+    }
+
+    /// Runs [`BoardApi::respond`]'s work under `spans`, a subscriber of its
+    /// own, in a process whose subscriber is the host's.
+    #[cfg(feature = "otlp")]
+    pub(crate) fn export_spans(&mut self, spans: tracing::Dispatch) {
+        self.spans = Some(spans);
     }
 
     /// [`BoardApi::answer`] in its `shared_board_api.request` span, which

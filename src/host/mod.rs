@@ -18,6 +18,7 @@ mod edge;
 mod operator_guard;
 pub mod preflight;
 mod probes;
+mod registry;
 mod seam;
 pub mod service;
 pub mod upgrade;

@@ -2,7 +2,7 @@
 //! for the same one: a gateway that rebuilds its plugins on a reload gets
 //! the running API back, its warm cache included, instead of a cold copy.
 
-use super::BoardApi;
+use crate::api::BoardApi;
 use crate::config::{ApiSettings, ConfigError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -73,7 +73,9 @@ fn shared(path: &Path, whole_prefix: bool) -> Result<Arc<BoardApi>, ConfigError>
         ApiSettings::from_yaml(&text)?
     };
     let mut api = BoardApi::new(&settings)?;
-    api.claim_prefix |= whole_prefix;
+    if whole_prefix {
+        api.claim_whole_prefix();
+    }
     // The plugin's span export: its own dispatch and sending thread, in a
     // process whose subscriber is the host's.
     #[cfg(feature = "otlp")]
@@ -85,7 +87,7 @@ fn shared(path: &Path, whole_prefix: bool) -> Result<Arc<BoardApi>, ConfigError>
                 format!("cannot start the export: {e}"),
             )
         })?;
-        api.spans = Some(spans);
+        api.export_spans(spans);
     }
     let api = Arc::new(api);
     apis.insert(key, Arc::downgrade(&api));
