@@ -24,6 +24,7 @@
 
 pub mod codec;
 pub mod memory;
+mod queue;
 #[cfg(feature = "fleet")]
 pub mod redis;
 #[cfg(feature = "sqlite")]
@@ -33,8 +34,9 @@ use crate::governance::WorkPool;
 use crate::pipeline::LoadedBoard;
 #[cfg(feature = "sqlite")]
 use crate::store::sqlite::Db;
+use queue::Waiting;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -183,32 +185,6 @@ struct ToKeep {
     pool: WorkPool,
     /// Its share of [`QUEUE_BYTES`], given back when it is dropped.
     _waiting: Waiting,
-}
-
-/// Bytes counted against the queue's bound for as long as a version waits
-/// (or is being written).
-struct Waiting {
-    queued: Arc<AtomicUsize>,
-    bytes: usize,
-}
-
-impl Waiting {
-    /// Counts `bytes` against `bound`, unless it would pass it (one
-    /// version alone always fits).
-    fn reserve(queued: &Arc<AtomicUsize>, bytes: usize, bound: usize) -> Option<Waiting> {
-        let before = queued.fetch_add(bytes, Ordering::Relaxed);
-        let waiting = Waiting {
-            queued: Arc::clone(queued),
-            bytes,
-        };
-        (before == 0 || before + bytes <= bound).then_some(waiting)
-    }
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        self.queued.fetch_sub(self.bytes, Ordering::Relaxed);
-    }
 }
 
 /// The kept versions of every board. Cheap to share (`Arc`).
