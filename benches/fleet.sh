@@ -34,22 +34,6 @@ gen_boards 7000 26
 start_nginx
 upstream() { wc -l < "$UP_ACCESS_LOG"; }
 
-start_redis() {
-  local try port
-  for try in 1 2 3 4 5 6; do
-    port=$(rand_port)
-    port_free "$port" || continue
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-      --dir "$TMP" > "$TMP/redis.log" 2>&1 &
-    REDIS_PID=$!; PIDS+=("$REDIS_PID")
-    for _ in $(seq 50); do
-      grep -qi 'ready to accept' "$TMP/redis.log" && { REDIS_PORT=$port; return 0; }
-      sleep 0.1
-    done
-    kill "$REDIS_PID" 2>/dev/null || true
-  done
-  echo "redis did not start" >&2; cat "$TMP/redis.log" >&2; exit 1
-}
 start_redis
 TIER="  cache:
     shared:

@@ -183,6 +183,25 @@ start_service() {
 }
 
 # share_q BOARD PERMISSION: the url= query value (percent-encoded share link).
+# start_redis: a redis-server on a free loopback port, nothing kept on disk,
+# its data dir $TMP; sets REDIS_PORT and REDIS_PID (stopped by cleanup).
+start_redis() {
+  local try port
+  for try in 1 2 3 4 5 6; do
+    port=$(rand_port)
+    port_free "$port" || continue
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --dir "$TMP" > "$TMP/redis.log" 2>&1 &
+    REDIS_PID=$!; PIDS+=("$REDIS_PID")
+    for _ in $(seq 50); do
+      grep -qi 'ready to accept' "$TMP/redis.log" && { REDIS_PORT=$port; return 0; }
+      sleep 0.1
+    done
+    kill "$REDIS_PID" 2>/dev/null || true
+  done
+  echo "redis did not start" >&2; cat "$TMP/redis.log" >&2; exit 1
+}
+
 share_q() { printf 'url=https%%3A%%2F%%2Fapp.milanote.com%%2F%s%%2Fb%%3Fp%%3D%s' "$1" "$2"; }
 
 median() { sort -g | awk '{a[NR]=$1} END{ if (NR==0) {print "nan"} else if (NR%2) {print a[(NR+1)/2]} else {print (a[NR/2]+a[NR/2+1])/2} }'; }

@@ -217,21 +217,6 @@ fi
 [[ $SECTIONS == *" redis "* ]] || exit 0
 echo
 echo "## Redis per followed link (one node with the fleet tier, B=100 links, one stream each)"
-start_redis() {
-  local try port
-  for try in 1 2 3 4 5 6; do
-    port=$(rand_port)
-    port_free "$port" || continue
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" > "$TMP/redis.log" 2>&1 &
-    REDIS_PID=$!; PIDS+=("$REDIS_PID")
-    for _ in $(seq 50); do
-      grep -qi 'ready to accept' "$TMP/redis.log" && { REDIS_PORT=$port; return 0; }
-      sleep 0.1
-    done
-    kill "$REDIS_PID" 2>/dev/null || true
-  done
-  echo "redis did not start" >&2; exit 1
-}
 start_redis
 rc() { redis-cli -p "$REDIS_PORT" "$@"; }
 SBAPI_FLEET_KEY=$(head -c 48 /dev/urandom | base64 | tr -d '\n'); export SBAPI_FLEET_KEY
