@@ -11,9 +11,10 @@
 //!   when the tier has nothing), remembered on the way back up.
 
 use super::versions::owner;
-use super::{in_own_task, Boards, LoadError, Loaded};
+use super::{coalesce, Boards, LoadError, Loaded};
 use crate::document::Coverage;
 use std::sync::Arc;
+use tracing::instrument::WithSubscriber as _;
 
 /// The name of a followed board (one share link's board), for the live
 /// endpoints and the fleet's leases and announcements: 32 hex digits of a
@@ -35,21 +36,27 @@ impl Boards {
     pub async fn fresh_document(&self, board_id: &str, permission_id: &str) -> Loaded {
         let inner = Arc::clone(&self.inner);
         let (b, p) = (board_id.to_owned(), permission_id.to_owned());
-        in_own_task(async move {
-            let deadline = inner.loader.deadline();
-            let outcome = inner.loader.load(&b, &p, Coverage::Full, deadline).await;
-            #[cfg(feature = "fleet")]
-            if let (Some(tier), Some(cache)) = (&inner.shared, &inner.cache) {
-                let pool = inner.loader.pool();
-                super::shared::level::share(tier, pool, (&b, &p), &outcome, &cache.settings).await;
+        let mut task = coalesce::AbortOnDrop(tokio::spawn(
+            async move {
+                let deadline = inner.loader.deadline();
+                let outcome = inner.loader.load(&b, &p, Coverage::Full, deadline).await;
+                #[cfg(feature = "fleet")]
+                if let (Some(tier), Some(cache)) = (&inner.shared, &inner.cache) {
+                    let pool = inner.loader.pool();
+                    super::shared::level::share(tier, pool, (&b, &p), &outcome, &cache.settings)
+                        .await;
+                }
+                inner.keep_version(&b, &p, &outcome);
+                if let Some(cache) = &inner.cache {
+                    cache.remember((b, p), Coverage::Full, &outcome, cache.settings.ttl);
+                }
+                outcome
             }
-            inner.keep_version(&b, &p, &outcome);
-            if let Some(cache) = &inner.cache {
-                cache.remember((b, p), Coverage::Full, &outcome, cache.settings.ttl);
-            }
-            outcome
-        })
-        .await
+            .with_current_subscriber(),
+        ));
+        (&mut task.0)
+            .await
+            .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))))
     }
 
     /// The full board as the fleet has it: past the process cache's copy

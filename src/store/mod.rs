@@ -135,17 +135,6 @@ enum Entry {
 
 type Loaded = Result<Doc, LoadError>;
 
-/// Runs `load` in a task of its own, under the caller's subscriber (a host
-/// may scope one to its requests), and waits for it. The task is aborted
-/// when this future is dropped first: its only caller gone, nobody waits
-/// for the load.
-async fn in_own_task(load: impl std::future::Future<Output = Loaded> + Send + 'static) -> Loaded {
-    let mut task = coalesce::AbortOnDrop(tokio::spawn(load.with_current_subscriber()));
-    (&mut task.0)
-        .await
-        .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))))
-}
-
 /// The process cache and the coalescing in front of the levels below.
 struct Cached {
     settings: CacheSettings,
@@ -279,16 +268,19 @@ impl Boards {
             // In a task of its own, as with the cache, and stopped the same
             // way: its only caller gone, nobody waits for it.
             let span = spans::load(board_id);
-            let outcome = in_own_task(
+            let mut task = coalesce::AbortOnDrop(tokio::spawn(
                 async move {
                     let deadline = inner.loader.deadline();
                     let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
                     loaded(&outcome);
                     outcome
                 }
-                .instrument(span),
-            )
-            .await;
+                .instrument(span)
+                .with_current_subscriber(),
+            ));
+            let outcome = (&mut task.0)
+                .await
+                .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))));
             self.inner.keep_version(board_id, permission_id, &outcome);
             return (outcome, Source::Miss);
         };
@@ -347,7 +339,7 @@ impl Boards {
         let (b, p) = (board_id.to_owned(), permission_id.to_owned());
         // In a task of its own, as `document`'s loads, aborted when dropped.
         let span = spans::load(board_id);
-        in_own_task(
+        let mut task = coalesce::AbortOnDrop(tokio::spawn(
             async move {
                 let deadline = inner.loader.deadline();
                 let outcome = inner.loader.load(&b, &p, coverage, deadline).await;
@@ -358,9 +350,12 @@ impl Boards {
                 }
                 outcome
             }
-            .instrument(span),
-        )
-        .await
+            .instrument(span)
+            .with_current_subscriber(),
+        ));
+        (&mut task.0)
+            .await
+            .unwrap_or_else(|e| Err(LoadError::Internal(format!("load task failed: {e}"))))
     }
 
     /// The fleet's side of following boards live, when the fleet tier is
