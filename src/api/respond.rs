@@ -123,9 +123,11 @@ fn cors(headers: &mut HeaderMap) {
 
 /// The headers of an event stream (`/changes` with `Accept:
 /// text/event-stream`): its type, `no-store`, no buffering by a proxy in
-/// front (`X-Accel-Buffering: no`), and the CORS headers.
-pub(crate) fn stream_headers() -> HeaderMap {
-    let mut headers = HeaderMap::with_capacity(6);
+/// front (`X-Accel-Buffering: no`), the board's `Board-Completeness`, and
+/// what every answer of the endpoint carries: `Vary` (the same URL
+/// answers JSON, Markdown or a feed by `Accept`), `nosniff` and CORS.
+pub(crate) fn stream_headers(completeness: Completeness) -> HeaderMap {
+    let mut headers = HeaderMap::with_capacity(10);
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream; charset=utf-8"),
@@ -134,6 +136,18 @@ pub(crate) fn stream_headers() -> HeaderMap {
     headers.insert(
         http::HeaderName::from_static("x-accel-buffering"),
         HeaderValue::from_static("no"),
+    );
+    headers.insert(
+        http::HeaderName::from_static(BOARD_COMPLETENESS),
+        completeness_header(completeness),
+    );
+    headers.insert(
+        header::VARY,
+        HeaderValue::from_static("Accept, Accept-Encoding"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
     );
     cors(&mut headers);
     headers

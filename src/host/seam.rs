@@ -267,7 +267,7 @@ impl BoardApi {
         };
         served.request_id = Some(ids.request_id.clone());
         served.trace_id = Some(ids.trace.trace_id_hex());
-        let mut stream = match opened {
+        let (mut stream, headers) = match opened {
             None => {
                 session.set_keepalive(None);
                 return Ok(Answered {
@@ -295,7 +295,7 @@ impl BoardApi {
                 }
                 return Ok(answered);
             }
-            Some(Ok(stream)) => stream,
+            Some(Ok(opened)) => opened,
         };
         self.count_request("changes", 200);
         if let Some(c) = session
@@ -309,7 +309,6 @@ impl BoardApi {
         // sends them), with room for `X-Request-Id` and what Pingora adds
         // (`Transfer-Encoding`, `Connection`).
         let header = {
-            let headers = crate::api::respond::stream_headers();
             let mut header = ResponseHeader::build_no_case(200, Some(headers.len() + 3))?;
             for (name, value) in &headers {
                 header.append_header(name.clone(), value.clone())?;

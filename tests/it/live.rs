@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 /// The shortest `every` the configuration takes: the tests wait for it.
 const EVERY: Duration = Duration::from_secs(10);
 
-struct Node {
-    gateway: Gateway,
+pub(crate) struct Node {
+    pub gateway: Gateway,
     upstream: SampleUpstream,
 }
 
 /// A gateway without a process cache (a first event reads the board as
 /// it is now) in front of a sample upstream of its own, `live` as given.
-fn node(live: &str) -> Node {
+pub(crate) fn node(live: &str) -> Node {
     let upstream = SampleUpstream::start_in_thread(([127, 0, 0, 1], 0).into()).expect("starts");
     let origin = upstream.origin();
     let (gateway, _) = start_server(1, |server, addrs| {
@@ -39,7 +39,7 @@ fn node(live: &str) -> Node {
 }
 
 impl Node {
-    fn edit(&self, board: &str) {
+    pub(crate) fn edit(&self, board: &str) {
         let r = request(
             self.upstream.addr(),
             "POST",
@@ -49,7 +49,7 @@ impl Node {
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     }
 
-    fn version(&self) -> String {
+    pub(crate) fn version(&self) -> String {
         let link = link(BOARD, PERMISSION);
         let r = request(
             self.gateway.addr,
@@ -140,7 +140,7 @@ impl Stream {
         }
     }
 
-    fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.head.lines().find_map(|line| {
             let (k, v) = line.split_once(':')?;
             k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
@@ -197,6 +197,26 @@ fn a_stream_sees_an_edit_and_a_resumed_one_misses_nothing() {
         Some("text/event-stream; charset=utf-8")
     );
     assert_eq!(stream.header("cache-control").as_deref(), Some("no-store"));
+    // What every answer of the endpoint carries, and the version the
+    // stream starts from, as the JSON answer has them.
+    assert_eq!(stream.header("board-version").as_deref(), Some(v1.as_str()));
+    assert_eq!(
+        stream.header("board-completeness").as_deref(),
+        Some("complete")
+    );
+    assert_eq!(
+        stream.header("vary").as_deref(),
+        Some("Accept, Accept-Encoding")
+    );
+    assert_eq!(
+        stream.header("x-content-type-options").as_deref(),
+        Some("nosniff")
+    );
+    let timing = stream.header("server-timing").expect("Server-Timing");
+    assert!(
+        timing.starts_with("cache;desc=") && timing.contains("total;dur="),
+        "{timing}"
+    );
     let first = stream.next(Duration::from_secs(5)).expect("a first event");
     assert!(
         stream.text.starts_with("retry: 5000\n\n") || stream.text.contains("\nretry: 5000\n\n")
@@ -245,6 +265,12 @@ fn a_stream_sees_an_edit_and_a_resumed_one_misses_nothing() {
     let v3 = missed.id.clone().expect("an id");
     assert_ne!(v3, v2);
     assert_eq!(node.version(), v3);
+    // The header names the version the stream opened at: the one its
+    // first event goes to.
+    assert_eq!(
+        resumed.header("board-version").as_deref(),
+        Some(v3.as_str())
+    );
 }
 
 /// The permission id of the tests' link, as it would show in a share link.

@@ -282,26 +282,10 @@ fn check(method: &str, target: &str, r: &Response) -> u16 {
             (SPEC.pointer(&pointer).expect("component").clone(), pointer)
         }
     };
-    if let Some(headers) = response.get("headers").and_then(Value::as_object) {
-        for (name, header) in headers {
-            let (header, header_pointer) =
-                resolve(header, format!("{pointer}/headers/{}", escape(name)));
-            match r.header(name) {
-                Some(value) => {
-                    let v = validator_at(&format!("{header_pointer}/schema"));
-                    assert!(
-                        v.is_valid(&json!(value)),
-                        "{method} {target}: {name}: {value:?} does not match the spec"
-                    );
-                }
-                None => assert!(
-                    header["required"] != true,
-                    "{method} {target} ({}): required header {name} missing",
-                    r.status
-                ),
-            }
-        }
-    }
+    let label = format!("{method} {target} ({})", r.status);
+    check_headers(&label, &response, &pointer, |name| {
+        r.header(name).map(str::to_owned)
+    });
     match response.get("content").and_then(Value::as_object) {
         Some(content) => {
             let content_type = r.header("content-type").unwrap_or_default();
@@ -330,6 +314,37 @@ fn check(method: &str, target: &str, r: &Response) -> u16 {
         ),
     }
     r.status
+}
+
+/// Checks the headers of a response against the response object
+/// `response` (at `pointer`): each documented one valid, the required
+/// ones there.
+fn check_headers(
+    label: &str,
+    response: &Value,
+    pointer: &str,
+    header_of: impl Fn(&str) -> Option<String>,
+) {
+    let Some(headers) = response.get("headers").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, header) in headers {
+        let (header, header_pointer) =
+            resolve(header, format!("{pointer}/headers/{}", escape(name)));
+        match header_of(name) {
+            Some(value) => {
+                let v = validator_at(&format!("{header_pointer}/schema"));
+                assert!(
+                    v.is_valid(&json!(value)),
+                    "{label}: {name}: {value:?} does not match the spec"
+                );
+            }
+            None => assert!(
+                header["required"] != true,
+                "{label}: required header {name} missing"
+            ),
+        }
+    }
 }
 
 fn send(
@@ -584,3 +599,62 @@ fn responses_over_sockets_match_the_spec() {
 }
 
 mod limits;
+
+/// The event stream against the spec: its header as `ChangesOk` documents
+/// it, and each event as `ChangeEvent` does, its `data` decoded and checked
+/// against the `contentSchema` of its kind (which a JSON Schema validator
+/// only annotates): the `board.version` that opens it, and the
+/// `board.changed` an edit brings.
+#[test]
+fn the_event_stream_matches_the_spec() {
+    let node = crate::live::node("");
+    let query = format!("url={}", link(BOARD, PERMISSION));
+    let mut stream = crate::live::open(node.gateway.addr, &query, &[]);
+    assert_eq!(stream.status, 200, "{}", stream.text);
+    let (response, pointer) = resolve(
+        &SPEC["paths"]["/api/changes"]["get"]["responses"]["200"],
+        "/paths/~1api~1changes/get/responses/200".into(),
+    );
+    check_headers("the event stream", &response, &pointer, |name| {
+        stream.header(name)
+    });
+    assert!(
+        response["content"]["text/event-stream"].is_object(),
+        "the stream is documented"
+    );
+    let event_schema = "/components/schemas/ChangeEvent";
+    let whole = validator_at(event_schema);
+    let kinds = SPEC
+        .pointer(&format!("{event_schema}/oneOf"))
+        .and_then(Value::as_array)
+        .expect("ChangeEvent is a oneOf");
+    let check_event = |event: &crate::live::Event| {
+        let mut object = json!({ "event": event.event, "data": event.data });
+        if let Some(id) = &event.id {
+            object["id"] = json!(id);
+        }
+        let errors: Vec<String> = whole.iter_errors(&object).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{object}: {errors:#?}");
+        let kind = kinds
+            .iter()
+            .position(|k| k["properties"]["event"]["const"] == event.event.as_str())
+            .unwrap_or_else(|| panic!("{} is not documented", event.event));
+        let data = validator_at(&format!(
+            "{event_schema}/oneOf/{kind}/properties/data/contentSchema"
+        ));
+        let errors: Vec<String> = data
+            .iter_errors(&event.json())
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:#?}", event.data);
+    };
+    let opened = stream.next(Duration::from_secs(5)).expect("a first event");
+    assert_eq!(opened.event, "board.version");
+    check_event(&opened);
+    node.edit(BOARD);
+    let changed = stream
+        .next(Duration::from_secs(15))
+        .expect("the edit within every + 5 s");
+    assert_eq!(changed.event, "board.changed");
+    check_event(&changed);
+}

@@ -6,11 +6,14 @@
 
 use super::super::changes::{self, ChangesRequest};
 use super::super::error::ApiError;
-use super::super::respond::Served;
+use super::super::respond::{self, Served};
 use super::super::share_link::ShareLink;
+use super::super::timing;
 use super::super::{BoardApi, RequestParts};
 use super::{Latest, Slot, Waiter};
+use crate::document::Completeness;
 use crate::pipeline::Representation;
+use crate::store::{Doc, LoadTiming, Source};
 use bytes::Bytes;
 use http::HeaderMap;
 use std::collections::VecDeque;
@@ -165,7 +168,8 @@ impl BoardApi {
         &self,
         req: &RequestParts<'_>,
         served: &mut Served,
-    ) -> Result<EventStream, ApiError> {
+    ) -> Result<(EventStream, HeaderMap), ApiError> {
+        let started = Instant::now();
         self.limit_rate(req)?;
         let q = changes::query(req.query)?;
         if q.wait.is_some() {
@@ -195,17 +199,17 @@ impl BoardApi {
         let mut pending = VecDeque::new();
         pending.push_back(Bytes::from(format!("retry: {RETRY_MS}\n\n")));
         let mut events = 0;
-        let last = match since {
+        let (last, opening) = match since {
             Some(since) => {
-                let (event, to) = self.change_event_served(&link, &since, served).await?;
+                let (event, to, opening) = self.change_event_served(&link, &since, served).await?;
                 if to != since {
                     pending.push_back(event);
                     events += 1;
                 }
-                to
+                (to, opening)
             }
             None => {
-                let (doc, _) = self.load_full(&link, served).await?;
+                let (doc, source) = self.load_full(&link, served).await?;
                 let Some(version) = doc.board.version().map(str::to_owned) else {
                     return Err(ApiError::Internal);
                 };
@@ -217,14 +221,15 @@ impl BoardApi {
                     "id: {version}\nevent: board.version\ndata: {data}\n\n"
                 )));
                 events += 1;
-                version
+                (version, Opening::of(&doc, source))
             }
         };
         for _ in 0..events {
             self.live.metrics().live_event();
         }
+        let header = opening.header(&last, started.elapsed());
         let waiter = slot.watch(&link, &last);
-        Ok(EventStream {
+        let stream = EventStream {
             link,
             last,
             waiter,
@@ -234,7 +239,8 @@ impl BoardApi {
             shutdown: Box::pin(self.live.shutting_down()),
             ended: None,
             events,
-        })
+        };
+        Ok((stream, header))
     }
 
     /// The `board.changed` event from `since` to the board now, and the
@@ -244,8 +250,10 @@ impl BoardApi {
         link: &ShareLink,
         since: &str,
     ) -> Result<(Bytes, String), ApiError> {
-        self.change_event_served(link, since, &mut Served::default())
-            .await
+        let (event, to, _) = self
+            .change_event_served(link, since, &mut Served::default())
+            .await?;
+        Ok((event, to))
     }
 
     async fn change_event_served(
@@ -253,15 +261,16 @@ impl BoardApi {
         link: &ShareLink,
         since: &str,
         served: &mut Served,
-    ) -> Result<(Bytes, String), ApiError> {
+    ) -> Result<(Bytes, String, Opening), ApiError> {
         let request = ChangesRequest {
             link: link.clone(),
             since: since.to_owned(),
             wait: None,
         };
-        let (answered, _) = self
+        let (answered, source) = self
             .changes_of(&request, Representation::Json, served)
             .await?;
+        let opening = Opening::of(&answered.doc, source);
         let answer: serde_json::Value =
             serde_json::from_slice(&answered.rendered.body).map_err(|e| {
                 log::error!(
@@ -278,7 +287,43 @@ impl BoardApi {
         // `to` is 32 hex digits and the data one line of JSON: nothing in
         // either can break the event's framing.
         let event = format!("id: {to}\nevent: board.changed\ndata: {data}\n\n");
-        Ok((Bytes::from(event), to))
+        Ok((Bytes::from(event), to, opening))
+    }
+}
+
+/// What the load that opened a stream found, for the stream's header: the
+/// board's completeness and where the load was answered.
+struct Opening {
+    completeness: Completeness,
+    source: Source,
+    timing: LoadTiming,
+}
+
+impl Opening {
+    fn of(doc: &Doc, source: Source) -> Self {
+        Opening {
+            completeness: doc.board.completeness(),
+            source,
+            timing: doc.timing,
+        }
+    }
+
+    /// The stream's response header: [`respond::stream_headers`] with the
+    /// version the stream starts from (`Board-Version`), the board's
+    /// `Board-Completeness`, and `Server-Timing` up to the stream's start,
+    /// as `/changes` answers them.
+    fn header(&self, version: &str, opened_in: Duration) -> HeaderMap {
+        let mut headers = respond::stream_headers(self.completeness);
+        // 32 hex digits: always a valid value.
+        if let Ok(value) = http::HeaderValue::from_str(version) {
+            headers.insert(http::HeaderName::from_static(respond::BOARD_VERSION), value);
+        }
+        let load = (self.source == Source::Miss).then_some(self.timing);
+        headers.insert(
+            timing::SERVER_TIMING,
+            timing::server_timing(self.source.name(), load, opened_in),
+        );
+        headers
     }
 }
 
