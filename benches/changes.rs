@@ -102,6 +102,22 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.bench_function("seal", |b| b.iter(|| codec::seal(black_box(d2))));
+    // The level kept versions were sealed at before, beside the one they
+    // are sealed at now, and the sizes of both.
+    let level_3 = zstd::bulk::compress(d2, 3).expect("compresses");
+    println!(
+        "a kept version: {} bytes at zstd level {}, {} bytes at level 3",
+        sealed.len(),
+        codec::LEVEL,
+        level_3.len() + 4,
+    );
+    group.bench_function("seal/level-3", |b| {
+        b.iter(|| {
+            let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 3).expect("encoder");
+            std::io::Write::write_all(&mut encoder, black_box(d2)).expect("writes");
+            encoder.finish().expect("finishes")
+        })
+    });
     group.bench_function("open", |b| {
         b.iter(|| codec::open(black_box(&sealed), &t2, 64 << 20))
     });
