@@ -304,18 +304,9 @@ impl BoardApi {
         {
             c.adjust_level(0);
         }
-        // Kept by the session for as long as the stream lasts: without the
-        // map of the names' case (they go out in lower case, as HTTP/2
-        // sends them), with room for `X-Request-Id` and what Pingora adds
-        // (`Transfer-Encoding`, `Connection`).
-        let header = {
-            let mut header = ResponseHeader::build_no_case(200, Some(headers.len() + 3))?;
-            for (name, value) in &headers {
-                header.append_header(name.clone(), value.clone())?;
-            }
-            header.insert_header(request_id::X_REQUEST_ID, ids.request_id)?;
-            header
-        };
+        // `headers` is consumed here, so the stream's future does not hold
+        // it between events.
+        let header = stream_header(headers, ids.request_id)?;
         span.record("status", 200);
         // A stream is not followed by another request on its connection.
         session.set_keepalive(None);
@@ -467,6 +458,22 @@ async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Resu
             .await?;
     }
     Ok(())
+}
+
+/// The event stream's response header, kept by the session for as long as
+/// the stream lasts: without the map of the names' case (they go out in
+/// lower case, as HTTP/2 sends them), with room for `X-Request-Id` and
+/// what Pingora adds (`Transfer-Encoding`, `Connection`).
+fn stream_header(
+    headers: http::HeaderMap,
+    request_id: http::HeaderValue,
+) -> Result<ResponseHeader> {
+    let mut header = ResponseHeader::build_no_case(200, Some(headers.len() + 3))?;
+    for (name, value) in &headers {
+        header.append_header(name.clone(), value.clone())?;
+    }
+    header.insert_header(request_id::X_REQUEST_ID, request_id)?;
+    Ok(header)
 }
 
 #[cfg(test)]
