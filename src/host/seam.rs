@@ -267,7 +267,7 @@ impl BoardApi {
         };
         served.request_id = Some(ids.request_id.clone());
         served.trace_id = Some(ids.trace.trace_id_hex());
-        let (mut stream, headers) = match opened {
+        let mut stream = match opened {
             None => {
                 session.set_keepalive(None);
                 return Ok(Answered {
@@ -295,7 +295,7 @@ impl BoardApi {
                 }
                 return Ok(answered);
             }
-            Some(Ok(opened)) => opened,
+            Some(Ok(stream)) => stream,
         };
         self.count_request("changes", 200);
         if let Some(c) = session
@@ -304,9 +304,7 @@ impl BoardApi {
         {
             c.adjust_level(0);
         }
-        // `headers` is consumed here, so the stream's future does not hold
-        // it between events.
-        let header = stream_header(headers, ids.request_id)?;
+        let header = stream_header(stream.version(), ids.request_id)?;
         span.record("status", 200);
         // A stream is not followed by another request on its connection.
         session.set_keepalive(None);
@@ -460,14 +458,13 @@ async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Resu
     Ok(())
 }
 
-/// The event stream's response header, kept by the session for as long as
-/// the stream lasts: without the map of the names' case (they go out in
-/// lower case, as HTTP/2 sends them), with room for `X-Request-Id` and
-/// what Pingora adds (`Transfer-Encoding`, `Connection`).
-fn stream_header(
-    headers: http::HeaderMap,
-    request_id: http::HeaderValue,
-) -> Result<ResponseHeader> {
+/// The response header of an event stream that opened at `version`, kept
+/// by the session for as long as the stream lasts: without the map of the
+/// names' case (they go out in lower case, as HTTP/2 sends them), with
+/// room for `X-Request-Id` and what Pingora adds (`Transfer-Encoding`,
+/// `Connection`).
+fn stream_header(version: &str, request_id: http::HeaderValue) -> Result<ResponseHeader> {
+    let headers = crate::api::respond::stream_headers(version);
     let mut header = ResponseHeader::build_no_case(200, Some(headers.len() + 3))?;
     for (name, value) in &headers {
         header.append_header(name.clone(), value.clone())?;

@@ -461,6 +461,10 @@ fn responses_over_sockets_match_the_spec() {
         seen.insert(status);
         assert_eq!(send(gw, "HEAD", &target, &[]).0, expected);
         if status == 200 {
+            // Optional in `ChangesOk` only because the event stream has
+            // neither: a whole answer has both.
+            assert!(r.header("board-completeness").is_some(), "{target}");
+            assert!(r.header("server-timing").is_some(), "{target}");
             let tag = r.header("etag").expect("etag").to_string();
             assert_eq!(send(gw, "GET", &target, &[("If-None-Match", &tag)]).0, 304);
             assert_eq!(send(gw, "GET", &target, &markdown).0, 200);

@@ -6,14 +6,11 @@
 
 use super::super::changes::{self, ChangesRequest};
 use super::super::error::ApiError;
-use super::super::respond::{self, Served};
+use super::super::respond::Served;
 use super::super::share_link::ShareLink;
-use super::super::timing;
 use super::super::{BoardApi, RequestParts};
 use super::{Latest, Slot, Waiter};
-use crate::document::Completeness;
 use crate::pipeline::Representation;
-use crate::store::{Doc, LoadTiming, Source};
 use bytes::Bytes;
 use http::HeaderMap;
 use std::collections::VecDeque;
@@ -92,6 +89,12 @@ impl EventStream {
         &self.link.board_id
     }
 
+    /// The board version the stream last told of: before the first
+    /// [`EventStream::next`], the one it opened at (its `Board-Version`).
+    pub fn version(&self) -> &str {
+        &self.last
+    }
+
     /// Why the stream ended, once [`EventStream::next`] returned `None`.
     pub fn ended(&self) -> Option<Ended> {
         self.ended
@@ -168,8 +171,7 @@ impl BoardApi {
         &self,
         req: &RequestParts<'_>,
         served: &mut Served,
-    ) -> Result<(EventStream, HeaderMap), ApiError> {
-        let started = Instant::now();
+    ) -> Result<EventStream, ApiError> {
         self.limit_rate(req)?;
         let q = changes::query(req.query)?;
         if q.wait.is_some() {
@@ -199,17 +201,17 @@ impl BoardApi {
         let mut pending = VecDeque::new();
         pending.push_back(Bytes::from(format!("retry: {RETRY_MS}\n\n")));
         let mut events = 0;
-        let (last, opening) = match since {
+        let last = match since {
             Some(since) => {
-                let (event, to, opening) = self.change_event_served(&link, &since, served).await?;
+                let (event, to) = self.change_event_served(&link, &since, served).await?;
                 if to != since {
                     pending.push_back(event);
                     events += 1;
                 }
-                (to, opening)
+                to
             }
             None => {
-                let (doc, source) = self.load_full(&link, served).await?;
+                let (doc, _) = self.load_full(&link, served).await?;
                 let Some(version) = doc.board.version().map(str::to_owned) else {
                     return Err(ApiError::Internal);
                 };
@@ -221,15 +223,14 @@ impl BoardApi {
                     "id: {version}\nevent: board.version\ndata: {data}\n\n"
                 )));
                 events += 1;
-                (version, Opening::of(&doc, source))
+                version
             }
         };
         for _ in 0..events {
             self.live.metrics().live_event();
         }
-        let header = opening.header(&last, started.elapsed());
         let waiter = slot.watch(&link, &last);
-        let stream = EventStream {
+        Ok(EventStream {
             link,
             last,
             waiter,
@@ -239,8 +240,7 @@ impl BoardApi {
             shutdown: Box::pin(self.live.shutting_down()),
             ended: None,
             events,
-        };
-        Ok((stream, header))
+        })
     }
 
     /// The `board.changed` event from `since` to the board now, and the
@@ -250,10 +250,8 @@ impl BoardApi {
         link: &ShareLink,
         since: &str,
     ) -> Result<(Bytes, String), ApiError> {
-        let (event, to, _) = self
-            .change_event_served(link, since, &mut Served::default())
-            .await?;
-        Ok((event, to))
+        self.change_event_served(link, since, &mut Served::default())
+            .await
     }
 
     async fn change_event_served(
@@ -261,16 +259,15 @@ impl BoardApi {
         link: &ShareLink,
         since: &str,
         served: &mut Served,
-    ) -> Result<(Bytes, String, Opening), ApiError> {
+    ) -> Result<(Bytes, String), ApiError> {
         let request = ChangesRequest {
             link: link.clone(),
             since: since.to_owned(),
             wait: None,
         };
-        let (answered, source) = self
+        let (answered, _) = self
             .changes_of(&request, Representation::Json, served)
             .await?;
-        let opening = Opening::of(&answered.doc, source);
         let answer: serde_json::Value =
             serde_json::from_slice(&answered.rendered.body).map_err(|e| {
                 log::error!(
@@ -287,43 +284,7 @@ impl BoardApi {
         // `to` is 32 hex digits and the data one line of JSON: nothing in
         // either can break the event's framing.
         let event = format!("id: {to}\nevent: board.changed\ndata: {data}\n\n");
-        Ok((Bytes::from(event), to, opening))
-    }
-}
-
-/// What the load that opened a stream found, for the stream's header: the
-/// board's completeness and where the load was answered.
-struct Opening {
-    completeness: Completeness,
-    source: Source,
-    timing: LoadTiming,
-}
-
-impl Opening {
-    fn of(doc: &Doc, source: Source) -> Self {
-        Opening {
-            completeness: doc.board.completeness(),
-            source,
-            timing: doc.timing,
-        }
-    }
-
-    /// The stream's response header: [`respond::stream_headers`] with the
-    /// version the stream starts from (`Board-Version`), the board's
-    /// `Board-Completeness`, and `Server-Timing` up to the stream's start,
-    /// as `/changes` answers them.
-    fn header(&self, version: &str, opened_in: Duration) -> HeaderMap {
-        let mut headers = respond::stream_headers(self.completeness);
-        // 32 hex digits: always a valid value.
-        if let Ok(value) = http::HeaderValue::from_str(version) {
-            headers.insert(http::HeaderName::from_static(respond::BOARD_VERSION), value);
-        }
-        let load = (self.source == Source::Miss).then_some(self.timing);
-        headers.insert(
-            timing::SERVER_TIMING,
-            timing::server_timing(self.source.name(), load, opened_in),
-        );
-        headers
+        Ok((Bytes::from(event), to))
     }
 }
 
