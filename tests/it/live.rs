@@ -330,6 +330,26 @@ fn bounds_answer_503_and_429_and_errors_before_a_stream_are_json() {
         &[("Accept", "text/event-stream"), ("Last-Event-ID", "nope")],
     );
     bad_id.assert_error(400, "INVALID_REQUEST", Some("Last-Event-ID"));
+    // The other answers ignore a version there, and refuse what is not one.
+    let version = node1.version();
+    for accept in ["application/json", "text/markdown", "application/atom+xml"] {
+        let since = if accept.contains("atom") {
+            None
+        } else {
+            Some(version.as_str())
+        };
+        let target = format!("/api/changes?{}", query(since));
+        let with = |id: &str| {
+            request(
+                gw,
+                "GET",
+                &target,
+                &[("Accept", accept), ("Last-Event-ID", id)],
+            )
+        };
+        assert_eq!(with(&version).status, 200, "{accept}");
+        with("+0.0").assert_error(400, "INVALID_REQUEST", Some("Last-Event-ID"));
+    }
     let gone = request(
         gw,
         "GET",

@@ -181,7 +181,7 @@ impl BoardApi {
             ));
         }
         let url = super::super::params::url_value(q.url.as_deref())?;
-        let since = match req.headers.get("last-event-id") {
+        let since = match req.headers.get(changes::LAST_EVENT_ID) {
             Some(id) => {
                 let id = id.to_str().unwrap_or("").trim();
                 changes::check_version("Last-Event-ID", id)?;
