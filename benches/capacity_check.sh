@@ -63,15 +63,6 @@ cmdstats() {
     print name, $3 }' | sort
 }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
-wait_line() {
-  local i
-  for i in $(seq $(($3 * 10))); do
-    grep -m1 "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "no '$2' in $1 within $3 s" >&2; cat "$1" >&2; return 1
-}
-json() { python3 -c "import json,sys; print(json.loads(sys.argv[1])['$2'])" "$1"; }
 SEED=7
 edit_small() {
   SEED=$((SEED + 1))

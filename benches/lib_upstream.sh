@@ -182,6 +182,19 @@ start_service() {
   echo "$name did not start:" >&2; cat "$TMP/$name.log" >&2; exit 1
 }
 
+# wait_line FILE PATTERN SECONDS: the first line of FILE matching PATTERN
+# (the event-stream clients of live.sh and capacity_check.sh print one line
+# per state: "ready", then each change).
+wait_line() {
+  local i
+  for i in $(seq $(($3 * 10))); do
+    grep -m1 "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "no '$2' in $1 within $3 s" >&2; cat "$1" >&2; return 1
+}
+# json TEXT KEY: the member KEY of the JSON object TEXT.
+json() { python3 -c "import json,sys; print(json.loads(sys.argv[1])['$2'])" "$1"; }
 # share_q BOARD PERMISSION: the url= query value (percent-encoded share link).
 # start_redis: a redis-server on a free loopback port, nothing kept on disk,
 # its data dir $TMP; sets REDIS_PORT and REDIS_PID (stopped by cleanup).

@@ -80,16 +80,6 @@ edit_small() {
   python3 "$ROOT/benches/gen_board.py" --cards 26 --board-id "$SMALL" --seed "$SEED" --out "$TMP/www/small.new" 2>/dev/null
   chmod 644 "$TMP/www/small.new"; mv "$TMP/www/small.new" "$SMALL_FILE"
 }
-# wait_line FILE PATTERN SECONDS: the first line of FILE matching PATTERN.
-wait_line() {
-  local i
-  for i in $(seq $(($3 * 10))); do
-    grep -m1 "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "no '$2' in $1 within $3 s" >&2; cat "$1" >&2; return 1
-}
-json() { python3 -c "import json,sys; print(json.loads(sys.argv[1])['$2'])" "$1"; }
 
 # streams_row N: one node of $BIN with N idle streams over $CUR_PROTO;
 # prints the table row and sets PER (KiB per stream).

@@ -155,22 +155,27 @@ pub(crate) fn check_version(field: &str, version: &str) -> Result<(), ApiError> 
     }
 }
 
-/// `Last-Event-ID` is the event stream's: it names where a stream resumes,
-/// and the stream reads it. Every other answer of the endpoint ignores a
-/// version in it, but refuses one that is not a version, as the stream
-/// does: no request is answered as if a malformed header were not there.
+/// The version in `Last-Event-ID`, where an event stream resumes, when the
+/// request has one. The stream reads it; every other answer of the
+/// endpoint ignores it, but still refuses a value that is not a version,
+/// as the stream does: no request is answered as if a malformed header
+/// were not there.
 ///
 /// # Errors
 /// `400 INVALID_REQUEST` (field `Last-Event-ID`).
-pub(crate) fn check_last_event_id(headers: &http::HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn last_event_id(headers: &http::HeaderMap) -> Result<Option<&str>, ApiError> {
     match headers.get(LAST_EVENT_ID) {
-        Some(id) => check_version("Last-Event-ID", id.to_str().unwrap_or("").trim()),
-        None => Ok(()),
+        Some(id) => {
+            let id = id.to_str().unwrap_or("").trim();
+            check_version("Last-Event-ID", id)?;
+            Ok(Some(id))
+        }
+        None => Ok(None),
     }
 }
 
 /// The header an event stream resumes from.
-pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
+const LAST_EVENT_ID: &str = "last-event-id";
 
 /// The share link of a checked `url` value.
 ///
@@ -226,7 +231,7 @@ impl BoardApi {
         if let Some(format) = accept::feed(req.headers) {
             let q = self::query(Some(query))?;
             if q.since.is_none() {
-                check_last_event_id(req.headers)?;
+                last_event_id(req.headers)?;
                 return self.feed(req, format, q, served).await;
             }
         }
@@ -238,7 +243,7 @@ impl BoardApi {
                 request
             }
         };
-        check_last_event_id(req.headers)?;
+        last_event_id(req.headers)?;
         // Changes have two representations: Markdown when asked for, else JSON.
         let representation = match accept::negotiate(req.headers) {
             Representation::Markdown => Representation::Markdown,

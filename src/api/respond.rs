@@ -18,6 +18,9 @@ const JSON: &str = "application/json; charset=utf-8";
 /// The header that says whether every nested board of the answer's board
 /// was loaded: `complete`, or `partial; unloaded=<n>`.
 pub const BOARD_COMPLETENESS: &str = "board-completeness";
+/// `Vary` of every answer of the read endpoints: the body depends on the
+/// request's `Accept` and `Accept-Encoding`.
+const VARY_ACCEPT: &str = "Accept, Accept-Encoding";
 /// The response headers scripts on other origins may read.
 pub const EXPOSE_HEADERS: &str =
     "ETag, Server-Timing, Board-Completeness, Board-Version, X-Request-Id, Content-Disposition";
@@ -145,10 +148,7 @@ pub(crate) fn stream_headers(version: &str) -> HeaderMap {
     if let Ok(value) = HeaderValue::from_str(version) {
         headers.insert(http::HeaderName::from_static(BOARD_VERSION), value);
     }
-    headers.insert(
-        header::VARY,
-        HeaderValue::from_static("Accept, Accept-Encoding"),
-    );
+    headers.insert(header::VARY, HeaderValue::from_static(VARY_ACCEPT));
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -292,7 +292,7 @@ pub fn success(
         completeness_header(completeness),
     );
     response.set(header::CACHE_CONTROL, SUCCESS_CACHE_CONTROL);
-    response.set(header::VARY, "Accept, Accept-Encoding");
+    response.set(header::VARY, VARY_ACCEPT);
     if !not_modified {
         response.set(header::CONTENT_TYPE, representation.content_type());
         if let Some(token) = encoding.token() {

@@ -18,6 +18,17 @@ impl Log for Collect {
     fn flush(&self) {}
 }
 
+/// Writes `text` to `logger` at `Error` under `target`, as a dependency would.
+fn log_error(logger: &impl Log, target: &str, text: &str) {
+    logger.log(
+        &Record::builder()
+            .level(Level::Error)
+            .target(target)
+            .args(format_args!("{text}"))
+            .build(),
+    );
+}
+
 #[test]
 fn a_clients_bad_accept_encoding_is_written_once_a_minute() {
     let logger = Redacting::new(Collect(Mutex::new(Vec::new())));
@@ -40,15 +51,7 @@ fn a_clients_bad_accept_encoding_is_written_once_a_minute() {
 #[test]
 fn pingoras_pool_reuse_race_is_debug_other_errors_stay() {
     let logger = Redacting::new(Collect(Mutex::new(Vec::new())));
-    let record = |target: &str, text: &str| {
-        logger.log(
-            &Record::builder()
-                .level(Level::Error)
-                .target(target)
-                .args(format_args!("{text}"))
-                .build(),
-        );
-    };
+    let record = |target: &str, text: &str| log_error(&logger, target, text);
     record(
         "pingora_core::connectors",
         "failed to acquire reusable stream",
@@ -96,13 +99,7 @@ fn an_upgrades_wait_for_the_sockets_is_info_giving_up_stays_an_error() {
             "No incoming socket transfer, sleep 1s and try again",
         ),
     ] {
-        logger.log(
-            &Record::builder()
-                .level(Level::Error)
-                .target(target)
-                .args(format_args!("{text}"))
-                .build(),
-        );
+        log_error(&logger, target, text);
     }
     let seen = logger.inner.0.lock().unwrap().clone();
     assert_eq!(

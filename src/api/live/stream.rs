@@ -181,12 +181,8 @@ impl BoardApi {
             ));
         }
         let url = super::super::params::url_value(q.url.as_deref())?;
-        let since = match req.headers.get(changes::LAST_EVENT_ID) {
-            Some(id) => {
-                let id = id.to_str().unwrap_or("").trim();
-                changes::check_version("Last-Event-ID", id)?;
-                Some(id.to_owned())
-            }
+        let since = match changes::last_event_id(req.headers)? {
+            Some(id) => Some(id.to_owned()),
             None => match q.since.as_deref().map(str::trim) {
                 Some(since) => {
                     changes::check_version("since", since)?;
