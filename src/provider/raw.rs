@@ -10,7 +10,6 @@ use crate::document::sanitize::{is_mention, is_mention_person_key, is_sensitive}
 use crate::document::{Raw, Scalar};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// Most nested array/object levels a raw value keeps, counting itself.
@@ -39,8 +38,10 @@ pub fn raw_leaf(value: &Value, levels: usize) -> Option<Raw> {
     if !fits(value, levels) {
         return None;
     }
-    let text = serde_json::to_string(&Bounded::new(value, levels)).ok()?;
-    RawValue::from_string(text).ok().map(Raw::from_json)
+    // Written by serde_json, so not parsed again (`to_raw_value`).
+    serde_json::value::to_raw_value(&Bounded::new(value, levels))
+        .ok()
+        .map(Raw::from_json)
 }
 
 /// Whether `value` is kept with `levels` levels left: scalars always,

@@ -173,6 +173,28 @@ fn string_rich_text(s: &str) -> RichText {
     }
 }
 
+/// One block's copy as a [`Raw`], without parsing it again.
+///
+/// [`Item::writing`] has just written `copy` as one compact JSON value: a
+/// block is at most `MAX_RAW_DEPTH` levels, so it is never dropped itself
+/// (an empty copy would be one); its strings are written escaped by
+/// serde_json and its numbers as serde_json read them. `RawValue::from_string`
+/// would parse the text again only to find that out, and for the rich text
+/// of a board that second parse was 39 M instructions of a 780 M cold load
+/// (callgrind, `examples/cold_build.rs`). Debug builds (the tests, the fuzz
+/// targets) still parse every block: `from_string_unchecked` asserts it.
+fn block_of(copy: &[u8]) -> Result<Raw, &'static str> {
+    if copy.is_empty() {
+        return Err("a rich-text block was not written");
+    }
+    let text = std::str::from_utf8(copy).map_err(|_| "a rich-text block is not UTF-8")?;
+    // SAFETY: `text` is one well-formed JSON value without surrounding
+    // whitespace, as argued above; serde_json's debug assertion checks it
+    // wherever debug assertions are on.
+    let raw = unsafe { RawValue::from_string_unchecked(text.to_owned()) };
+    Ok(Raw::from_json(raw))
+}
+
 /// The root's `content` or `blocks`: when an array, each item copied as one
 /// block and read for its plain-text part (a TipTap node's part, or a
 /// Draft.js block's `text`; empty ones left out).
@@ -209,12 +231,7 @@ impl<'de> Visitor<'de> for Blocks<'_> {
                 Info::Part(part) if !part.is_empty() => parts.push(part),
                 _ => {}
             }
-            // A block is at most MAX_RAW_DEPTH levels, so it is never
-            // dropped itself; its text is compact JSON written by serde_json.
-            let text = std::str::from_utf8(&self.copy.out).map_err(de::Error::custom)?;
-            let text = text.to_owned();
-            let raw = RawValue::from_string(text).map_err(de::Error::custom)?;
-            blocks.push(Raw::from_json(raw));
+            blocks.push(block_of(&self.copy.out).map_err(de::Error::custom)?);
         }
         Ok(Some((blocks, parts)))
     }
@@ -233,4 +250,18 @@ impl<'de> Visitor<'de> for Blocks<'_> {
         Ok(None)
     }
     crate::provider::scalars_are_none!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_is_its_copy_and_an_empty_copy_is_refused() {
+        assert!(block_of(b"").is_err());
+        assert!(block_of(b"\xff").is_err());
+        let copy = br#"{"type":"text","text":"a \"b\"","marks":[{"type":"bold"}]}"#;
+        let raw = block_of(copy).unwrap();
+        assert_eq!(raw.json().as_bytes(), copy);
+    }
 }
