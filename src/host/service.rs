@@ -195,7 +195,9 @@ pub(crate) fn service(conf: &Arc<ServerConf>, settings: &Settings) -> Result<Bui
 /// and TLS and HTTP/2 have theirs, so one here would only copy the bytes
 /// once more, and Pingora's default (64 KiB, zeroed) is held by every open
 /// connection, an idle event stream included. Writes keep Pingora's default
-/// buffer, which joins a head and a short body into one segment.
+/// buffer (1,460 bytes); an HTTP/1.x answer's head waits for its body in
+/// [`super::edge`]'s `Clocked`, so the two leave in one write whatever the
+/// body's size, and a 4 KiB buffer here would be held by every connection.
 fn l4_buffer() -> L4BufferSettings {
     L4BufferSettings::default().read(0)
 }
