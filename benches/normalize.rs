@@ -10,7 +10,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use serde_json::{Map, Value};
-use shared_board_api::internals::provider::fetched::comments_of;
+use shared_board_api::internals::provider::fetched::{canvas_order_of, comments_of};
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
 use std::hint::black_box;
@@ -30,7 +30,7 @@ fn pipeline(raw: &[u8]) -> Vec<u8> {
     };
     let mut fetched = Fetched::from_elements(ROOT, take("elements"));
     fetched.comments = comments_of(&take("comments"));
-    fetched.canvas_order = take("canvasOrder");
+    fetched.canvas_order = canvas_order_of(&take("canvasOrder"));
     fetched.loaded_boards = [ROOT.to_owned()].into_iter().collect();
     fetched.fetched_time_ms = body.get("fetchedTime").and_then(Value::as_i64);
     match normalize(&fetched, "milanote") {

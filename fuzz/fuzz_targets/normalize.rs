@@ -8,7 +8,7 @@
 
 #![no_main]
 
-use shared_board_api::internals::provider::fetched::comments_of;
+use shared_board_api::internals::provider::fetched::{canvas_order_of, comments_of};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
 use shared_board_api::internals::provider::normalize::normalize;
@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let mut fetched = Fetched::from_elements(&root_id, elements);
     fetched.comments = comments_of(&object(&body, "comments"));
-    fetched.canvas_order = object(&body, "canvasOrder");
+    fetched.canvas_order = canvas_order_of(&object(&body, "canvasOrder"));
     fetched.loaded_boards = loaded_boards;
     fetched.fetched_time_ms = body.get("fetchedTime").and_then(Value::as_i64);
     let Ok(document) = normalize(&fetched, "milanote") else {

@@ -3,8 +3,8 @@
 
 use crate::document::UnloadedReason;
 #[cfg(any(test, feature = "internals"))]
-pub use crate::provider::answer::comments_of;
-use crate::provider::answer::{Answer, Element, JsonText, MapReader, ObjectOnly};
+pub use crate::provider::answer::{canvas_order_of, comments_of};
+use crate::provider::answer::{Answer, CanvasOrder, Element, JsonText, MapReader, ObjectOnly};
 pub use crate::provider::answer::{Comments, IdHasher, RawComment};
 #[cfg(any(test, feature = "internals"))]
 use crate::provider::head::Head;
@@ -29,8 +29,9 @@ pub struct Fetched {
     pub elements: IndexMap<String, Element, IdHasher>,
     /// Comment key -> raw comment, from every response's top-level `comments`.
     pub comments: Comments,
-    /// Parent id -> raw array of child ids, from every response's `canvasOrder`.
-    pub canvas_order: Map<String, Value>,
+    /// Parent id -> raw array of child ids (its JSON text), from every
+    /// response's `canvasOrder`.
+    pub canvas_order: CanvasOrder,
     /// Boards whose own children were returned (the root always; nested boards
     /// only when their fetch succeeded with `childrenReturned` true).
     pub loaded_boards: HashSet<String>,
@@ -117,7 +118,7 @@ impl Fetched {
         if let Some(comments) = answer.comments.take() {
             self.comments.extend(comments);
         }
-        if let Some(Value::Object(order)) = answer.fields.shift_remove("canvasOrder") {
+        if let Some(order) = answer.canvas_order.take() {
             self.canvas_order.extend(order);
         }
     }
@@ -295,7 +296,7 @@ mod tests {
         // The later card replaced the earlier one, content and all.
         assert_eq!(f.content("c"), None);
         assert_eq!(f.comments["c1"].text(), Some(json!("y")));
-        assert_eq!(f.canvas_order["r"], json!(["b"]));
+        assert_eq!(f.canvas_order["r"].value(), Some(json!(["b"])));
     }
 
     #[test]
@@ -336,6 +337,6 @@ mod tests {
         })));
         assert!(f.elements.is_empty());
         assert_eq!(f.comments.len(), 1);
-        assert_eq!(f.canvas_order["r"], json!(["a", "b"]));
+        assert_eq!(f.canvas_order["r"].value(), Some(json!(["a", "b"])));
     }
 }

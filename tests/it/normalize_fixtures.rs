@@ -6,7 +6,7 @@
 //! board's document.
 
 use serde_json::{json, Value};
-use shared_board_api::internals::provider::fetched::comments_of;
+use shared_board_api::internals::provider::fetched::{canvas_order_of, comments_of};
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
 use std::collections::{BTreeSet, VecDeque};
@@ -80,7 +80,9 @@ fn fetched_for(root: &str) -> Fetched {
             }
         }
         fetched.comments.extend(comments_of(&take("comments")));
-        fetched.canvas_order.extend(take("canvasOrder"));
+        fetched
+            .canvas_order
+            .extend(canvas_order_of(&take("canvasOrder")));
     }
     fetched
 }

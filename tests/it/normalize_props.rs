@@ -9,7 +9,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use shared_board_api::internals::document::{Completeness, Coverage, UnloadedReason};
-use shared_board_api::internals::provider::fetched::comments_of;
+use shared_board_api::internals::provider::fetched::{canvas_order_of, comments_of};
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
@@ -127,7 +127,7 @@ fn fetched(body: &Value) -> Fetched {
     let take = |k: &str| body[k].as_object().cloned().unwrap_or_default();
     let mut f = Fetched::from_elements("r", take("elements"));
     f.comments = comments_of(&take("comments"));
-    f.canvas_order = take("canvasOrder");
+    f.canvas_order = canvas_order_of(&take("canvasOrder"));
     f.loaded_boards = ["r".to_owned(), "b".to_owned()].into_iter().collect();
     // Reasons for some boards; the others get the fallback.
     f.unloaded.insert("c".into(), UnloadedReason::BoardLimit);
@@ -301,7 +301,8 @@ proptest! {
         prop_assert!(first.len() <= 32 * input.len() + 1024);
         let doc: Value = serde_json::from_slice(&first).unwrap();
         let mut seen = HashSet::new();
-        walk(&doc["board"], &raw, &f.canvas_order, &mut seen);
+        let canvas = body["canvasOrder"].as_object().cloned().unwrap_or_default();
+        walk(&doc["board"], &raw, &canvas, &mut seen);
         for id in &seen {
             prop_assert!(raw.values().any(|e| e.get("id") == Some(&json!(id))) || raw.contains_key(id));
         }

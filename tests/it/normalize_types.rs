@@ -2,7 +2,7 @@
 //! time: raw element in, the node's expected JSON out.
 
 use serde_json::{json, Map, Value};
-use shared_board_api::internals::provider::fetched::comments_of;
+use shared_board_api::internals::provider::fetched::{canvas_order_of, comments_of};
 use shared_board_api::internals::provider::normalize::normalize;
 use shared_board_api::internals::provider::Fetched;
 
@@ -384,7 +384,7 @@ fn children_attach_through_parent_id_in_order() {
         );
     }
     let mut fetched = Fetched::from_elements(ROOT, elements);
-    fetched.canvas_order = serde_json::from_value(json!({"col": ["c3"]})).unwrap();
+    fetched.canvas_order = canvas_order_of(json!({"col": ["c3"]}).as_object().unwrap());
     let doc = serde_json::to_value(normalize(&fetched, "milanote").unwrap()).unwrap();
     let ids: Vec<&str> = doc["board"]["children"][0]["children"]
         .as_array()

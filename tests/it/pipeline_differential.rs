@@ -13,7 +13,7 @@ use shared_board_api::internals::document::{Completeness, Coverage};
 use shared_board_api::internals::pipeline::{
     load, markdown, reference, LoadedBoard, Representation,
 };
-use shared_board_api::internals::provider::fetched::comments_of;
+use shared_board_api::internals::provider::fetched::{canvas_order_of, comments_of};
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
 use shared_board_api::internals::store::shared::check;
@@ -267,7 +267,7 @@ fn merge_whole(fetched: &mut Fetched, body: &Map<String, Value>) {
         fetched.comments.extend(comments_of(map));
     }
     if let Some(Value::Object(map)) = body.get("canvasOrder") {
-        fetched.canvas_order.extend(map.clone());
+        fetched.canvas_order.extend(canvas_order_of(map));
     }
 }
 

@@ -47,8 +47,8 @@ async fn fetches_root_and_nested_boards_breadth_first() {
     }
     assert!(fetched.comments.contains_key("t-comment-1"));
     assert_eq!(
-        fetched.canvas_order["t-root"],
-        serde_json::json!(["t-col-1", "t-card-1", "t-mid-a"])
+        fetched.canvas_order["t-root"].value(),
+        Some(serde_json::json!(["t-col-1", "t-card-1", "t-mid-a"]))
     );
     assert_eq!(fetched.fetched_time_ms, Some(1_767_225_600_000));
     assert!(fetched.fetched_at_ms > 1_700_000_000_000);

@@ -45,13 +45,29 @@ pub const MAX_CONTENT_DEPTH: usize = MAX_LEVELS - 3;
 /// One `/api/boards` answer.
 #[derive(Debug, Default)]
 pub struct Answer {
-    /// The top-level members other than `elements` and `comments` (`errors`,
-    /// `childrenReturned`, `comments`, `canvasOrder`, `fetchedTime`, ...).
+    /// The top-level members other than `elements`, `comments` and
+    /// `canvasOrder` (`errors`, `childrenReturned`, `fetchedTime`, ...).
     pub fields: Map<String, Value>,
     /// `elements`, when it is an object, by map key in the provider's order.
     pub elements: Option<Elements>,
     /// `comments`, when it is an object.
     pub comments: Option<Comments>,
+    /// `canvasOrder`, when it is an object: each parent's entry kept as
+    /// the text the provider sent (a slice of the body), read only when
+    /// that parent's children are ordered. A board's canvas lists every
+    /// card, and as a value tree the list cost about 90 bytes an id.
+    pub canvas_order: Option<CanvasOrder>,
+}
+
+/// A `canvasOrder` map: parent id -> its entry's JSON text.
+pub type CanvasOrder = IndexMap<String, JsonText, IdHasher>;
+
+/// A `canvasOrder` map held as a value (tests, fixtures, benchmarks).
+#[cfg(any(test, feature = "internals"))]
+pub fn canvas_order_of(map: &Map<String, Value>) -> CanvasOrder {
+    map.iter()
+        .map(|(key, entry)| (key.clone(), JsonText::of(entry)))
+        .collect()
 }
 
 /// The entries of an `elements` map, by key.
@@ -195,6 +211,9 @@ impl<'de> MapReader<'de> for AnswerReader<'_> {
             } else if key == "comments" {
                 let reader = CommentsReader { body: self.body };
                 answer.comments = map.next_value_seed(ObjectOnly(reader))?;
+            } else if key == "canvasOrder" {
+                let reader = CanvasOrderReader { body: self.body };
+                answer.canvas_order = map.next_value_seed(ObjectOnly(reader))?;
             } else {
                 answer.fields.insert(key, map.next_value()?);
             }
@@ -300,6 +319,28 @@ impl<'de> MapReader<'de> for ElementReader<'_> {
             }
         }
         Ok((Head::from_fields(fields), content))
+    }
+}
+
+/// `canvasOrder`: each entry's text, checked as a value parse would check
+/// it there; a repeated key replaces the earlier entry, as in a value.
+struct CanvasOrderReader<'b> {
+    body: &'b Bytes,
+}
+
+/// The levels around a `canvasOrder` entry: the answer, `canvasOrder`.
+const CANVAS_ORDER_LEVELS: usize = 2;
+
+impl<'de> MapReader<'de> for CanvasOrderReader<'_> {
+    type Out = CanvasOrder;
+
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut order = CanvasOrder::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let raw = checked::<A::Error>(map.next_value()?, CANVAS_ORDER_LEVELS)?;
+            order.insert(key, JsonText::within(self.body, raw));
+        }
+        Ok(order)
     }
 }
 

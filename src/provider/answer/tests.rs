@@ -4,11 +4,12 @@ use super::*;
 use serde_json::json;
 
 /// An answer as plain values: the top-level fields, the elements as
-/// `(key, head, content)`, and the comments.
+/// `(key, head, content)`, the comments and the `canvasOrder` entries.
 type Split = (
     Map<String, Value>,
     Option<Vec<(String, Head, Option<Value>)>>,
     Option<Comments>,
+    Option<Vec<(String, Value)>>,
 );
 
 /// What parsing the body as one value gives, split the way [`Answer`] splits it.
@@ -36,7 +37,11 @@ fn as_one_value(body: &[u8]) -> Result<Split, AnswerError> {
         Some(Value::Object(map)) => Some(comments_of(&map)),
         _ => None,
     };
-    Ok((top, elements, comments))
+    let canvas_order = match top.shift_remove("canvasOrder") {
+        Some(Value::Object(map)) => Some(map.into_iter().collect()),
+        _ => None,
+    };
+    Ok((top, elements, comments, canvas_order))
 }
 
 fn check(body: &str) {
@@ -51,7 +56,13 @@ fn check(body: &str) {
                 })
                 .collect()
         });
-        (a.fields, elements, a.comments)
+        let canvas_order = a.canvas_order.map(|entries| {
+            entries
+                .into_iter()
+                .map(|(key, text)| (key, text.value().unwrap()))
+                .collect()
+        });
+        (a.fields, elements, a.comments, canvas_order)
     });
     assert_eq!(got, want, "{body}");
 }
@@ -90,6 +101,10 @@ fn reads_what_one_value_reads() {
         r#"{"elements": [["\ud800"]]}"#,
         r#"{"comments": {"c": {"text": "\ude42 lone"}}}"#,
         r#"{"comments": {"c": {"userId": 2e999}}}"#,
+        r#"{"canvasOrder": {"p": ["\u0061", 1.50, {"x": []}], "q": 7, "p": ["last"]}}"#,
+        r#"{"canvasOrder": {"p": ["a"]}, "canvasOrder": [1]}"#,
+        r#"{"canvasOrder": {"p": ["\udc00"]}}"#,
+        r#"{"canvasOrder": {"p": [1e400]}}"#,
         "",
     ] {
         check(body);
@@ -114,6 +129,7 @@ fn the_nesting_limit_is_the_one_of_a_value() {
             check(&format!(r#"{{"elements": [{value}]}}"#));
             check(&format!(r#"{{"elements": [[{value}]]}}"#));
             check(&format!(r#"{{"comments": {value}}}"#));
+            check(&format!(r#"{{"canvasOrder": {{"p": {value}}}}}"#));
         }
     }
     let too_deep = format!(
@@ -155,7 +171,7 @@ proptest::proptest! {
         // when it parses, as the value's side writes it.
         let text = serde_json::from_str::<Value>(&text).map_or(text, |v| v.to_string());
         let body = format!(
-            r#"{{"elements":{{"a":{{"id":"a","content":{content},"style":{other}}},"b":{{"content":{deep}}}}},"comments":{{"c":{{"text":{text}}}}},"x":{other}}}"#
+            r#"{{"elements":{{"a":{{"id":"a","content":{content},"style":{other}}},"b":{{"content":{deep}}}}},"comments":{{"c":{{"text":{text}}}}},"canvasOrder":{{"p":{other},"q":{deep}}},"x":{other}}}"#
         );
         check(&body);
     }

@@ -14,30 +14,32 @@
 //! a board) settles the rest, so the order is total and deterministic.
 
 use crate::document::reading::numeric;
+use crate::provider::answer::JsonText;
 use crate::provider::head::{HeldLocation, HeldScalar};
-use serde_json::Value;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::fmt;
 
-/// One comparable value of a sort key.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Part {
+/// One comparable value of a sort key, borrowed from the element's head.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Part<'a> {
     Number(f64),
-    Text(String),
+    Text(&'a str),
     Bool(bool),
     Missing,
 }
 
-impl Part {
-    fn of(value: Option<&HeldScalar>) -> Part {
+impl<'a> Part<'a> {
+    fn of(value: Option<&'a HeldScalar>) -> Part<'a> {
         match value {
             Some(HeldScalar::Number(n)) => n
                 .as_f64()
                 .filter(|f| f.is_finite())
                 .map_or(Part::Missing, Part::Number),
-            Some(HeldScalar::Text(s)) => {
-                numeric(s).map_or_else(|| Part::Text(s.as_ref().to_owned()), Part::Number)
-            }
+            Some(HeldScalar::Text(s)) => numeric(s).map_or(Part::Text(s), Part::Number),
             Some(HeldScalar::Bool(b)) => Part::Bool(*b),
             None => Part::Missing,
         }
@@ -63,15 +65,18 @@ impl Part {
     }
 }
 
-/// What the fallback order compares, `id` last.
+/// What the fallback order compares, `id` last. Borrowed from the heads
+/// and made only for the children that `canvasOrder` does not place, while
+/// their parent's children are ordered: a board whose canvas lists every
+/// card makes none.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SortKey {
-    parts: [Part; 5],
-    id: String,
+pub struct SortKey<'a> {
+    parts: [Part<'a>; 5],
+    id: &'a str,
 }
 
-impl SortKey {
-    pub fn new(id: &str, location: Option<&HeldLocation>) -> SortKey {
+impl<'a> SortKey<'a> {
+    pub fn new(id: &'a str, location: Option<&'a HeldLocation>) -> SortKey<'a> {
         // `position` in `POSITION_KEYS`' order: x, y, index, score.
         let coord = |i: usize| Part::of(location.and_then(|l| l.position[i].as_ref()));
         SortKey {
@@ -82,7 +87,7 @@ impl SortKey {
                 coord(1),
                 coord(0),
             ],
-            id: id.to_owned(),
+            id,
         }
     }
 
@@ -92,70 +97,171 @@ impl SortKey {
             .zip(other.parts.iter())
             .map(|(a, b)| a.compare(b))
             .find(|o| o.is_ne())
-            .unwrap_or_else(|| self.id.cmp(&other.id))
+            .unwrap_or_else(|| self.id.cmp(other.id))
     }
 }
 
-/// Orders `children` (indexes into `keys`): those listed in `canvas_order`
-/// first, in that order, then the rest by [`SortKey`].
-pub fn order_children(
+/// Orders `children`, whose ids and locations `child` gives: those listed
+/// in `canvas_order` (the raw `canvasOrder` entry of their parent) first,
+/// in that order, then the rest by [`SortKey`].
+pub fn order_children<'a>(
     children: &[usize],
-    keys: &[SortKey],
-    canvas_order: Option<&Value>,
+    child: impl Fn(usize) -> (&'a str, Option<&'a HeldLocation>),
+    canvas_order: Option<&JsonText>,
 ) -> Vec<usize> {
     let mut ordered = Vec::with_capacity(children.len());
     let mut placed = vec![false; children.len()];
-    if let Some(listed) = canvas_order.and_then(Value::as_array) {
+    if let Some(listed) = canvas_order {
         let by_id: HashMap<&str, usize> = children
             .iter()
             .enumerate()
-            .filter_map(|(slot, &i)| Some((keys.get(i)?.id.as_str(), slot)))
+            .map(|(slot, &i)| (child(i).0, slot))
             .collect();
-        for id in listed {
-            let slot = match id {
-                Value::String(s) => by_id.get(s.as_str()),
-                Value::Number(n) => by_id.get(n.to_string().as_str()),
-                _ => None,
-            };
-            if let Some(&slot) = slot {
+        listed_ids(listed, |id| {
+            if let Some(&slot) = by_id.get(id) {
                 if !placed[slot] {
                     placed[slot] = true;
                     ordered.push(children[slot]);
                 }
             }
-        }
+        });
     }
-    let mut rest: Vec<usize> = children
+    let mut rest: Vec<(SortKey<'a>, usize)> = children
         .iter()
         .zip(placed.iter())
         .filter(|(_, &done)| !done)
-        .map(|(&i, _)| i)
+        .map(|(&i, _)| {
+            let (id, location) = child(i);
+            (SortKey::new(id, location), i)
+        })
         .collect();
-    rest.sort_by(|&a, &b| match (keys.get(a), keys.get(b)) {
-        (Some(ka), Some(kb)) => ka.compare(kb),
-        _ => a.cmp(&b),
-    });
-    ordered.extend(rest);
+    rest.sort_by(|(a, _), (b, _)| a.compare(b));
+    ordered.extend(rest.into_iter().map(|(_, i)| i));
     ordered
+}
+
+/// Calls `each` with every id a raw `canvasOrder` entry lists, in its
+/// order, read from its text without building a value: a string as it
+/// is, a number as serde_json writes it (Milanote's ids are strings, and a
+/// number names the element whose id is its text); any other item names
+/// nothing, and so does an entry that is not an array. The text was
+/// checked as a value parse would check it when the answer was read.
+fn listed_ids(text: &JsonText, each: impl FnMut(&str)) {
+    let Some(text) = text.text() else { return };
+    let mut de = serde_json::Deserializer::from_str(text);
+    // An entry that is not an array (or, never after the answer's check,
+    // bad JSON) lists nothing more.
+    let _ = de.deserialize_any(Listed(each));
+}
+
+/// The items of a `canvasOrder` array, handed on one by one.
+struct Listed<F>(F);
+
+impl<'de, F: FnMut(&str)> Visitor<'de> for Listed<F> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of ids")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(item) = seq.next_element::<ListedId<'de>>()? {
+            if let Some(id) = item.0 {
+                (self.0)(&id);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One item of a `canvasOrder` array: the id it names, if any.
+struct ListedId<'de>(Option<Cow<'de, str>>);
+
+impl<'de> Deserialize<'de> for ListedId<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ListedIdVisitor)
+    }
+}
+
+struct ListedIdVisitor;
+
+impl<'de> Visitor<'de> for ListedIdVisitor {
+    type Value = ListedId<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(ListedId(Some(Cow::Borrowed(s))))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(ListedId(Some(Cow::Owned(s.to_owned()))))
+    }
+
+    // Numbers as a value holds them and writes them (`Number`'s text).
+    fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+        Ok(ListedId(Some(
+            serde_json::Number::from(n).to_string().into(),
+        )))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
+        Ok(ListedId(Some(
+            serde_json::Number::from(n).to_string().into(),
+        )))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Self::Value, E> {
+        let text = serde_json::Number::from_f64(n).map(|n| n.to_string().into());
+        Ok(ListedId(text))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(ListedId(None))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(ListedId(None))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(ListedId(None))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(ListedId(None))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    fn key(id: &str, section: Value, score: Value, index: Value, y: Value, x: Value) -> SortKey {
+    /// A child: its id and location.
+    type Child = (String, HeldLocation);
+
+    fn key(id: &str, section: Value, score: Value, index: Value, y: Value, x: Value) -> Child {
         let s = |v: Value| HeldScalar::of(Some(&v));
         let location = HeldLocation {
             section: s(section),
             position: [s(x), s(y), s(index), s(score)],
             ..HeldLocation::default()
         };
-        SortKey::new(id, Some(&location))
+        (id.to_owned(), location)
     }
 
-    fn ids(keys: &[SortKey], order: &[usize]) -> Vec<String> {
-        order.iter().map(|&i| keys[i].id.clone()).collect()
+    fn order(children: &[Child], all: &[usize], listed: Option<&Value>) -> Vec<String> {
+        let listed = listed.map(JsonText::of);
+        let child = |i: usize| (children[i].0.as_str(), Some(&children[i].1));
+        order_children(all, child, listed.as_ref())
+            .iter()
+            .map(|&i| children[i].0.clone())
+            .collect()
     }
 
     #[test]
@@ -181,8 +287,8 @@ mod tests {
             (json!(1e308), n.clone(), Ordering::Less),
         ];
         for (a, b, want) in cases {
-            let pa = Part::of(HeldScalar::of(Some(a)).as_ref());
-            let pb = Part::of(HeldScalar::of(Some(b)).as_ref());
+            let (ha, hb) = (HeldScalar::of(Some(a)), HeldScalar::of(Some(b)));
+            let (pa, pb) = (Part::of(ha.as_ref()), Part::of(hb.as_ref()));
             assert_eq!(pa.compare(&pb), *want, "{a} vs {b}");
         }
     }
@@ -251,9 +357,8 @@ mod tests {
             key("0", n.clone(), n.clone(), n.clone(), n.clone(), n.clone()),
         ];
         let all: Vec<usize> = (0..keys.len()).rev().collect();
-        let order = order_children(&all, &keys, None);
         assert_eq!(
-            ids(&keys, &order),
+            order(&keys, &all, None),
             ["f", "g", "e", "d", "c", "b", "a", "0", "h"]
         );
     }
@@ -261,7 +366,7 @@ mod tests {
     #[test]
     fn canvas_order_first_then_fallback() {
         let n = Value::Null;
-        let keys: Vec<SortKey> = ["a", "b", "c", "d", "7"]
+        let keys: Vec<Child> = ["a", "b", "c", "d", "7"]
             .iter()
             .map(|id| key(id, n.clone(), n.clone(), n.clone(), n.clone(), n.clone()))
             .collect();
@@ -273,12 +378,48 @@ mod tests {
                 &["c", "a", "7", "b", "d"],
             ),
             (json!([7, "d"]), &["7", "d", "a", "b", "c"]),
+            (json!([7.0, 7, "d"]), &["7", "d", "a", "b", "c"]),
+            (
+                json!([[], {"c": "c"}, true, "c", "b\u{0}", "d"]),
+                &["c", "d", "7", "a", "b"],
+            ),
+            (json!({"0": "c"}), &["7", "a", "b", "c", "d"]),
             (json!("c"), &["7", "a", "b", "c", "d"]),
             (json!([]), &["7", "a", "b", "c", "d"]),
         ];
         for (listed, want) in cases {
-            let order = order_children(&all, &keys, Some(listed));
-            assert_eq!(ids(&keys, &order), *want, "{listed}");
+            assert_eq!(order(&keys, &all, Some(listed)), *want, "{listed}");
         }
+    }
+
+    /// Ids are read from the entry's text as a value names them: escapes
+    /// unescaped, numbers in serde_json's writing, other items skipped.
+    #[test]
+    fn listed_ids_are_the_ids_a_value_lists() {
+        let body = br#"{"canvasOrder": {"p": ["\u0063", "b\u0000", 7, 7.0, -0, 1e2, 1.50, [7], {"a": 1}, null, true, "a"], "q": "a", "r": {"a": "a"}}}"#;
+        let order = crate::provider::answer::Answer::parse(body)
+            .unwrap()
+            .canvas_order
+            .unwrap();
+        for key in ["p", "q", "r"] {
+            let mut got = Vec::new();
+            listed_ids(&order[key], |id| got.push(id.to_owned()));
+            let want: Vec<String> = order[key]
+                .value()
+                .unwrap()
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|item| match item {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(got, want, "{key}");
+        }
+        let mut p = Vec::new();
+        listed_ids(&order["p"], |id| p.push(id.to_owned()));
+        assert_eq!(p, ["c", "b\0", "7", "7.0", "-0.0", "100.0", "1.5", "a"]);
     }
 }

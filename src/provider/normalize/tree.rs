@@ -23,16 +23,16 @@
 //!   at a time; a thread the budget cannot pay gets `[]`. So N threads sharing
 //!   an id cannot multiply M comments into N x M.
 
-use super::order::{order_children, SortKey};
+use super::order::order_children;
 use super::MAX_NODE_DEPTH;
 use super::{content, fields};
 use crate::document::{Comment, Completeness, Coverage, Node, NodeKind};
-use crate::provider::answer::{Element, JsonText};
+use crate::provider::answer::{CanvasOrder, Element, JsonText};
 use crate::provider::fetched::{outline_content, parse_content, Comments, IdHasher};
 use crate::provider::head::{Head, HeldLocation};
 use crate::provider::Fetched;
 use indexmap::IndexMap;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 /// One indexed element.
@@ -47,7 +47,6 @@ pub struct Entry<'a> {
 pub struct Index<'a> {
     pub entries: Vec<Entry<'a>>,
     pub by_id: HashMap<&'a str, usize, IdHasher>,
-    keys: Vec<SortKey>,
     children: HashMap<&'a str, Vec<usize>, IdHasher>,
 }
 
@@ -65,10 +64,6 @@ impl<'a> Index<'a> {
             })
             .collect();
         let by_id = entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
-        let keys = entries
-            .iter()
-            .map(|e| SortKey::new(e.id, e.head.location.as_ref()))
-            .collect();
         let mut children: HashMap<&'a str, Vec<usize>, IdHasher> = HashMap::default();
         for (i, entry) in entries.iter().enumerate() {
             if entry.head.is_removed() {
@@ -86,16 +81,19 @@ impl<'a> Index<'a> {
         Index {
             entries,
             by_id,
-            keys,
             children,
         }
     }
 
-    fn ordered_children(&self, id: &str, canvas_order: &Map<String, Value>) -> Vec<usize> {
-        match self.children.get(id) {
-            Some(children) => order_children(children, &self.keys, canvas_order.get(id)),
-            None => Vec::new(),
-        }
+    fn ordered_children(&self, id: &str, canvas_order: &CanvasOrder) -> Vec<usize> {
+        let Some(children) = self.children.get(id) else {
+            return Vec::new();
+        };
+        let child = |i: usize| {
+            let entry = &self.entries[i];
+            (entry.id, entry.head.location.as_ref())
+        };
+        order_children(children, child, canvas_order.get(id))
     }
 }
 
