@@ -5,9 +5,11 @@
 
 use crate::document::reading::is_removed_section;
 use crate::document::{Location, Position, Scalar, Timestamps};
+#[cfg(test)]
+use crate::provider::raw::ident;
+use crate::provider::raw::into_ident;
 #[cfg(any(test, feature = "internals"))]
 use crate::provider::raw::object;
-use crate::provider::raw::{ident, own_id};
 use crate::provider::time::{format_epoch_ms, normalize_time};
 #[cfg(any(test, feature = "internals"))]
 use serde_json::Map;
@@ -135,18 +137,23 @@ impl HeadFields {
 /// `location`, else at the element's top level) are read, coordinate by
 /// coordinate, in that order. Fields of the wrong type are omitted, and so
 /// is a location left empty.
-fn location(loc: Option<&LocationFields>, top: &[Option<Value>; 4]) -> Option<HeldLocation> {
-    let coord = |i: usize| {
-        let pos = loc.and_then(|l| l.position.as_ref());
-        HeldScalar::of(pos.and_then(|p| p[i].as_ref()))
-            .or_else(|| HeldScalar::of(loc.and_then(|l| l.flat[i].as_ref())))
-            .or_else(|| HeldScalar::of(top[i].as_ref()))
+///
+/// The fields' strings are moved into the location, not copied.
+fn location(loc: Option<LocationFields>, top: [Option<Value>; 4]) -> Option<HeldLocation> {
+    let mut loc = loc.unwrap_or_default();
+    let mut position = loc.position.take().unwrap_or_default();
+    let mut top = top;
+    let mut coord = |i: usize| {
+        HeldScalar::from_value(position[i].take())
+            .or_else(|| HeldScalar::from_value(loc.flat[i].take()))
+            .or_else(|| HeldScalar::from_value(top[i].take()))
     };
+    let position = [coord(0), coord(1), coord(2), coord(3)];
     let location = HeldLocation {
-        parent_id: ident(loc.and_then(|l| l.parent_id.as_ref())),
-        section: HeldScalar::of(loc.and_then(|l| l.section.as_ref())),
-        root_board: HeldScalar::of(loc.and_then(|l| l.root_board.as_ref())),
-        position: [coord(0), coord(1), coord(2), coord(3)],
+        parent_id: into_ident(loc.parent_id),
+        section: HeldScalar::from_value(loc.section),
+        root_board: HeldScalar::from_value(loc.root_board),
+        position,
     };
     (location != HeldLocation::default()).then_some(location)
 }
@@ -171,6 +178,16 @@ impl HeldScalar {
             Value::Number(n) => Some(HeldScalar::Number(n.clone())),
             Value::Bool(b) => Some(HeldScalar::Bool(*b)),
             Value::String(s) => Some(HeldScalar::Text(s.as_str().into())),
+            Value::Null | Value::Array(_) | Value::Object(_) => None,
+        }
+    }
+
+    /// [`HeldScalar::of`], the value's string moved rather than copied.
+    pub fn from_value(value: Option<Value>) -> Option<HeldScalar> {
+        match value? {
+            Value::Number(n) => Some(HeldScalar::Number(n)),
+            Value::Bool(b) => Some(HeldScalar::Bool(b)),
+            Value::String(s) => Some(HeldScalar::Text(s.into_boxed_str())),
             Value::Null | Value::Array(_) | Value::Object(_) => None,
         }
     }
@@ -253,14 +270,14 @@ impl Head {
     pub fn from_fields(fields: HeadFields) -> Head {
         Head {
             is_object: true,
-            id: own_id(fields.id.as_ref(), fields.underscore_id.as_ref()),
+            id: into_ident(fields.id).or_else(|| into_ident(fields.underscore_id)),
             element_type: match fields.element_type {
                 Some(Value::String(s)) => Some(s),
                 _ => None,
             },
-            location: location(fields.location.as_ref(), &fields.flat),
+            location: location(fields.location, fields.flat),
             times: fields.meta,
-            thread_id: ident(fields.thread_id.as_ref()),
+            thread_id: into_ident(fields.thread_id),
         }
     }
 
