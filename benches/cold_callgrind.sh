@@ -29,11 +29,28 @@ for _ in $(seq 600); do
   [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/search?url=x")" = 400 ] && break
   sleep 0.2
 done
+# A load keeps its version (the zstd seal) on the work pool after its
+# answer: wait until the service's CPU time stops moving (at most one tick
+# in a second) so that each counted load's seal is counted, and no seal of
+# the warm-up load is.
+settle() {
+  local before after
+  after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  for _ in $(seq 120); do
+    sleep 1
+    before=$after
+    after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    [ $((after - before)) -le 1 ] && return 0
+  done
+  echo "the service did not settle" >&2
+}
 curl -s -o /dev/null --max-time 120 "http://127.0.0.1:$port/api/$EP?$(share_q "$BIG" "w$RANDOM$$")"
+settle
 callgrind_control -z "$pid" >/dev/null 2>&1
 for i in $(seq "$N"); do
   code=$(curl -s -o /dev/null --max-time 120 -w '%{http_code}' "http://127.0.0.1:$port/api/$EP?$(share_q "$BIG" "c$RANDOM$$x$i")")
   [ "$code" = 200 ] || echo "load $i: HTTP $code" >&2
+  settle
 done
 callgrind_control -d "$pid" >/dev/null 2>&1
 sleep 1
