@@ -37,9 +37,12 @@ pub fn build(
     let mut bytes = Vec::with_capacity(estimate);
     // Written inside the success envelope, the full view's body.
     bytes.extend_from_slice(PREFIX);
-    let completeness = write(&fetched, provider_name, coverage, &mut bytes)
+    let written = write(&fetched, provider_name, coverage, &mut bytes)
         .map_err(|e| FetchError::Upstream(format!("board {board_id} not normalizable: {e:?}")))?;
     bytes.push(b'}');
     drop(fetched);
-    Ok(LoadedBoard::from_envelope(bytes, coverage, completeness))
+    Ok(
+        LoadedBoard::from_envelope(bytes, coverage, written.completeness)
+            .with_entries(written.entries),
+    )
 }

@@ -86,8 +86,8 @@ pub struct LoadedBoard {
     coverage: Coverage,
     completeness: Completeness,
     /// The spans of the document's top-level entries, when a pass that read
-    /// the whole document noted them (the fleet tier's check); empty when
-    /// not known.
+    /// or wrote the whole document noted them (the load's writer, the fleet
+    /// tier's check); empty when not known.
     entries: Box<[Range<usize>]>,
     /// The board version of a full document ([`version`]); `None` for an
     /// outline.
@@ -156,7 +156,6 @@ impl LoadedBoard {
     /// (a pass that read every byte found them); ranges not even shaped like
     /// the entries of the object (`{`, each starting with a quote, apart by
     /// one `,`, then `}`) are not kept, and the render walks instead.
-    #[cfg(any(feature = "fleet", test, feature = "internals"))]
     pub fn with_entries(mut self, entries: Vec<Range<usize>>) -> Self {
         if tiles(self.document_json(), &entries) {
             self.entries = entries.into_boxed_slice();
@@ -263,7 +262,6 @@ impl LoadedBoard {
 /// Whether `entries` are the entries of the object `doc`, one after
 /// another: each starts with a key's quote, the first right after the `{`,
 /// each next one after a `,`, and the last ends at the `}`.
-#[cfg(any(feature = "fleet", test, feature = "internals"))]
 fn tiles(doc: &[u8], entries: &[Range<usize>]) -> bool {
     let mut at = 1;
     for (n, entry) in entries.iter().enumerate() {
@@ -316,6 +314,48 @@ mod tests {
             let board = LoadedBoard::from_json(json.to_vec()).with_entries(bad.clone());
             assert!(board.entries.is_empty(), "{bad:?}");
             assert_eq!(tag(&board), tag(&walked));
+        }
+    }
+
+    /// A load notes its document's entries as it writes them (the board
+    /// last, whatever it holds), full or outline, and its full view's ETag
+    /// is the one a walk of the document gives.
+    #[test]
+    fn a_load_notes_its_entries_and_keeps_the_walks_etag() {
+        use crate::provider::Fetched;
+        use crate::select::View;
+        let elements = json!({
+            "r": {"id": "r", "elementType": "BOARD", "content": {"title": "R \"}{\" ,\"board\":"}},
+            "c": {"id": "c", "elementType": "CARD", "location": {"parentId": "r"},
+                  "content": {"text": {"type": "doc", "content": [{"type": "paragraph",
+                      "content": [{"type": "text", "text": "}]},\"fetchedAt\":"}]}]}}},
+        });
+        let mut fetched = Fetched::from_elements("r", elements.as_object().unwrap().clone());
+        fetched.loaded_boards.insert("r".into());
+        let full = Selection::view(View::Full);
+        let tag = |b: &LoadedBoard| b.render("detail", &full).expect("renders").etag;
+        for coverage in [Coverage::Full, Coverage::Outline] {
+            let built = load::build(fetched.clone(), "r", "milanote", coverage).expect("builds");
+            let keys: Vec<&[u8]> = built
+                .entries
+                .iter()
+                .map(|e| &built.document_json()[e.start..e.start + 7])
+                .collect();
+            assert_eq!(
+                keys,
+                [&b"\"versio"[..], b"\"source", b"\"fetche", b"\"board\""],
+                "{coverage:?}"
+            );
+            let walked = LoadedBoard::with_completeness(
+                built.document_json().to_vec(),
+                coverage,
+                built.completeness(),
+            );
+            assert!(walked.entries.is_empty());
+            // An outline has no full view.
+            if coverage == Coverage::Full {
+                assert_eq!(tag(&built), tag(&walked));
+            }
         }
     }
 

@@ -173,6 +173,7 @@ pub enum HeldScalar {
 impl HeldScalar {
     /// What [`Scalar::from_value`] keeps of `value`: `Some` for a string,
     /// number or boolean; `None` for null, arrays, objects and absence.
+    #[cfg(any(test, feature = "internals"))]
     pub fn of(value: Option<&Value>) -> Option<HeldScalar> {
         match value? {
             Value::Number(n) => Some(HeldScalar::Number(n.clone())),

@@ -22,7 +22,9 @@ use crate::document::{
 };
 use crate::provider::time::format_epoch_ms;
 use crate::provider::Fetched;
+use crate::select::stream::entries;
 use std::fmt;
+use std::ops::Range;
 
 /// Most node levels below the root that are output (the root is level 0).
 ///
@@ -102,11 +104,23 @@ pub fn normalize(fetched: &Fetched, provider_name: &str) -> Result<BoardDocument
         .ok_or_else(|| not_a_board(fetched))
 }
 
+/// What [`write`] wrote, besides the bytes.
+#[derive(Debug)]
+pub struct Written {
+    /// How complete the document is: the nested boards written with
+    /// `childrenLoaded: false`.
+    pub completeness: Completeness,
+    /// The byte ranges of the document's top-level entries (`"key":value`,
+    /// offsets from where the document starts), noted as they were written,
+    /// so that the full view's ETag hashes them without walking the
+    /// document to find where its last entry, the board, starts.
+    pub entries: Vec<Range<usize>>,
+}
+
 /// [`normalize`], written as compact JSON to `out` while the tree is walked:
 /// the same bytes as serializing the document, without holding it. An
 /// [`Coverage::Outline`] leaves the element bodies out (and never builds
-/// them). Returns how complete the document is: the nested boards written
-/// with `childrenLoaded: false`.
+/// them).
 ///
 /// # Errors
 /// As [`normalize`].
@@ -115,14 +129,16 @@ pub fn write(
     provider_name: &str,
     coverage: Coverage,
     out: &mut Vec<u8>,
-) -> Result<Completeness, NormalizeError> {
+) -> Result<Written, NormalizeError> {
     let index = tree::Index::new(&fetched.elements);
     let root = root_entry(&index, fetched)?;
+    let start = out.len();
     let mut writer = Writer {
         fetched,
         provider_name,
         out,
         first_child: Vec::new(),
+        entries: Vec::new(),
         failed: false,
     };
     let reader = tree::ContentReader::Text;
@@ -130,7 +146,16 @@ pub fn write(
     if writer.failed {
         return Err(NormalizeError::Unwritable);
     }
-    Ok(completeness)
+    let mut entries = writer.entries;
+    // The last entry, the board, ends where the document's `}` is now.
+    let end = writer.out.len() - start - 1;
+    if let Some(board) = entries.last_mut() {
+        board.end = end;
+    }
+    Ok(Written {
+        completeness,
+        entries,
+    })
 }
 
 /// The root's entry, when it is there and a `BOARD`.
@@ -199,16 +224,32 @@ struct Writer<'a> {
     out: &'a mut Vec<u8>,
     /// Per open node: whether its next child is its first.
     first_child: Vec<bool>,
+    /// The document's top-level entries, the last one ending where the
+    /// document written with its root's children empty ends.
+    entries: Vec<Range<usize>>,
     failed: bool,
 }
 
 impl Writer<'_> {
-    fn write_open(&mut self, value: &impl serde::Serialize, closing: &[u8]) {
+    /// Writes `value` less the end of its empty `children`, `closing` less
+    /// its `[`; with `note`, notes the entries of the object it wrote.
+    fn write_open(&mut self, value: &impl serde::Serialize, closing: &[u8], note: bool) {
         let start = self.out.len();
         let written = serde_json::to_writer(&mut *self.out, value).is_ok();
         if !written || !self.out[start..].ends_with(closing) {
             self.failed = true;
             return;
+        }
+        if note {
+            let object = &self.out[start..];
+            let noted = entries(object, |_, entry| {
+                let at = entry.as_ptr() as usize - object.as_ptr() as usize;
+                self.entries.push(at..at + entry.len());
+            });
+            if noted.is_err() {
+                self.failed = true;
+                return;
+            }
         }
         // Keep the `[` of `"children":[`, hold back the rest.
         self.out.truncate(self.out.len() - (closing.len() - 1));
@@ -222,14 +263,14 @@ impl tree::Sink for Writer<'_> {
         }
         match self.first_child.last_mut() {
             None => match document(self.fetched, self.provider_name, node) {
-                Some(doc) => self.write_open(&doc, b"[]}}"),
+                Some(doc) => self.write_open(&doc, b"[]}}", true),
                 None => self.failed = true,
             },
             Some(first) => {
                 if !std::mem::replace(first, false) {
                     self.out.push(b',');
                 }
-                self.write_open(&node, b"[]}");
+                self.write_open(&node, b"[]}", false);
             }
         }
         self.first_child.push(true);
