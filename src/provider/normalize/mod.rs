@@ -246,9 +246,10 @@ impl Writer<'_> {
                 let at = entry.as_ptr() as usize - object.as_ptr() as usize;
                 self.entries.push(at..at + entry.len());
             });
+            // Not expected of what serde_json just wrote; without the
+            // entries, the full view's ETag walks the document instead.
             if noted.is_err() {
-                self.failed = true;
-                return;
+                self.entries.clear();
             }
         }
         // Keep the `[` of `"children":[`, hold back the rest.
