@@ -17,6 +17,7 @@
 //! it, can take a walk deeper than that (the normalizer writes at most 120
 //! levels; what the fleet tier hands back is checked before it is used).
 
+mod skip;
 mod text;
 
 pub(crate) use text::{json_text_run, text_run};
@@ -310,25 +311,8 @@ impl<'a> Reader<'a> {
         match self.peek()? {
             b'"' => self.string().map(drop),
             b'{' | b'[' => {
-                let mut depth = 0usize;
-                loop {
-                    match self.peek()? {
-                        b'"' => {
-                            self.string()?;
-                            continue;
-                        }
-                        b'{' | b'[' => depth += 1,
-                        b'}' | b']' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                self.i += 1;
-                                return Ok(());
-                            }
-                        }
-                        _ => {}
-                    }
-                    self.i += 1;
-                }
+                self.i = skip::container_end(self.b, self.i).ok_or(Malformed)?;
+                Ok(())
             }
             _ => {
                 while let Some(&c) = self.b.get(self.i) {
