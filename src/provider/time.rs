@@ -10,30 +10,32 @@
 //! the fixed-width format cannot express), is unparsable: `None`, and the
 //! caller omits the field. Sub-millisecond precision is truncated (floored).
 
-use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use serde_json::Value;
 
 /// Formats epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.sssZ`.
 ///
 /// Returns `None` when the instant falls outside the years 0000..=9999.
 pub fn format_epoch_ms(ms: i64) -> Option<String> {
-    let at = DateTime::<Utc>::from_timestamp_millis(ms)?;
-    if !(0..=9999).contains(&at.year()) {
-        return None;
-    }
-    // Written by hand, digit by digit: chrono's `format` re-parses its
-    // pattern on every call, and `write!` costs as much again; a board
-    // has four times per element. `from_timestamp_millis` never yields a
-    // leap second, so the milliseconds are below 1000.
+    // Every element has up to four times, so this is arithmetic rather
+    // than chrono: the day from the proleptic Gregorian calendar's
+    // 400-year cycles ([`civil_from_days`]), the time of day from the
+    // remainder, written digit by digit. The tests hold it to chrono's
+    // formatting across the whole range.
+    const MS_PER_DAY: i64 = 86_400_000;
+    let (year, month, day) = civil_from_days(ms.div_euclid(MS_PER_DAY));
+    let year = u32::try_from(year).ok().filter(|y| *y <= 9999)?;
+    // Below a day's milliseconds, so it fits a u32.
+    let of_day = ms.rem_euclid(MS_PER_DAY) as u32;
     let mut out = *b"0000-00-00T00:00:00.000Z";
     let fields = [
-        (0, 4, at.year() as u32),
-        (5, 2, at.month()),
-        (8, 2, at.day()),
-        (11, 2, at.hour()),
-        (14, 2, at.minute()),
-        (17, 2, at.second()),
-        (20, 3, at.timestamp_subsec_millis()),
+        (0, 4, year),
+        (5, 2, month),
+        (8, 2, day),
+        (11, 2, of_day / 3_600_000),
+        (14, 2, of_day / 60_000 % 60),
+        (17, 2, of_day / 1000 % 60),
+        (20, 3, of_day % 1000),
     ];
     for (start, width, mut value) in fields {
         for slot in out[start..start + width].iter_mut().rev() {
@@ -42,6 +44,31 @@ pub fn format_epoch_ms(ms: i64) -> Option<String> {
         }
     }
     std::str::from_utf8(&out).ok().map(str::to_owned)
+}
+
+/// The (year, month, day) of the proleptic Gregorian calendar that is
+/// `days` days after 1970-01-01: Howard Hinnant's `civil_from_days`, with
+/// years counted from March so that the leap day ends a year. Exact for
+/// every `i64` day count whose year fits an `i64` (a millisecond count's
+/// days are within a few hundred million years of 1970).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    const DAYS_PER_ERA: i64 = 146_097;
+    // From 0000-03-01, the start of an era.
+    let z = days + 719_468;
+    let era = z.div_euclid(DAYS_PER_ERA);
+    let day_of_era = z.rem_euclid(DAYS_PER_ERA); // [0, 146096]
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153; // [0, 11]
+    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 /// Normalizes a raw provider time (see the module docs for what is accepted).
@@ -128,6 +155,7 @@ fn parse_date_time(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::{Datelike, Utc};
     use serde_json::json;
 
     #[test]
@@ -144,6 +172,30 @@ mod tests {
         assert!(format_epoch_ms(first).is_some() && format_epoch_ms(last).is_some());
         assert_eq!(format_epoch_ms(first - 1), None);
         assert_eq!(format_epoch_ms(last + 1), None);
+    }
+
+    /// Every day of the years 0000 to 9999 and one beyond each end, at a
+    /// time of day that moves from day to day, against chrono.
+    #[test]
+    fn every_day_is_what_chrono_formats() {
+        const DAY: i64 = 86_400_000;
+        let (first, last) = (
+            -62_167_219_200_000_i64 / DAY - 1,
+            253_402_300_799_999_i64 / DAY + 1,
+        );
+        for day in first..=last {
+            let ms = day * DAY + (day * 7_919_993).rem_euclid(DAY);
+            let want = DateTime::<Utc>::from_timestamp_millis(ms)
+                .filter(|at| (0..=9999).contains(&at.year()))
+                .map(|at| at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string());
+            assert_eq!(format_epoch_ms(ms), want, "{ms}");
+        }
+        for ms in [i64::MIN, i64::MIN + 1, -1, i64::MAX - 1, i64::MAX] {
+            let want = DateTime::<Utc>::from_timestamp_millis(ms)
+                .filter(|at| (0..=9999).contains(&at.year()))
+                .map(|at| at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string());
+            assert_eq!(format_epoch_ms(ms), want, "{ms}");
+        }
     }
 
     #[test]
