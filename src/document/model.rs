@@ -33,8 +33,15 @@ pub type NodeId = usize;
 /// One position of the model: the fields an object there may have.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelNode {
-    /// Sorted by name, so [`ModelNode::field_index`] can binary-search.
+    /// Sorted by name: a field's index is its place here.
     fields: Vec<(Box<str>, NodeId)>,
+    /// The fields' indices grouped by the length of their names:
+    /// `by_length[n]..by_length[n + 1]` in [`ModelNode::lengths`] are those
+    /// of length `n`. A walk looks up every key it reads, and a key is
+    /// compared with the one or few names of its length instead of a
+    /// binary search's half dozen.
+    by_length: Vec<u32>,
+    lengths: Vec<u32>,
 }
 
 impl ModelNode {
@@ -59,9 +66,36 @@ impl ModelNode {
         self.fields.is_empty()
     }
 
+    /// The node with these fields (sorted by name, as the model makes them).
+    fn new(fields: Vec<(Box<str>, NodeId)>) -> ModelNode {
+        let longest = fields.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
+        let mut by_length = vec![0u32; longest + 2];
+        let mut lengths: Vec<u32> = (0..fields.len())
+            .filter_map(|i| u32::try_from(i).ok())
+            .collect();
+        lengths.sort_by_key(|&i| fields[i as usize].0.len());
+        for (name, _) in &fields {
+            by_length[name.len() + 1] += 1;
+        }
+        for n in 1..by_length.len() {
+            by_length[n] += by_length[n - 1];
+        }
+        ModelNode {
+            fields,
+            by_length,
+            lengths,
+        }
+    }
+
     /// The position of `name` among [`ModelNode::fields`], if it is a field here.
     pub fn field_index(&self, name: &str) -> Option<usize> {
-        self.fields.binary_search_by(|(n, _)| (**n).cmp(name)).ok()
+        let n = name.len();
+        let (&start, &end) = (self.by_length.get(n)?, self.by_length.get(n + 1)?);
+        self.lengths
+            .get(start as usize..end as usize)?
+            .iter()
+            .map(|&i| i as usize)
+            .find(|&i| self.fields[i].0.as_bytes() == name.as_bytes())
     }
 
     /// The node `name` leads to, if it is a field here.
@@ -160,7 +194,7 @@ impl Model {
         builder.intern(BTreeSet::new());
         while let Some((id, key)) = builder.pending.pop() {
             let fields = builder.fields_of(&key)?;
-            builder.nodes[id] = ModelNode { fields };
+            builder.nodes[id] = ModelNode::new(fields);
         }
         let mut parents = vec![Vec::new(); builder.nodes.len()];
         for (id, node) in builder.nodes.iter().enumerate() {
@@ -193,7 +227,7 @@ impl Builder<'_> {
             return id;
         }
         let id = self.nodes.len();
-        self.nodes.push(ModelNode { fields: Vec::new() });
+        self.nodes.push(ModelNode::new(Vec::new()));
         if !key.is_empty() {
             self.pending.push((id, key.clone()));
         }
@@ -293,6 +327,33 @@ mod tests {
             node = model.node(node).child(name)?;
         }
         Some(node)
+    }
+
+    /// The lookup by length finds what a binary search of the sorted names
+    /// finds, for every name of every node and for names near them.
+    #[test]
+    fn a_field_is_found_by_its_name_alone() {
+        let model = get();
+        let mut names: Vec<String> = vec![String::new(), "x".repeat(200), "é".into()];
+        for id in 0..model.len() {
+            for (name, _) in model.node(id).fields() {
+                names.extend([
+                    name.to_owned(),
+                    name[..name.len() - 1].to_owned(),
+                    format!("{name}s"),
+                    name.to_uppercase(),
+                ]);
+            }
+        }
+        for id in 0..model.len() {
+            let node = model.node(id);
+            let sorted: Vec<&str> = node.fields().map(|(name, _)| name).collect();
+            assert!(sorted.windows(2).all(|w| w[0] < w[1]), "{sorted:?}");
+            for name in &names {
+                let want = sorted.binary_search(&name.as_str()).ok();
+                assert_eq!(node.field_index(name), want, "{name} in node {id}");
+            }
+        }
     }
 
     #[test]
