@@ -48,9 +48,9 @@ pub fn format_epoch_ms(ms: i64) -> Option<String> {
 
 /// The (year, month, day) of the proleptic Gregorian calendar that is
 /// `days` days after 1970-01-01: Howard Hinnant's `civil_from_days`, with
-/// years counted from March so that the leap day ends a year. Exact for
-/// every `i64` day count whose year fits an `i64` (a millisecond count's
-/// days are within a few hundred million years of 1970).
+/// years counted from March so that the leap day ends a year. `days` is a
+/// whole `i64` of milliseconds in days (within about 300 million years of
+/// 1970), far from where any step here could overflow.
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     const DAYS_PER_ERA: i64 = 146_097;
     // From 0000-03-01, the start of an era.
