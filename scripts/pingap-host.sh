@@ -59,7 +59,12 @@ install_tools() {
 pingap_source() {
   fetch="$dir/fetch"
   mkdir -p "$fetch/src"
-  cat >"$fetch/Cargo.toml" <<EOF
+  # Several runs of this script may share the directory at once (the tests
+  # start a pingap each, in parallel): the manifest is written aside and
+  # moved in whole, and only when it changed, so that no run's cargo reads
+  # it truncated.
+  manifest=$(mktemp "$fetch/Cargo.toml.XXXXXX")
+  cat >"$manifest" <<EOF
 [package]
 name = "pingap-fetch"
 version = "0.0.0"
@@ -71,7 +76,12 @@ pingap = { version = "=$PINGAP_VERSION", default-features = false }
 
 [workspace]
 EOF
-  : >"$fetch/src/lib.rs"
+  if cmp -s "$manifest" "$fetch/Cargo.toml"; then
+    rm -f "$manifest"
+  else
+    mv -f "$manifest" "$fetch/Cargo.toml"
+  fi
+  [ -f "$fetch/src/lib.rs" ] || : >"$fetch/src/lib.rs"
   (cd "$fetch" && cargo fetch -q >&2)
   home=${CARGO_HOME:-$HOME/.cargo}
   for src in "$home"/registry/src/*/pingap-"$PINGAP_VERSION"; do
