@@ -202,17 +202,15 @@ fn bytewise(b: &[u8], from: usize, to: usize, state: &mut State) -> Option<usize
     None
 }
 
-/// [`container_end`] as the walks read a container before it: member by
-/// member, each string to its closing quote. The tests' oracle.
-#[cfg(test)]
-pub(crate) fn container_end_bytewise(b: &[u8], at: usize) -> Option<usize> {
-    bytewise(b, at, b.len(), &mut State::default())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// [`container_end`] with every byte through the state machine.
+    fn container_end_bytewise(b: &[u8], at: usize) -> Option<usize> {
+        bytewise(b, at, b.len(), &mut State::default())
+    }
 
     /// The walk string by string that this replaced, kept as a second
     /// oracle: brackets counted outside strings, a string run from its
