@@ -13,6 +13,7 @@
 
 mod content;
 pub(crate) mod fields;
+mod node_json;
 mod order;
 mod table;
 mod tree;
@@ -214,9 +215,9 @@ fn document(fetched: &Fetched, provider_name: &str, node: Node) -> Option<BoardD
 }
 
 /// Writes each node as it is opened, children after it. A node is written
-/// as serde writes it with no children, which ends in `"children":[]}`
-/// (`children` is its last field); the `]}` is held back until the node
-/// closes, and its children go between. The root is written inside the
+/// as serde writes it with no children ([`node_json::open`]), which ends in
+/// `"children":[]}` (`children` is its last field); the `]}` is held back
+/// until the node closes, and its children go between. The root is written inside the
 /// document, which ends in `[]}}`.
 struct Writer<'a> {
     fetched: &'a Fetched,
@@ -231,29 +232,28 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    /// Writes `value` less the end of its empty `children`, `closing` less
-    /// its `[`; with `note`, notes the entries of the object it wrote.
-    fn write_open(&mut self, value: &impl serde::Serialize, closing: &[u8], note: bool) {
+    /// Writes the document less the end of its root's empty `children`
+    /// (`]}}`), and notes the document's top-level entries.
+    fn write_document(&mut self, doc: &BoardDocument) {
+        const CLOSING: &[u8] = b"[]}}";
         let start = self.out.len();
-        let written = serde_json::to_writer(&mut *self.out, value).is_ok();
-        if !written || !self.out[start..].ends_with(closing) {
+        let written = serde_json::to_writer(&mut *self.out, doc).is_ok();
+        if !written || !self.out[start..].ends_with(CLOSING) {
             self.failed = true;
             return;
         }
-        if note {
-            let object = &self.out[start..];
-            let noted = entries(object, |_, entry| {
-                let at = entry.as_ptr() as usize - object.as_ptr() as usize;
-                self.entries.push(at..at + entry.len());
-            });
-            // Not expected of what serde_json just wrote; without the
-            // entries, the full view's ETag walks the document instead.
-            if noted.is_err() {
-                self.entries.clear();
-            }
+        let object = &self.out[start..];
+        let noted = entries(object, |_, entry| {
+            let at = entry.as_ptr() as usize - object.as_ptr() as usize;
+            self.entries.push(at..at + entry.len());
+        });
+        // Not expected of what serde_json just wrote; without the entries,
+        // the full view's ETag walks the document instead.
+        if noted.is_err() {
+            self.entries.clear();
         }
         // Keep the `[` of `"children":[`, hold back the rest.
-        self.out.truncate(self.out.len() - (closing.len() - 1));
+        self.out.truncate(self.out.len() - (CLOSING.len() - 1));
     }
 }
 
@@ -264,14 +264,16 @@ impl tree::Sink for Writer<'_> {
         }
         match self.first_child.last_mut() {
             None => match document(self.fetched, self.provider_name, node) {
-                Some(doc) => self.write_open(&doc, b"[]}}", true),
+                Some(doc) => self.write_document(&doc),
                 None => self.failed = true,
             },
             Some(first) => {
                 if !std::mem::replace(first, false) {
                     self.out.push(b',');
                 }
-                self.write_open(&node, b"[]}", false);
+                if !node_json::open(self.out, &node) {
+                    self.failed = true;
+                }
             }
         }
         self.first_child.push(true);
