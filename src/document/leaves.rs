@@ -62,7 +62,6 @@ impl Raw {
     }
 
     /// The compact JSON text.
-    #[cfg(any(test, feature = "internals"))]
     pub fn json(&self) -> &str {
         self.0.get()
     }

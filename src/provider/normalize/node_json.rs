@@ -2,17 +2,17 @@
 //! to come: the bytes serde_json writes for the [`Node`] with no children,
 //! less the closing `]}`.
 //!
-//! The id, the type and its fields, and the size go through serde (the
-//! kind's fields are many, and flattened as the document's types say). The
-//! place and the times, which nearly every node has and whose shapes are
-//! fixed, are written here by hand: through serde each of their keys is
-//! scanned for escapes and each member goes through a map serializer, about
-//! 2,400 instructions a node for the two, a twentieth of a cold load's
-//! writing. What is written here is what serde writes, byte for byte (the
+//! The place and the times, which nearly every node has and whose shapes
+//! are fixed, are written here by hand, and so is a card (id, type, its
+//! fields, size), the most common node: through serde each key is scanned
+//! for escapes and each member goes through a map serializer (the kind's
+//! and the size's fields flattened into the node's), about 4,000
+//! instructions a card. Other kinds go through serde for their id, type,
+//! fields and size. What is written here is what serde writes, byte for byte (the
 //! tests compare the two on generated nodes, and the reference pipeline's
 //! differential tests compare whole documents).
 
-use crate::document::leaves::{Location, Position, Scalar, Size, Timestamps};
+use crate::document::leaves::{Location, Position, RichText, Scalar, Size, Timestamps};
 use crate::document::{Node, NodeKind};
 use serde::Serialize;
 
@@ -30,14 +30,35 @@ struct Head<'a> {
 /// array: `{..."children":[`. `false` when serde refused a value (then
 /// what was appended is unspecified).
 pub(super) fn open(out: &mut Vec<u8>, node: &Node) -> bool {
-    let head = Head {
-        id: &node.id,
-        kind: &node.kind,
-        size: &node.size,
-    };
-    if serde_json::to_writer(&mut *out, &head).is_err() || out.pop() != Some(b'}') {
-        return false;
+    match &node.kind {
+        // Most nodes of a board are cards: their fields are written here too.
+        NodeKind::Card(card) => {
+            let mut m = Members::open(out);
+            m.string(b"\"id\":", Some(&node.id));
+            m.key(b"\"type\":").extend_from_slice(b"\"CARD\"");
+            if let Some(rich) = &card.rich_text {
+                write_rich_text(m.key(b"\"richText\":"), rich);
+            }
+            m.scalar(b"\"background\":", card.background.as_ref());
+            if let Some(transparent) = card.transparent {
+                let value: &[u8] = if transparent { b"true" } else { b"false" };
+                m.key(b"\"transparent\":").extend_from_slice(value);
+            }
+            m.scalar(b"\"width\":", node.size.width.as_ref());
+            m.scalar(b"\"height\":", node.size.height.as_ref());
+        }
+        _ => {
+            let head = Head {
+                id: &node.id,
+                kind: &node.kind,
+                size: &node.size,
+            };
+            if serde_json::to_writer(&mut *out, &head).is_err() || out.pop() != Some(b'}') {
+                return false;
+            }
+        }
     }
+    // The object is open, with its id at least.
     if let Some(location) = &node.location {
         out.extend_from_slice(b",\"location\":");
         write_location(out, location);
@@ -86,6 +107,19 @@ impl<'a> Members<'a> {
     fn close(self) {
         self.out.push(b'}');
     }
+}
+
+fn write_rich_text(out: &mut Vec<u8>, rich: &RichText) {
+    out.extend_from_slice(b"{\"blocks\":[");
+    for (i, block) in rich.blocks.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(block.json().as_bytes());
+    }
+    out.extend_from_slice(b"],\"plainText\":");
+    write_str(out, &rich.plain_text);
+    out.push(b'}');
 }
 
 fn write_location(out: &mut Vec<u8>, location: &Location) {
@@ -157,6 +191,7 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::leaves::Raw;
     use crate::document::{CardFields, ColumnFields};
     use proptest::prelude::*;
     use serde_json::{json, Value};
@@ -231,18 +266,40 @@ mod tests {
     }
 
     prop_compose! {
+        fn rich_text()(
+            blocks in proptest::collection::vec(
+                prop_oneof![
+                    text().prop_map(|t| json!({"type": "paragraph", "text": t})),
+                    Just(json!([])),
+                    Just(json!({})),
+                    scalar().prop_map(|s| s.0),
+                ],
+                0..4,
+            ),
+            plain_text in text(),
+        ) -> RichText {
+            RichText {
+                blocks: blocks.iter().map(Raw::verbatim).collect(),
+                plain_text,
+            }
+        }
+    }
+
+    prop_compose! {
         fn node()(
             id in text(),
             card in any::<bool>(),
             title in proptest::option::of(text()),
             background in proptest::option::of(scalar()),
+            rich_text in proptest::option::of(rich_text()),
+            transparent in proptest::option::of(any::<bool>()),
             width in proptest::option::of(scalar()),
             height in proptest::option::of(scalar()),
             location in proptest::option::of(location()),
             timestamps in proptest::option::of(timestamps()),
         ) -> Node {
             let kind = if card {
-                NodeKind::Card(CardFields { background, ..CardFields::default() })
+                NodeKind::Card(CardFields { rich_text, background, transparent })
             } else {
                 NodeKind::Column(ColumnFields { title })
             };
