@@ -217,8 +217,8 @@ fn document(fetched: &Fetched, provider_name: &str, node: Node) -> Option<BoardD
 /// Writes each node as it is opened, children after it. A node is written
 /// as serde writes it with no children ([`node_json::open`]), which ends in
 /// `"children":[]}` (`children` is its last field); the `]}` is held back
-/// until the node closes, and its children go between. The root is written inside the
-/// document, which ends in `[]}}`.
+/// until the node closes, and its children go between. The root is written
+/// inside the document, which ends in `[]}}`.
 struct Writer<'a> {
     fetched: &'a Fetched,
     provider_name: &'a str,

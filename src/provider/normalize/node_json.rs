@@ -8,9 +8,9 @@
 //! for escapes and each member goes through a map serializer (the kind's
 //! and the size's fields flattened into the node's), about 4,000
 //! instructions a card. Other kinds go through serde for their id, type,
-//! fields and size. What is written here is what serde writes, byte for byte (the
-//! tests compare the two on generated nodes, and the reference pipeline's
-//! differential tests compare whole documents).
+//! fields and size. What is written here is what serde writes, byte for
+//! byte (the tests compare the two on generated nodes, and the reference
+//! pipeline's differential tests compare whole documents).
 
 use crate::document::leaves::{Location, Position, RichText, Scalar, Size, Timestamps};
 use crate::document::{Node, NodeKind};
