@@ -431,18 +431,8 @@ pub struct Answered {
 /// (compression applies). `HEAD` gets the same headers, `Content-Length`
 /// included, and no body.
 async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Result<()> {
-    // Room for `Content-Length` and for what the downstream modules add
-    // (compression's `Content-Encoding`, `Transfer-Encoding`), so the map
-    // is not grown and rehashed for a short answer's last headers.
-    let mut header = ResponseHeader::build(response.status, Some(response.headers.len() + 4))?;
-    for (name, value) in &response.headers {
-        header.append_header(name.clone(), value.clone())?;
-    }
-    let body = response.has_body();
-    if body {
-        header.insert_header(header::CONTENT_LENGTH, response.body.len())?;
-    }
-    let has_bytes = body && !response.body.is_empty();
+    let header = response_header(&response)?;
+    let has_bytes = response.has_body() && !response.body.is_empty();
     // A HEAD answer is written as if a body followed (end_of_stream false),
     // so the downstream modules (compression) shape its headers exactly as
     // for the GET; Pingora sends no body bytes for HEAD, and once we return
@@ -456,6 +446,35 @@ async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Resu
             .await?;
     }
     Ok(())
+}
+
+/// The response header of `response`, with its `Content-Length` when its
+/// status carries a body.
+///
+/// `X-Request-Id` differs in every answer. Over HTTP/2 it goes out as an
+/// HPACK literal never indexed (RFC 7541, 6.2.3; the h2 crate writes a
+/// value marked sensitive so) instead of entering the connection's header
+/// table, where a value no later answer repeats only evicts the ones every
+/// answer repeats and lengthens the encoder's search: a cached
+/// `/api/search` over h2c cost about 12 µs more CPU with it indexed
+/// (`benches/README.md`, "Cached hot path"). HTTP/1.1 writes the same
+/// bytes either way.
+fn response_header(response: &ApiResponse) -> Result<ResponseHeader> {
+    // Room for `Content-Length` and for what the downstream modules add
+    // (compression's `Content-Encoding`, `Transfer-Encoding`), so the map
+    // is not grown and rehashed for a short answer's last headers.
+    let mut header = ResponseHeader::build(response.status, Some(response.headers.len() + 4))?;
+    for (name, value) in &response.headers {
+        let mut value = value.clone();
+        if name == request_id::X_REQUEST_ID {
+            value.set_sensitive(true);
+        }
+        header.append_header(name.clone(), value)?;
+    }
+    if response.has_body() {
+        header.insert_header(header::CONTENT_LENGTH, response.body.len())?;
+    }
+    Ok(header)
 }
 
 /// The response header of an event stream that opened at `version`, kept
@@ -504,5 +523,39 @@ mod tests {
         // second 17 KiB).
         assert!(serve <= 256, "serve's future: {serve} B");
         assert!(events <= 2048, "serve_events' future: {events} B");
+    }
+
+    /// The header written for an answer: its `X-Request-Id` alone is marked
+    /// never to be indexed (HTTP/2's header table), and `Content-Length` is
+    /// the body's.
+    #[tokio::test]
+    async fn only_the_request_id_is_never_indexed() {
+        let settings = ApiSettings::from_yaml("board_api: {}\n").expect("the defaults");
+        let api = BoardApi::new(&settings).expect("an api");
+        let headers = http::HeaderMap::new();
+        let method = http::Method::GET;
+        let parts = RequestParts::new(&method, "/api/search", Some("url=x"), &headers);
+        let response = api.respond(parts).await.expect("an answer");
+        assert_eq!(response.status, 400);
+        let header = response_header(&response).expect("a header");
+        let id = header.headers.get(request_id::X_REQUEST_ID).expect("an id");
+        assert!(id.is_sensitive());
+        assert_eq!(Some(id), response.headers.get(request_id::X_REQUEST_ID));
+        let indexed: Vec<_> = header
+            .headers
+            .iter()
+            .filter(|(name, value)| **name != request_id::X_REQUEST_ID && !value.is_sensitive())
+            .map(|(name, _)| name.as_str())
+            .collect();
+        assert_eq!(indexed.len(), header.headers.len() - 1, "{indexed:?}");
+        assert!(indexed.contains(&"access-control-allow-origin"));
+        let length = header
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .expect("a length");
+        assert_eq!(
+            length.to_str().ok(),
+            Some(response.body.len().to_string().as_str())
+        );
     }
 }
