@@ -15,6 +15,7 @@
 
 use crate::document::leaves::{Location, Position, RichText, Scalar, Size, Timestamps};
 use crate::document::{Node, NodeKind};
+use crate::provider::rich_text::write_str;
 use serde::Serialize;
 
 /// The node's id, type, type fields and size, as serde writes them.
@@ -167,25 +168,6 @@ fn write_scalar(out: &mut Vec<u8>, scalar: &Scalar) {
         other => {
             let _ = serde_json::to_writer(out, other);
         }
-    }
-}
-
-/// A string as serde_json writes it: one with no quote, backslash or
-/// control character is its own escaped form and is copied; any other
-/// goes through serde_json.
-fn write_str(out: &mut Vec<u8>, s: &str) {
-    // Without an early exit, so the compiler checks many bytes at a time:
-    // ids and times are short, and rarely hold anything to escape.
-    let plain = !s.bytes().fold(false, |seen, b| {
-        seen | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
-    if plain {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else {
-        let _ = serde_json::to_writer(out, s);
     }
 }
 

@@ -148,16 +148,38 @@ impl<'c> Item<'c> {
 /// A string as serde_json writes it. One borrowed from the text had no
 /// escape there, and a string without one holds no quote, backslash or
 /// control character (serde_json refuses those raw), so it is its own
-/// escaped form: copied, not scanned byte by byte for what to escape.
+/// escaped form: copied, not scanned for what to escape.
 fn write_string(out: &mut Vec<u8>, s: &str, borrowed: bool) {
     if borrowed {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
+        quote(out, s);
+    } else {
+        write_str(out, s);
+    }
+}
+
+/// A string as serde_json writes it: one with no quote, backslash or
+/// control character is its own escaped form and is copied; any other
+/// goes through serde_json. Also the node writer's
+/// (`provider::normalize::node_json`).
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+    // Without an early exit, so the compiler checks many bytes at a time:
+    // ids, times and most texts hold nothing to escape.
+    let plain = !s.bytes().fold(false, |seen, b| {
+        seen | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if plain {
+        quote(out, s);
     } else {
         write_json(out, s);
     }
+}
+
+/// `s` between quotes, as it is: for a string with nothing to escape.
+fn quote(out: &mut Vec<u8>, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
 }
 
 /// serde_json's compact text of a scalar (it cannot fail on a `Vec`).

@@ -37,6 +37,7 @@ pub mod stream;
 mod value;
 
 #[cfg(any(test, feature = "internals"))]
+pub(crate) use copy::write_str;
 pub use stream::rich_text_from_str;
 pub use stream::RichSeed;
 #[cfg(any(test, feature = "internals"))]
