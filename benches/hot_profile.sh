@@ -36,19 +36,8 @@ URL="http://127.0.0.1:$SVC_PORT/api/$KIND?$(share_q "$SMALL" hotperm)"
 for _ in 1 2 3; do curl -s -o /dev/null "$URL"; done
 curl -s -D "$TMP/hdr" -o "$TMP/body" "$URL"
 etag=$(tr -d '\r' < "$TMP/hdr" | awk -F': ' 'tolower($1)=="etag"{print $2}')
-BPID=
-for _ in 1 2 3 4 5 6; do
-  BPORT=$(rand_port); port_free "$BPORT" || continue
-  "$BARE" --listen "127.0.0.1:$BPORT" --body "$TMP/body" --etag "$etag" --compression-level 6 --h2c > "$TMP/bare.log" 2>&1 &
-  pid=$!; PIDS+=("$pid")
-  for _ in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$BPORT/")" = 200 ] && { BPID=$pid; break 2; }
-    sleep 0.1
-  done
-  kill "$pid" 2>/dev/null || true
-done
-[ -n "$BPID" ] || { echo "the bare responder did not start:" >&2; cat "$TMP/bare.log" >&2; exit 1; }
+start_bare bare "$TMP/body" "$etag"
+BPORT=$BARE_PORT; BPID=$BARE_PID
 BURL="http://127.0.0.1:$BPORT/api/$KIND?$(share_q "$SMALL" hotperm)"
 curl -s -o "$TMP/bare.body" "$BURL"
 cmp -s "$TMP/body" "$TMP/bare.body" || { echo "bodies differ" >&2; exit 1; }

@@ -52,23 +52,6 @@ SVC_LOG=info start_service hotlog "" "$H2C
 L=http://127.0.0.1:$SVC_PORT
 Q=$(share_q "$SMALL" hotperm)
 
-start_bare() { # name body etag -> BARE_PORT
-  local try port pid
-  for try in 1 2 3 4 5 6; do
-    port=$(rand_port)
-    port_free "$port" || continue
-    "$BARE" --listen "127.0.0.1:$port" --body "$2" --etag "$3" --compression-level "$LEVEL" --h2c > "$TMP/$1.log" 2>&1 &
-    pid=$!; PIDS+=("$pid")
-    for _ in $(seq 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/")" = 200 ] && { BARE_PORT=$port; return 0; }
-      sleep 0.1
-    done
-    kill "$pid" 2>/dev/null || true
-  done
-  echo "bare responder did not start:" >&2; cat "$TMP/$1.log" >&2; exit 1
-}
-
 # Timings differ per answer: compared as a shape.
 headers_of() { curl -s -o /dev/null -D - "$1" | tr -d '\r' | grep -v -i -E '^(date|server):' | sed -e '/^$/d' -e 's/dur=[0-9.]*/dur=N/g'; }
 
@@ -78,7 +61,7 @@ for kind in search detail; do
   for _ in 1 2 3; do curl -s -o /dev/null "$url"; done
   curl -s -D "$TMP/$kind.hdr" -o "$TMP/$kind.body" "$url"
   etag=$(tr -d '\r' < "$TMP/$kind.hdr" | awk -F': ' 'tolower($1)=="etag"{print $2}')
-  start_bare "bare-$kind" "$TMP/$kind.body" "$etag"
+  start_bare "bare-$kind" "$TMP/$kind.body" "$etag" "$LEVEL"
   OURS_URL[$kind]=$url
   LOG_URL[$kind]="$L/api/$kind?$Q"
   for _ in 1 2 3; do curl -s -o /dev/null "${LOG_URL[$kind]}"; done

@@ -182,6 +182,27 @@ start_service() {
   echo "$name did not start:" >&2; cat "$TMP/$name.log" >&2; exit 1
 }
 
+# start_bare NAME BODY ETAG [LEVEL]: examples/bare_responder ($BARE, default
+# the release example) on a free port, answering every request with the file
+# BODY and the header ETAG, through Pingora's compression module at LEVEL
+# (default 6, ours), cleartext HTTP/2 accepted; sets BARE_PORT and BARE_PID.
+start_bare() {
+  local try port pid bare=${BARE:-$TARGET/release/examples/bare_responder}
+  for try in 1 2 3 4 5 6; do
+    port=$(rand_port)
+    port_free "$port" || continue
+    "$bare" --listen "127.0.0.1:$port" --body "$2" --etag "$3" --compression-level "${4:-6}" --h2c > "$TMP/$1.log" 2>&1 &
+    pid=$!; PIDS+=("$pid")
+    for _ in $(seq 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/")" = 200 ] && { BARE_PORT=$port; BARE_PID=$pid; return 0; }
+      sleep 0.1
+    done
+    kill "$pid" 2>/dev/null || true
+  done
+  echo "bare responder did not start:" >&2; cat "$TMP/$1.log" >&2; exit 1
+}
+
 # wait_line FILE PATTERN SECONDS: the first line of FILE matching PATTERN
 # (the event-stream clients of live.sh and capacity_check.sh print one line
 # per state: "ready", then each change).
