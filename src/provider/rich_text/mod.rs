@@ -36,8 +36,8 @@ pub mod stream;
 #[cfg(any(test, feature = "internals"))]
 mod value;
 
-#[cfg(any(test, feature = "internals"))]
 pub(crate) use copy::write_str;
+#[cfg(any(test, feature = "internals"))]
 pub use stream::rich_text_from_str;
 pub use stream::RichSeed;
 #[cfg(any(test, feature = "internals"))]
