@@ -13,7 +13,8 @@
 //! `pipeline::load::build`; the generator and the file read stay outside
 //! `load_once`. Prints the document's length, the peak heap of the last
 //! load above what was live before it (as a multiple of the raw body), and
-//! what the read and merged answer holds before the build.
+//! what the read and merged answer holds before the build, and the median
+//! and fastest wall time of a load (natively; under valgrind, ignore them).
 
 #[path = "../benches/support/tiptap_board.rs"]
 mod tiptap_board;
@@ -26,6 +27,7 @@ use shared_board_api::internals::provider::Fetched;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// Counts live heap bytes and their peak.
 struct Counting;
@@ -84,17 +86,24 @@ fn main() {
     let mut length = 0;
     let mut peak = 0;
     let mut merged = 0;
+    let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
         let before = LIVE.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
+        let start = Instant::now();
         let board = load_once(black_box(&raw), &root, coverage);
+        times.push(start.elapsed());
         peak = PEAK.load(Ordering::Relaxed) - before;
         merged = MERGED.load(Ordering::Relaxed) - before;
         length = board.map(|b| b.document_json().len()).unwrap_or_default();
     }
     let ratio = peak as f64 / raw.len() as f64;
+    times.sort();
+    let ms = |d: Option<&Duration>| d.map_or(0.0, |d| d.as_secs_f64() * 1e3);
     println!(
-        "{length} bytes of document from {} raw, {runs} loads; peak heap of a load {peak} B = {ratio:.2}x the raw body; {merged} B held once the answer is read and merged",
-        raw.len()
+        "{length} bytes of document from {} raw, {runs} loads; peak heap of a load {peak} B = {ratio:.2}x the raw body; {merged} B held once the answer is read and merged; a load took {:.2} ms (median), {:.2} ms (fastest)",
+        raw.len(),
+        ms(times.get(times.len() / 2)),
+        ms(times.first()),
     );
 }

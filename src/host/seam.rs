@@ -430,8 +430,8 @@ pub struct Answered {
 /// Writes an [`ApiResponse`] through Pingora's downstream modules
 /// (compression applies). `HEAD` gets the same headers, `Content-Length`
 /// included, and no body.
-async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Result<()> {
-    let header = response_header(&response)?;
+async fn write(session: &mut Session, mut response: ApiResponse, head: bool) -> Result<()> {
+    let header = response_header(&mut response);
     let has_bytes = response.has_body() && !response.body.is_empty();
     // A HEAD answer is written as if a body followed (end_of_stream false),
     // so the downstream modules (compression) shape its headers exactly as
@@ -449,7 +449,17 @@ async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Resu
 }
 
 /// The response header of `response`, with its `Content-Length` when its
-/// status carries a body.
+/// status carries a body. Takes the answer's header map (the caller
+/// sends the body alone after it).
+///
+/// The map becomes Pingora's header as it is, without Pingora's map of
+/// the names' case: `append_header` would turn each name into its titled
+/// bytes (copied, for a name that is not a standard one) and parse it back,
+/// one name at a time, and keep a second map of them. Without that map
+/// Pingora's HTTP/1.1 writer titles the names it knows (`Content-Type`)
+/// and writes the others as they are: the bytes the case map holds for
+/// names that come as `HeaderName`s (a test compares the two). HTTP/2
+/// sends names in lower case either way.
 ///
 /// `X-Request-Id` differs in every answer. Over HTTP/2 it goes out as an
 /// HPACK literal never indexed (RFC 7541, 6.2.3; the h2 crate writes a
@@ -460,22 +470,22 @@ async fn write(session: &mut Session, response: ApiResponse, head: bool) -> Resu
 /// about 10 µs in a bare Pingora responder sending our headers
 /// (`benches/README.md`, "Cached hot path"). HTTP/1.1 writes the same
 /// bytes either way.
-fn response_header(response: &ApiResponse) -> Result<ResponseHeader> {
-    // Room for `Content-Length` and for what the downstream modules add
-    // (compression's `Content-Encoding`, `Transfer-Encoding`), so the map
-    // is not grown and rehashed for a short answer's last headers.
-    let mut header = ResponseHeader::build(response.status, Some(response.headers.len() + 4))?;
-    for (name, value) in &response.headers {
-        let mut value = value.clone();
-        if name == request_id::X_REQUEST_ID {
-            value.set_sensitive(true);
-        }
-        header.append_header(name.clone(), value)?;
+fn response_header(response: &mut ApiResponse) -> ResponseHeader {
+    let mut headers = std::mem::take(&mut response.headers);
+    if let Some(id) = headers.get_mut(request_id::X_REQUEST_ID) {
+        id.set_sensitive(true);
     }
     if response.has_body() {
-        header.insert_header(header::CONTENT_LENGTH, response.body.len())?;
+        headers.insert(header::CONTENT_LENGTH, response.body.len().into());
     }
-    Ok(header)
+    // Room for what the downstream modules add (compression's
+    // `Content-Encoding`, `Transfer-Encoding`), so a short answer's map is
+    // not grown and rehashed for its last headers.
+    headers.reserve(4);
+    let (mut parts, ()) = http::Response::new(()).into_parts();
+    parts.status = response.status;
+    parts.headers = headers;
+    ResponseHeader::from(parts)
 }
 
 /// The response header of an event stream that opened at `version`, kept
@@ -536,12 +546,13 @@ mod tests {
         let headers = http::HeaderMap::new();
         let method = http::Method::GET;
         let parts = RequestParts::new(&method, "/api/search", Some("url=x"), &headers);
-        let response = api.respond(parts).await.expect("an answer");
+        let mut response = api.respond(parts).await.expect("an answer");
         assert_eq!(response.status, 400);
-        let header = response_header(&response).expect("a header");
+        let sent = response.headers.clone();
+        let header = response_header(&mut response);
         let id = header.headers.get(request_id::X_REQUEST_ID).expect("an id");
         assert!(id.is_sensitive());
-        assert_eq!(Some(id), response.headers.get(request_id::X_REQUEST_ID));
+        assert_eq!(Some(id), sent.get(request_id::X_REQUEST_ID));
         let indexed: Vec<_> = header
             .headers
             .iter()
@@ -557,6 +568,49 @@ mod tests {
         assert_eq!(
             length.to_str().ok(),
             Some(response.body.len().to_string().as_str())
+        );
+    }
+
+    /// Over HTTP/1.1 the header built from the answer's map, without
+    /// Pingora's map of the names' case, writes the bytes that appending
+    /// each name and value through Pingora writes: the names Pingora knows
+    /// titled (`Content-Type`, `Cache-Control`), the others as they are.
+    #[tokio::test]
+    async fn http1_writes_the_names_as_appending_them_would() {
+        let settings = ApiSettings::from_yaml("board_api: {}\n").expect("the defaults");
+        let api = BoardApi::new(&settings).expect("an api");
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::ORIGIN,
+            "https://example.com".parse().expect("a value"),
+        );
+        let method = http::Method::GET;
+        let parts = RequestParts::new(&method, "/api/search", Some("url=x"), &headers);
+        let mut response = api.respond(parts).await.expect("an answer");
+        assert!(response.headers.len() >= 5, "{:?}", response.headers);
+        let mut appended = ResponseHeader::build(response.status, None).expect("a header");
+        for (name, value) in &response.headers {
+            appended.append_header(name, value).expect("appended");
+        }
+        let length = response.body.len();
+        appended
+            .insert_header(header::CONTENT_LENGTH, length)
+            .expect("inserted");
+        let built = response_header(&mut response);
+        let wire = |h: &ResponseHeader| {
+            let mut buf = Vec::new();
+            h.header_to_h1_wire(&mut buf);
+            String::from_utf8(buf).expect("text")
+        };
+        let (built, appended) = (wire(&built), wire(&appended));
+        assert_eq!(built, appended);
+        assert!(built.contains("Content-Type: application/json"), "{built}");
+        assert!(built.contains("Cache-Control: "), "{built}");
+        assert!(built.contains("access-control-allow-origin: "), "{built}");
+        assert!(built.contains("x-request-id: "), "{built}");
+        assert!(
+            built.contains(&format!("Content-Length: {length}\r\n")),
+            "{built}"
         );
     }
 }
