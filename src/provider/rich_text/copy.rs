@@ -241,139 +241,282 @@ impl<'de> Visitor<'de> for Item<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Seen<'de>, A::Error> {
-        let dropped = self.write && self.levels == 0;
-        let write = self.write && !dropped;
-        let inner = self.levels.saturating_sub(1);
-        let child_role = match self.role {
-            Role::NodeList => Role::Node,
-            _ => Role::Plain,
-        };
         let copy = self.copy;
-        let mut parts = Vec::new();
-        let mut any = false;
-        if write {
-            copy.out.push(b'[');
-        }
+        let mut array = Array::open(copy, self.levels, self.write, self.role);
         loop {
-            let mark = copy.out.len();
-            if write && any {
-                copy.out.push(b',');
-            }
-            let item = Item {
-                copy: &mut *copy,
-                levels: inner,
-                write,
-                role: child_role,
-            };
-            let Some(seen) = seq.next_element_seed(item)? else {
+            let mark = array.before_item(copy);
+            let Some(seen) = seq.next_element_seed(array.item(copy))? else {
                 copy.out.truncate(mark);
                 break;
             };
-            if seen.dropped {
-                copy.out.truncate(mark);
-            } else {
-                any = true;
-            }
-            if let Info::Part(part) = seen.info {
-                if !part.is_empty() {
-                    parts.push(part);
-                }
-            }
+            array.after_item(copy, mark, seen);
         }
-        if write {
-            copy.out.push(b']');
-        }
-        let info = match self.role {
-            Role::NodeList => Info::Parts(parts),
-            _ => Info::None,
-        };
-        Ok(Seen { info, dropped })
+        Ok(array.close(copy))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen<'de>, A::Error> {
-        let dropped = self.write && self.levels == 0;
-        let write = self.write && !dropped;
-        let inner = self.levels.saturating_sub(1);
-        let role = self.role;
         let copy = self.copy;
-        let mut node = NodeText::default();
-        let mut kind: Option<Cow<'de, str>> = None;
+        let mut object = Object::open(copy, self.levels, self.write, self.role);
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let pending = object.key(copy, &key, matches!(key, Cow::Borrowed(_)));
+            let seen = map.next_value_seed(pending.item(copy))?;
+            object.value(copy, pending, &key, seen);
+        }
+        Ok(object.close(copy))
+    }
+}
+
+/// An array being read, whichever reader drives it: what its items
+/// report and where its copy is.
+pub(super) struct Array<'de> {
+    /// Past the level bound: read, not written.
+    dropped: bool,
+    write: bool,
+    /// Levels left for its items.
+    inner: usize,
+    role: Role,
+    child_role: Role,
+    /// Whether an item was written (the next one follows a comma).
+    any: bool,
+    parts: Vec<Cow<'de, str>>,
+}
+
+impl<'de> Array<'de> {
+    /// Opens an array read with `levels` levels left (counting itself).
+    pub(super) fn open(copy: &mut Copy, levels: usize, write: bool, role: Role) -> Array<'de> {
+        let dropped = write && levels == 0;
+        let write = write && !dropped;
+        if write {
+            copy.out.push(b'[');
+        }
+        Array {
+            dropped,
+            write,
+            inner: levels.saturating_sub(1),
+            role,
+            child_role: match role {
+                Role::NodeList => Role::Node,
+                _ => Role::Plain,
+            },
+            any: false,
+            parts: Vec::new(),
+        }
+    }
+
+    /// Before an item (or the end): where the copy stood, then the comma
+    /// that follows a written item.
+    pub(super) fn before_item(&self, copy: &mut Copy) -> usize {
+        let mark = copy.out.len();
+        if self.write && self.any {
+            copy.out.push(b',');
+        }
+        mark
+    }
+
+    /// How the next item is read.
+    pub(super) fn item<'c>(&self, copy: &'c mut Copy) -> Item<'c> {
+        Item {
+            copy,
+            levels: self.inner,
+            write: self.write,
+            role: self.child_role,
+        }
+    }
+
+    /// After an item: a dropped one is taken back (with its comma).
+    pub(super) fn after_item(&mut self, copy: &mut Copy, mark: usize, seen: Seen<'de>) {
+        if seen.dropped {
+            copy.out.truncate(mark);
+        } else {
+            self.any = true;
+        }
+        if let Info::Part(part) = seen.info {
+            if !part.is_empty() {
+                self.parts.push(part);
+            }
+        }
+    }
+
+    /// Closes the array: what it reports for its role.
+    pub(super) fn close(self, copy: &mut Copy) -> Seen<'de> {
+        if self.write {
+            copy.out.push(b']');
+        }
+        let info = match self.role {
+            Role::NodeList => Info::Parts(self.parts),
+            _ => Info::None,
+        };
+        Seen {
+            info,
+            dropped: self.dropped,
+        }
+    }
+}
+
+/// An object being read, whichever reader drives it: what its members
+/// said and where its copy is.
+pub(super) struct Object<'de> {
+    dropped: bool,
+    write: bool,
+    inner: usize,
+    role: Role,
+    node: NodeText<'de>,
+    kind: Option<Cow<'de, str>>,
+    /// Where its first member's copy starts in [`Copy::out`].
+    start: usize,
+    /// Its first member in [`Copy::members`], and its first key's byte.
+    base: usize,
+    keys_base: usize,
+    repeated: bool,
+    many: Option<HashSet<Vec<u8>>>,
+}
+
+/// A member whose key was read and whose value comes next.
+pub(super) struct Pending {
+    levels: usize,
+    write: bool,
+    role: Role,
+    /// Where the copy stood before the member, and its key in
+    /// [`Copy::keys`] (`None` when the value is read and not written).
+    written: Option<(usize, Range<usize>, usize)>,
+}
+
+impl Pending {
+    /// How the value is read.
+    pub(super) fn item<'c>(&self, copy: &'c mut Copy) -> Item<'c> {
+        Item {
+            copy,
+            levels: self.levels,
+            write: self.write,
+            role: self.role,
+        }
+    }
+}
+
+impl<'de> Object<'de> {
+    /// Opens an object read with `levels` levels left (counting itself).
+    pub(super) fn open(copy: &mut Copy, levels: usize, write: bool, role: Role) -> Object<'de> {
+        let dropped = write && levels == 0;
+        let write = write && !dropped;
         let start = copy.out.len() + 1;
-        let base = copy.members.len();
-        let keys_base = copy.keys.len();
-        let mut repeated = false;
-        let mut many: Option<HashSet<Vec<u8>>> = None;
         if write {
             copy.out.push(b'{');
         }
-        while let Some(key) = map.next_key_seed(KeySeed)? {
-            let child_role = role_of(role, &key);
-            let seen = if !write {
-                map.next_value_seed(Item::reading(&mut *copy, child_role))?
-            } else if is_sensitive(&key) {
-                map.next_value_seed(Item::reading(&mut *copy, Role::Plain))?
-            } else {
-                let mark = copy.out.len();
-                if copy.out.len() > start {
-                    copy.out.push(b',');
-                }
-                let key_start = copy.out.len();
-                write_string(&mut copy.out, &key, matches!(key, Cow::Borrowed(_)));
-                let key_range = copy.keys.len()..copy.keys.len() + (copy.out.len() - key_start);
-                let (written, key_bytes) = (&copy.out[key_start..], &mut copy.keys);
-                key_bytes.extend_from_slice(written);
-                copy.out.push(b':');
-                let value_start = copy.out.len();
-                let seen = map.next_value_seed(Item::writing(&mut *copy, inner, child_role))?;
-                let value = if seen.dropped {
-                    copy.out.truncate(mark);
-                    None
-                } else {
-                    Some(value_start..copy.out.len())
-                };
-                repeated |= copy.is_repeated(base, &key_range, &mut many);
-                copy.members.push(Member {
-                    key: key_range,
-                    value,
-                });
-                seen
-            };
-            match (role, &*key, seen.info) {
-                (_, "type", info) => kind = info.into_str(),
-                (Role::Node | Role::DraftBlock, "text", info) => node.text = info.into_str(),
-                (Role::Attrs, "label", info) => node.label = info.into_str(),
-                (Role::Attrs, "title", info) => node.title = info.into_str(),
-                (Role::Node, "content", info) => {
-                    node.children = match info {
-                        Info::Parts(parts) => parts,
-                        _ => Vec::new(),
-                    }
-                }
-                (Role::Node, "attrs", info) => {
-                    (node.label, node.title) = match info {
-                        Info::Attrs(label, title) => (label, title),
-                        _ => (None, None),
-                    }
-                }
-                _ => {}
-            }
+        Object {
+            dropped,
+            write,
+            inner: levels.saturating_sub(1),
+            role,
+            node: NodeText::default(),
+            kind: None,
+            start,
+            base: copy.members.len(),
+            keys_base: copy.keys.len(),
+            repeated: false,
+            many: None,
         }
-        if write {
-            let mention = kind.as_deref().is_some_and(is_mention);
-            if repeated || mention {
-                copy.rewrite(start, base, mention);
+    }
+
+    /// A member's key, read: written (with the comma before it) unless the
+    /// object is not written or the key is sensitive. `borrowed`: the key
+    /// is the text's own (it had no escape there).
+    pub(super) fn key(&mut self, copy: &mut Copy, key: &str, borrowed: bool) -> Pending {
+        let role = role_of(self.role, key);
+        if !self.write {
+            return Pending {
+                levels: 0,
+                write: false,
+                role,
+                written: None,
+            };
+        }
+        if is_sensitive(key) {
+            return Pending {
+                levels: 0,
+                write: false,
+                role: Role::Plain,
+                written: None,
+            };
+        }
+        let mark = copy.out.len();
+        if copy.out.len() > self.start {
+            copy.out.push(b',');
+        }
+        let key_start = copy.out.len();
+        write_string(&mut copy.out, key, borrowed);
+        let key_range = copy.keys.len()..copy.keys.len() + (copy.out.len() - key_start);
+        let (written, key_bytes) = (&copy.out[key_start..], &mut copy.keys);
+        key_bytes.extend_from_slice(written);
+        copy.out.push(b':');
+        Pending {
+            levels: self.inner,
+            write: true,
+            role,
+            written: Some((mark, key_range, copy.out.len())),
+        }
+    }
+
+    /// A member's value, read: noted among the members when written (a
+    /// dropped one is taken back with its key), and what it reported kept
+    /// for the object's role.
+    pub(super) fn value(&mut self, copy: &mut Copy, pending: Pending, key: &str, seen: Seen<'de>) {
+        if let Some((mark, key_range, value_start)) = pending.written {
+            let value = if seen.dropped {
+                copy.out.truncate(mark);
+                None
+            } else {
+                Some(value_start..copy.out.len())
+            };
+            self.repeated |= copy.is_repeated(self.base, &key_range, &mut self.many);
+            copy.members.push(Member {
+                key: key_range,
+                value,
+            });
+        }
+        let node = &mut self.node;
+        match (self.role, key, seen.info) {
+            (_, "type", info) => self.kind = info.into_str(),
+            (Role::Node | Role::DraftBlock, "text", info) => node.text = info.into_str(),
+            (Role::Attrs, "label", info) => node.label = info.into_str(),
+            (Role::Attrs, "title", info) => node.title = info.into_str(),
+            (Role::Node, "content", info) => {
+                node.children = match info {
+                    Info::Parts(parts) => parts,
+                    _ => Vec::new(),
+                }
+            }
+            (Role::Node, "attrs", info) => {
+                (node.label, node.title) = match info {
+                    Info::Attrs(label, title) => (label, title),
+                    _ => (None, None),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Closes the object: rewritten when a key repeated or it is a
+    /// mention; what it reports for its role.
+    pub(super) fn close(self, copy: &mut Copy) -> Seen<'de> {
+        if self.write {
+            let mention = self.kind.as_deref().is_some_and(is_mention);
+            if self.repeated || mention {
+                copy.rewrite(self.start, self.base, mention);
             }
             copy.out.push(b'}');
         }
-        copy.members.truncate(base);
-        copy.keys.truncate(keys_base);
-        let info = match role {
-            Role::Node => Info::Part(node.part(kind)),
-            Role::DraftBlock => Info::Part(node.text.unwrap_or_default()),
-            Role::Attrs => Info::Attrs(node.label, node.title),
+        copy.members.truncate(self.base);
+        copy.keys.truncate(self.keys_base);
+        let info = match self.role {
+            Role::Node => Info::Part(self.node.part(self.kind)),
+            Role::DraftBlock => Info::Part(self.node.text.unwrap_or_default()),
+            Role::Attrs => Info::Attrs(self.node.label, self.node.title),
             _ => Info::None,
         };
-        Ok(Seen { info, dropped })
+        Seen {
+            info,
+            dropped: self.dropped,
+        }
     }
 }
 
