@@ -16,6 +16,10 @@
 //! (its `text`, a break, a mention's label, or its children's parts joined),
 //! a Draft.js block its `text`, and `attrs` its `label` and `title`.
 
+mod bytes;
+
+pub(super) use bytes::read_item;
+
 use crate::document::sanitize::{is_mention, is_mention_person_key, is_sensitive};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -182,6 +186,14 @@ fn quote(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// A float as a parsed value holds it: a number, or null when not finite.
+fn write_f64(out: &mut Vec<u8>, v: f64) {
+    match serde_json::Number::from_f64(v) {
+        Some(n) => write_json(out, &n),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
 /// serde_json's compact text of a scalar (it cannot fail on a `Vec`).
 fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let _ = serde_json::to_writer(out, value);
@@ -224,11 +236,7 @@ impl<'de> Visitor<'de> for Item<'_> {
         Ok(self.scalar(|out| write_json(out, &v)))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Seen<'de>, E> {
-        // As a parsed value holds it: a number, or null when not finite.
-        Ok(self.scalar(|out| match serde_json::Number::from_f64(v) {
-            Some(n) => write_json(out, &n),
-            None => out.extend_from_slice(b"null"),
-        }))
+        Ok(self.scalar(|out| write_f64(out, v)))
     }
     fn visit_unit<E>(self) -> Result<Seen<'de>, E> {
         Ok(self.scalar(|out| out.extend_from_slice(b"null")))

@@ -32,14 +32,15 @@
 //! text reader to the same blocks and plain text.
 
 mod copy;
+pub mod cursor;
 pub mod stream;
 #[cfg(any(test, feature = "internals"))]
 mod value;
 
 pub(crate) use copy::write_str;
 #[cfg(any(test, feature = "internals"))]
-pub use stream::rich_text_from_str;
-pub use stream::RichSeed;
+pub use stream::{rich_text_from_bytes, rich_text_from_str};
+pub use stream::{rich_text_at, RichSeed};
 #[cfg(any(test, feature = "internals"))]
 pub use value::{mention_text, rich_text};
 

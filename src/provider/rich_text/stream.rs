@@ -27,7 +27,8 @@
 //! to serde_json's limit, and the callers treat a refusal as the value parse
 //! failing.
 
-use super::copy::{Copy, Info, Item, Role};
+use super::copy::{read_item, Copy, Info, Item, Role};
+use super::cursor::{Cursor, Unsupported};
 use crate::document::{Raw, RichText};
 use crate::provider::raw::MAX_RAW_DEPTH;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -45,6 +46,98 @@ pub fn rich_text_from_str(text: &str) -> Result<Option<RichText>, serde_json::Er
     let mut de = serde_json::Deserializer::from_str(text);
     let rich = RichSeed::default().deserialize(&mut de)?;
     de.end()?;
+    Ok(rich)
+}
+
+/// Reads the rich-text value at `cur` from its bytes, with the results of
+/// [`RichSeed`] on the same text: the fast path for text serde_json has
+/// already accepted (an element's `content`). [`Unsupported`]: read it
+/// with [`RichSeed`].
+pub fn rich_text_at(cur: &mut Cursor<'_>) -> Result<Option<RichText>, Unsupported> {
+    let mut copy = Copy::default();
+    match cur.peek()? {
+        b'{' => {
+            cur.bump();
+            let mut root = Root::default();
+            if !cur.close_if(b'}')? {
+                loop {
+                    let key = cur.key()?;
+                    match &*key {
+                        "type" | "text" => {
+                            let seen = read_item(cur, Item::reading(&mut copy, Role::Want), 1)?;
+                            let value = match seen.info {
+                                Info::Str(s) => Some(s),
+                                _ => None,
+                            };
+                            if &*key == "type" {
+                                root.kind = value;
+                            } else {
+                                root.text = value;
+                            }
+                        }
+                        "content" => root.content = blocks_at(cur, &mut copy, Role::Node)?,
+                        "blocks" => root.blocks = blocks_at(cur, &mut copy, Role::DraftBlock)?,
+                        _ => {
+                            read_item(cur, Item::reading(&mut copy, Role::Plain), 1)?;
+                        }
+                    }
+                    if !cur.more(b'}')? {
+                        break;
+                    }
+                }
+            }
+            Ok(root.into_rich_text())
+        }
+        b'"' => {
+            let s = cur.string()?;
+            Ok(Some(string_rich_text(&s)))
+        }
+        // An array or a scalar is no rich text; read through.
+        _ => {
+            read_item(cur, Item::reading(&mut copy, Role::Plain), 0)?;
+            Ok(None)
+        }
+    }
+}
+
+/// [`Blocks`] from the bytes: the root's `content` or `blocks`.
+#[allow(clippy::type_complexity)]
+fn blocks_at<'a>(
+    cur: &mut Cursor<'a>,
+    copy: &mut Copy,
+    role: Role,
+) -> Result<Option<(Vec<Raw>, Vec<Cow<'a, str>>)>, Unsupported> {
+    if cur.peek()? != b'[' {
+        read_item(cur, Item::reading(copy, Role::Plain), 1)?;
+        return Ok(None);
+    }
+    cur.bump();
+    let mut blocks = Vec::new();
+    let mut parts = Vec::new();
+    if !cur.close_if(b']')? {
+        loop {
+            copy.out.clear();
+            let seen = read_item(cur, Item::writing(copy, MAX_RAW_DEPTH, role), 2)?;
+            match seen.info {
+                Info::Part(part) if !part.is_empty() => parts.push(part),
+                _ => {}
+            }
+            blocks.push(block_of(&copy.out).map_err(|_| Unsupported)?);
+            if !cur.more(b']')? {
+                break;
+            }
+        }
+    }
+    Ok(Some((blocks, parts)))
+}
+
+/// Rich text read from its bytes alone ([`rich_text_at`] over the whole
+/// text), for the tests that hold it to [`rich_text_from_str`].
+#[cfg(any(test, feature = "internals"))]
+pub fn rich_text_from_bytes(text: &str) -> Result<Option<RichText>, Unsupported> {
+    let mut cur = Cursor::new(text);
+    let rich = rich_text_at(&mut cur)?;
+    cur.end()?;
     Ok(rich)
 }
 
