@@ -111,23 +111,19 @@ impl<'a> Cursor<'a> {
         if self.peek()? != b'"' {
             return Err(Unsupported);
         }
-        let bytes = self.bytes();
         let open = self.at;
         let start = open + 1;
-        // Strings in rich text are short (a few words): a plain loop.
-        let mut i = start;
-        loop {
-            match bytes.get(i) {
-                Some(b'"') => break,
-                Some(b'\\') => return self.escaped(open),
-                Some(&b) if b < 0x20 => return Err(Unsupported),
-                Some(_) => i += 1,
-                None => return Err(Unsupported),
+        let i = plain_run_end(self.bytes(), start);
+        match self.bytes().get(i) {
+            Some(b'"') => {
+                let s = self.text.get(start..i).ok_or(Unsupported)?;
+                self.at = i + 1;
+                Ok(Cow::Borrowed(s))
             }
+            Some(b'\\') => self.escaped(open),
+            // A raw control character, or no closing quote.
+            _ => Err(Unsupported),
         }
-        let s = self.text.get(start..i).ok_or(Unsupported)?;
-        self.at = i + 1;
-        Ok(Cow::Borrowed(s))
     }
 
     /// A string with an escape, its opening quote at `open`.
@@ -230,6 +226,41 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Where the run of string bytes that starts at `from` ends: at the first
+/// quote, backslash or control character (or the end of `bytes`). Eight
+/// bytes at a time: for each, a quote or backslash is a zero byte after an
+/// XOR, and a control character a byte below `0x20`; `x - 0x01..01 & !x`
+/// sets the high bit of a zero byte, and of any byte below the one
+/// subtracted, exact for the first such byte (later ones may be off, which
+/// does not matter: the first one is where the run ends).
+fn plain_run_end(bytes: &[u8], from: usize) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let backslash = w ^ (ONES * u64::from(b'\\'));
+        let found = ((quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (w.wrapping_sub(ONES * 0x20) & !w))
+            & HIGH;
+        if found != 0 {
+            return i + (found.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&b) = bytes.get(i) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +279,36 @@ mod tests {
         assert_eq!(cur.string().unwrap(), "x");
         assert!(!cur.more(b'}').unwrap());
         assert_eq!(cur.end(), Ok(()));
+    }
+
+    #[test]
+    fn a_plain_run_ends_at_the_first_quote_backslash_or_control() {
+        let special = [b'"', b'\\', 0x00, 0x01, 0x1f];
+        let other = [
+            b'a', b' ', b'~', 0x20, 0x7f, 0x80, 0xc3, 0xff, b'!', b'#', b'[', b']',
+        ];
+        for len in 0..20 {
+            for at in 0..=len {
+                for &stop in &special {
+                    for &fill in &other {
+                        let mut bytes = vec![fill; len];
+                        if at < len {
+                            bytes[at] = stop;
+                            // Something special after the first never moves it.
+                            if at + 1 < len {
+                                bytes[len - 1] = b'"';
+                            }
+                        }
+                        let expected = bytes
+                            .iter()
+                            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                            .unwrap_or(len);
+                        assert_eq!(plain_run_end(&bytes, 0), expected, "{bytes:?}");
+                    }
+                }
+            }
+        }
+        assert_eq!(plain_run_end(b"abc", 5), 5);
     }
 
     #[test]
