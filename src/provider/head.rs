@@ -7,7 +7,6 @@ use crate::document::reading::is_removed_section;
 use crate::document::{Location, Position, Scalar, Timestamps};
 #[cfg(test)]
 use crate::provider::raw::ident;
-use crate::provider::raw::into_ident;
 #[cfg(any(test, feature = "internals"))]
 use crate::provider::raw::object;
 use crate::provider::time::{format_epoch_ms, normalize_time};
@@ -34,30 +33,36 @@ pub const TIME_KEYS: [&str; 4] = [
 /// provider sent it. The answer reader fills it member by member, without
 /// building the element; [`HeadFields::of`] takes it from a whole value.
 /// Both become a [`Head`] through one rule, [`Head::from_fields`].
+///
+/// Each field is held as a [`HeldScalar`] (24 bytes), `None` for null, an
+/// array or an object as well as for absence: no rule of the head reads
+/// anything of a field but a string, a number or a boolean. As values (72
+/// bytes each) the fields of one element were about 1.5 KB, moved several
+/// times while the element was read.
 #[derive(Debug, Default)]
 pub struct HeadFields {
-    pub id: Option<Value>,
-    pub underscore_id: Option<Value>,
-    pub element_type: Option<Value>,
-    pub thread_id: Option<Value>,
+    pub id: Option<HeldScalar>,
+    pub underscore_id: Option<HeldScalar>,
+    pub element_type: Option<HeldScalar>,
+    pub thread_id: Option<HeldScalar>,
     /// `location`, when it is an object.
     pub location: Option<LocationFields>,
     /// The times of `meta`, when it is an object.
     pub meta: Option<MetaTimes>,
     /// The element's own [`FLAT_POSITION_KEYS`].
-    pub flat: [Option<Value>; 4],
+    pub flat: [Option<HeldScalar>; 4],
 }
 
 /// What is read of `location`.
 #[derive(Debug, Default)]
 pub struct LocationFields {
-    pub parent_id: Option<Value>,
-    pub section: Option<Value>,
-    pub root_board: Option<Value>,
+    pub parent_id: Option<HeldScalar>,
+    pub section: Option<HeldScalar>,
+    pub root_board: Option<HeldScalar>,
     /// [`POSITION_KEYS`] of `position`, when it is an object.
-    pub position: Option<[Option<Value>; 4]>,
+    pub position: Option<[Option<HeldScalar>; 4]>,
     /// [`FLAT_POSITION_KEYS`] inside `location`.
-    pub flat: [Option<Value>; 4],
+    pub flat: [Option<HeldScalar>; 4],
 }
 
 /// The raw [`TIME_KEYS`] of `meta`, normalized only when a node is written
@@ -77,11 +82,14 @@ enum RawTime {
 
 impl MetaTimes {
     /// The times as sent, in [`TIME_KEYS`]' order.
-    pub fn new(times: [Option<Value>; 4]) -> MetaTimes {
+    pub fn new(times: [Option<HeldScalar>; 4]) -> MetaTimes {
         MetaTimes(times.map(|time| {
-            time.map(|value| match value.as_i64() {
-                Some(ms) => RawTime::Int(ms),
-                None => RawTime::Other(Box::new(value)),
+            time.map(|held| match held {
+                HeldScalar::Number(n) => match n.as_i64() {
+                    Some(ms) => RawTime::Int(ms),
+                    None => RawTime::Other(Box::new(Value::Number(n))),
+                },
+                other => RawTime::Other(Box::new(other.into_value())),
             })
         }))
     }
@@ -105,24 +113,24 @@ impl MetaTimes {
 }
 
 #[cfg(any(test, feature = "internals"))]
-fn picked<const N: usize>(map: &Map<String, Value>, keys: [&str; N]) -> [Option<Value>; N] {
-    keys.map(|k| map.get(k).cloned())
+fn picked<const N: usize>(map: &Map<String, Value>, keys: [&str; N]) -> [Option<HeldScalar>; N] {
+    keys.map(|k| HeldScalar::of(map.get(k)))
 }
 
 impl HeadFields {
     /// The fields of a whole element (tests, fixtures).
     #[cfg(any(test, feature = "internals"))]
     pub fn of(element: &Map<String, Value>) -> HeadFields {
-        let get = |k: &str| element.get(k).cloned();
+        let get = |k: &str| HeldScalar::of(element.get(k));
         HeadFields {
             id: get("id"),
             underscore_id: get("_id"),
             element_type: get("elementType"),
             thread_id: get("threadId"),
             location: object(element.get("location")).map(|l| LocationFields {
-                parent_id: l.get("parentId").cloned(),
-                section: l.get("section").cloned(),
-                root_board: l.get("rootBoard").cloned(),
+                parent_id: HeldScalar::of(l.get("parentId")),
+                section: HeldScalar::of(l.get("section")),
+                root_board: HeldScalar::of(l.get("rootBoard")),
                 position: object(l.get("position")).map(|p| picked(p, POSITION_KEYS)),
                 flat: picked(l, FLAT_POSITION_KEYS),
             }),
@@ -139,20 +147,21 @@ impl HeadFields {
 /// is a location left empty.
 ///
 /// The fields' strings are moved into the location, not copied.
-fn location(loc: Option<LocationFields>, top: [Option<Value>; 4]) -> Option<HeldLocation> {
+fn location(loc: Option<LocationFields>, top: [Option<HeldScalar>; 4]) -> Option<HeldLocation> {
     let mut loc = loc.unwrap_or_default();
     let mut position = loc.position.take().unwrap_or_default();
     let mut top = top;
     let mut coord = |i: usize| {
-        HeldScalar::from_value(position[i].take())
-            .or_else(|| HeldScalar::from_value(loc.flat[i].take()))
-            .or_else(|| HeldScalar::from_value(top[i].take()))
+        position[i]
+            .take()
+            .or_else(|| loc.flat[i].take())
+            .or_else(|| top[i].take())
     };
     let position = [coord(0), coord(1), coord(2), coord(3)];
     let location = HeldLocation {
-        parent_id: into_ident(loc.parent_id),
-        section: HeldScalar::from_value(loc.section),
-        root_board: HeldScalar::from_value(loc.root_board),
+        parent_id: HeldScalar::into_ident(loc.parent_id),
+        section: loc.section,
+        root_board: loc.root_board,
         position,
     };
     (location != HeldLocation::default()).then_some(location)
@@ -183,13 +192,22 @@ impl HeldScalar {
         }
     }
 
-    /// [`HeldScalar::of`], the value's string moved rather than copied.
-    pub fn from_value(value: Option<Value>) -> Option<HeldScalar> {
-        match value? {
-            Value::Number(n) => Some(HeldScalar::Number(n)),
-            Value::Bool(b) => Some(HeldScalar::Bool(b)),
-            Value::String(s) => Some(HeldScalar::Text(s.into_boxed_str())),
-            Value::Null | Value::Array(_) | Value::Object(_) => None,
+    /// The value it was read from.
+    fn into_value(self) -> Value {
+        match self {
+            HeldScalar::Number(n) => Value::Number(n),
+            HeldScalar::Bool(b) => Value::Bool(b),
+            HeldScalar::Text(s) => Value::String(s.into_string()),
+        }
+    }
+
+    /// [`crate::provider::raw::ident`] of a held field: a non-empty
+    /// string (moved, not copied), or an integer in decimal.
+    pub fn into_ident(held: Option<HeldScalar>) -> Option<String> {
+        match held? {
+            HeldScalar::Text(s) if !s.is_empty() => Some(s.into_string()),
+            HeldScalar::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+            _ => None,
         }
     }
 
@@ -208,6 +226,57 @@ impl HeldScalar {
             HeldScalar::Text(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+/// A field of an element as the answer reader reads it: its scalar, or
+/// `None` for null, an array or an object (read through as a value would
+/// be, so the answer is refused where parsing it as one value refuses it).
+pub struct HeldField(pub Option<HeldScalar>);
+
+impl<'de> serde::Deserialize<'de> for HeldField {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<HeldField, D::Error> {
+        deserializer.deserialize_any(HeldFieldVisitor)
+    }
+}
+
+struct HeldFieldVisitor;
+
+impl<'de> serde::de::Visitor<'de> for HeldFieldVisitor {
+    type Value = HeldField;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<HeldField, E> {
+        Ok(HeldField(Some(HeldScalar::Bool(b))))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<HeldField, E> {
+        Ok(HeldField(Some(HeldScalar::Number(n.into()))))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<HeldField, E> {
+        Ok(HeldField(Some(HeldScalar::Number(n.into()))))
+    }
+    // As a value holds it: a number, or null (here `None`) when not finite.
+    fn visit_f64<E>(self, n: f64) -> Result<HeldField, E> {
+        Ok(HeldField(Number::from_f64(n).map(HeldScalar::Number)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<HeldField, E> {
+        Ok(HeldField(Some(HeldScalar::Text(s.into()))))
+    }
+    fn visit_string<E>(self, s: String) -> Result<HeldField, E> {
+        Ok(HeldField(Some(HeldScalar::Text(s.into_boxed_str()))))
+    }
+    fn visit_unit<E>(self) -> Result<HeldField, E> {
+        Ok(HeldField(None))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<HeldField, A::Error> {
+        while seq.next_element::<Value>()?.is_some() {}
+        Ok(HeldField(None))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<HeldField, A::Error> {
+        while map.next_entry::<serde::de::IgnoredAny, Value>()?.is_some() {}
+        Ok(HeldField(None))
     }
 }
 
@@ -271,14 +340,15 @@ impl Head {
     pub fn from_fields(fields: HeadFields) -> Head {
         Head {
             is_object: true,
-            id: into_ident(fields.id).or_else(|| into_ident(fields.underscore_id)),
+            id: HeldScalar::into_ident(fields.id)
+                .or_else(|| HeldScalar::into_ident(fields.underscore_id)),
             element_type: match fields.element_type {
-                Some(Value::String(s)) => Some(s),
+                Some(HeldScalar::Text(s)) => Some(s.into_string()),
                 _ => None,
             },
             location: location(fields.location, fields.flat),
             times: fields.meta,
-            thread_id: into_ident(fields.thread_id),
+            thread_id: HeldScalar::into_ident(fields.thread_id),
         }
     }
 
@@ -499,7 +569,7 @@ mod tests {
             let want = times
                 .each_ref()
                 .map(|t| t.as_ref().and_then(normalize_time));
-            let got = MetaTimes::new(times.clone())
+            let got = MetaTimes::new(times.each_ref().map(|t| HeldScalar::of(t.as_ref())))
                 .timestamps()
                 .unwrap_or_default();
             let got = [

@@ -152,15 +152,6 @@ pub fn ident(value: Option<&Value>) -> Option<String> {
     }
 }
 
-/// [`ident`] of a value that is moved: its string is kept, not copied.
-pub fn into_ident(value: Option<Value>) -> Option<String> {
-    match value? {
-        Value::String(s) if !s.is_empty() => Some(s),
-        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-        _ => None,
-    }
-}
-
 /// The id an element or comment gives itself: `id`, else `_id`, when it is
 /// an identifier ([`ident`]); its map key stands in when neither is.
 pub fn own_id(id: Option<&Value>, underscore_id: Option<&Value>) -> Option<String> {

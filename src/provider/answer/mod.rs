@@ -21,7 +21,7 @@ mod check;
 mod comments;
 
 use crate::provider::head::{
-    Head, HeadFields, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
+    Head, HeadFields, HeldField, HeldScalar, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
 };
 use bytes::Bytes;
 use check::checked;
@@ -300,9 +300,9 @@ impl<'de> MapReader<'de> for ElementReader<'_> {
                     let raw = checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS)?;
                     content = Some(JsonText::within(self.body, raw));
                 }
-                Some(1) => fields.id = Some(map.next_value()?),
-                Some(2) => fields.underscore_id = Some(map.next_value()?),
-                Some(3) => fields.element_type = Some(map.next_value()?),
+                Some(1) => fields.id = map.next_value::<HeldField>()?.0,
+                Some(2) => fields.underscore_id = map.next_value::<HeldField>()?.0,
+                Some(3) => fields.element_type = map.next_value::<HeldField>()?.0,
                 Some(4) => fields.location = map.next_value_seed(ObjectOnly(LocationReader))?,
                 Some(5) => {
                     let times = map.next_value_seed(ObjectOnly(Picked {
@@ -311,8 +311,8 @@ impl<'de> MapReader<'de> for ElementReader<'_> {
                     }))?;
                     fields.meta = times.map(MetaTimes::new);
                 }
-                Some(6) => fields.thread_id = Some(map.next_value()?),
-                Some(i @ 7..=10) => fields.flat[i - 7] = Some(map.next_value()?),
+                Some(6) => fields.thread_id = map.next_value::<HeldField>()?.0,
+                Some(i @ 7..=10) => fields.flat[i - 7] = map.next_value::<HeldField>()?.0,
                 _ => {
                     checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS)?;
                 }
@@ -422,16 +422,16 @@ impl<'de> MapReader<'de> for LocationReader {
         let mut location = LocationFields::default();
         while let Some(key) = map.next_key_seed(NameIn(&LOCATION_KEYS))? {
             match key {
-                Some(0) => location.parent_id = Some(map.next_value()?),
-                Some(1) => location.section = Some(map.next_value()?),
-                Some(2) => location.root_board = Some(map.next_value()?),
+                Some(0) => location.parent_id = map.next_value::<HeldField>()?.0,
+                Some(1) => location.section = map.next_value::<HeldField>()?.0,
+                Some(2) => location.root_board = map.next_value::<HeldField>()?.0,
                 Some(3) => {
                     location.position = map.next_value_seed(ObjectOnly(Picked {
                         keys: &POSITION_KEYS,
                         levels: ELEMENT_LEVELS + 2,
                     }))?;
                 }
-                Some(i @ 4..=7) => location.flat[i - 4] = Some(map.next_value()?),
+                Some(i @ 4..=7) => location.flat[i - 4] = map.next_value::<HeldField>()?.0,
                 _ => {
                     checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS + 1)?;
                 }
@@ -441,21 +441,21 @@ impl<'de> MapReader<'de> for LocationReader {
     }
 }
 
-/// An object's values under four names, as sent; other members are checked
-/// (below `levels` enclosing levels) and skipped.
+/// An object's scalars under four names, as sent; other members are
+/// checked (below `levels` enclosing levels) and skipped.
 struct Picked {
     keys: &'static [&'static str; 4],
     levels: usize,
 }
 
 impl<'de> MapReader<'de> for Picked {
-    type Out = [Option<Value>; 4];
+    type Out = [Option<HeldScalar>; 4];
 
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut values: [Option<Value>; 4] = Default::default();
+        let mut values: [Option<HeldScalar>; 4] = Default::default();
         while let Some(key) = map.next_key_seed(NameIn(self.keys))? {
             match key {
-                Some(i) => values[i] = Some(map.next_value()?),
+                Some(i) => values[i] = map.next_value::<HeldField>()?.0,
                 None => {
                     checked::<A::Error>(map.next_value()?, self.levels)?;
                 }
