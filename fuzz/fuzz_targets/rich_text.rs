@@ -4,6 +4,10 @@
 //! `serde_json::Value`, the reference). Both must refuse the same texts and
 //! give the same blocks, byte for byte, and the same plain text for the
 //! rest; neither may panic. The same for the text held in a JSON string.
+//! The bytes reader (`rich_text_from_bytes`, the serving path for an
+//! element's content, which serde_json has accepted first) runs on every
+//! text serde_json parses: it either reads it, with the same result, or
+//! hands it back.
 //!
 //! Run: `cargo fuzz run rich_text` (from the repository root, nightly).
 
@@ -11,7 +15,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use shared_board_api::internals::provider::rich_text::{rich_text, rich_text_from_str};
+use shared_board_api::internals::provider::rich_text::{
+    rich_text, rich_text_from_bytes, rich_text_from_str,
+};
 
 fn shown(text: &str) -> (Result<Option<(String, String)>, ()>, Result<Option<(String, String)>, ()>) {
     let show = |rich: Option<shared_board_api::internals::document::RichText>| {
@@ -21,6 +27,11 @@ fn shown(text: &str) -> (Result<Option<(String, String)>, ()>, Result<Option<(St
         .map(|v| show(rich_text(&v)))
         .map_err(|_| ());
     let new = rich_text_from_str(text).map(show).map_err(|_| ());
+    if new.is_ok() {
+        if let Ok(bytes) = rich_text_from_bytes(text) {
+            assert_eq!(Ok(show(bytes)), new, "bytes reader: {text}");
+        }
+    }
     (old, new)
 }
 
