@@ -2,8 +2,9 @@
 //! the element types whose body is rich text (cards, tasks and documents:
 //! `textContent`; links and colour swatches: `caption`) or a table
 //! (`tableContent`, [`TableSeed`]): the rich text is read straight into
-//! blocks and plain text ([`RichSeed`]), the few other members into small
-//! values. Called by the tree walk on the serving path;
+//! blocks and plain text (from the bytes by [`rich_text_at`], else by
+//! [`RichSeed`]), the few other members into small values. Called by the
+//! tree walk on the serving path;
 //! the reference pipeline parses the whole content into a value instead,
 //! and the tests hold the two to the same document.
 

@@ -24,12 +24,19 @@
 //! Blocks are written as compact JSON text keeping at most
 //! [`crate::provider::raw::MAX_RAW_DEPTH`] nested levels.
 //!
-//! Two readers give these results: [`stream`] from the JSON text, without
-//! building a value (the serving path: comments, table cells and the
-//! content of cards, tasks, documents, links and swatches), and `value`
-//! from a parsed `serde_json::Value`, which only the reference pipeline,
-//! the tests (`oracle`) and the `rich_text` fuzz target build, to hold the
-//! text reader to the same blocks and plain text.
+//! Three readers give these results:
+//! - [`rich_text_at`], from the bytes of text serde_json has already
+//!   accepted ([`cursor`]): the serving path for the content of cards,
+//!   tasks, documents, links and swatches;
+//! - [`stream`]'s serde visitor, from any JSON text without building a
+//!   value: comments, table cells, and whatever the bytes reader hands back
+//!   (it reads the common shapes, and the visitor the rest);
+//! - `value`, from a parsed `serde_json::Value`, which only the reference
+//!   pipeline, the tests (`oracle`) and the `rich_text` fuzz target build,
+//!   to hold the other two to the same blocks and plain text.
+//!
+//! The first two share every rule of the copy ([`copy`]'s `Array` and
+//! `Object`); only what drives them differs.
 
 mod copy;
 pub mod cursor;
