@@ -65,15 +65,7 @@ pub fn rich_text_at(cur: &mut Cursor<'_>) -> Result<Option<RichText>, Unsupporte
                     match &*key {
                         "type" | "text" => {
                             let seen = read_item(cur, Item::reading(&mut copy, Role::Want), 1)?;
-                            let value = match seen.info {
-                                Info::Str(s) => Some(s),
-                                _ => None,
-                            };
-                            if &*key == "type" {
-                                root.kind = value;
-                            } else {
-                                root.text = value;
-                            }
+                            root.set_string(&key, seen.info);
                         }
                         "content" => root.content = blocks_at(cur, &mut copy, Role::Node)?,
                         "blocks" => root.blocks = blocks_at(cur, &mut copy, Role::DraftBlock)?,
@@ -101,12 +93,11 @@ pub fn rich_text_at(cur: &mut Cursor<'_>) -> Result<Option<RichText>, Unsupporte
 }
 
 /// [`Blocks`] from the bytes: the root's `content` or `blocks`.
-#[allow(clippy::type_complexity)]
 fn blocks_at<'a>(
     cur: &mut Cursor<'a>,
     copy: &mut Copy,
     role: Role,
-) -> Result<Option<(Vec<Raw>, Vec<Cow<'a, str>>)>, Unsupported> {
+) -> Result<BlocksRead<'a>, Unsupported> {
     if cur.peek()? != b'[' {
         read_item(cur, Item::reading(copy, Role::Plain), 1)?;
         return Ok(None);
@@ -160,15 +151,17 @@ struct RootVisitor {
     copy: Copy,
 }
 
+/// The root's `content` or `blocks`, when it is an array: its blocks and
+/// their non-empty parts (a TipTap node's part, a Draft.js block's text).
+type BlocksRead<'de> = Option<(Vec<Raw>, Vec<Cow<'de, str>>)>;
+
 /// What the root object's members said, the last of each key winning.
 #[derive(Default)]
 struct Root<'de> {
     kind: Option<Cow<'de, str>>,
     text: Option<Cow<'de, str>>,
-    /// `content`, when it is an array: its blocks and their parts.
-    content: Option<(Vec<Raw>, Vec<Cow<'de, str>>)>,
-    /// `blocks`, when it is an array: its blocks and their non-empty texts.
-    blocks: Option<(Vec<Raw>, Vec<Cow<'de, str>>)>,
+    content: BlocksRead<'de>,
+    blocks: BlocksRead<'de>,
 }
 
 impl<'de> Visitor<'de> for RootVisitor {
@@ -184,15 +177,7 @@ impl<'de> Visitor<'de> for RootVisitor {
             match &*key {
                 "type" | "text" => {
                     let seen = map.next_value_seed(Item::reading(&mut self.copy, Role::Want))?;
-                    let value = match seen.info {
-                        Info::Str(s) => Some(s),
-                        _ => None,
-                    };
-                    if &*key == "type" {
-                        root.kind = value;
-                    } else {
-                        root.text = value;
-                    }
+                    root.set_string(&key, seen.info);
                 }
                 "content" => {
                     root.content = map.next_value_seed(Blocks {
@@ -233,7 +218,20 @@ impl<'de> Visitor<'de> for RootVisitor {
     crate::provider::scalars_are_none!();
 }
 
-impl Root<'_> {
+impl<'de> Root<'de> {
+    /// `type` or `text`, read for its string: the string, or none.
+    fn set_string(&mut self, key: &str, info: Info<'de>) {
+        let value = match info {
+            Info::Str(s) => Some(s),
+            _ => None,
+        };
+        if key == "type" {
+            self.kind = value;
+        } else {
+            self.text = value;
+        }
+    }
+
     fn into_rich_text(self) -> Option<RichText> {
         if self.kind.as_deref() == Some("doc") {
             let (blocks, parts) = self.content.unwrap_or_default();
@@ -297,7 +295,7 @@ struct Blocks<'c> {
 }
 
 impl<'de> DeserializeSeed<'de> for Blocks<'_> {
-    type Value = Option<(Vec<Raw>, Vec<Cow<'de, str>>)>;
+    type Value = BlocksRead<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_any(self)
@@ -305,7 +303,7 @@ impl<'de> DeserializeSeed<'de> for Blocks<'_> {
 }
 
 impl<'de> Visitor<'de> for Blocks<'_> {
-    type Value = Option<(Vec<Raw>, Vec<Cow<'de, str>>)>;
+    type Value = BlocksRead<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("rich-text blocks")
