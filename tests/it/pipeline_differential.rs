@@ -339,3 +339,44 @@ fn the_one_pass_reader_gives_the_document_whole_values_give() {
         "too few documents compared: {compared}"
     );
 }
+
+/// Numbers whose shortest text takes 16 or 17 digits, in an element's
+/// content, the answer read in one pass: the serving pipeline writes each
+/// as the shortest text of the double it is, and the reference, which
+/// reads its own output again as values, reads back the same double. With
+/// serde_json's fast float parsing the reference read
+/// `1.7671392000000221e+22` as the next double down: the `pipeline` fuzz
+/// target found it. This test's build has `float_roundtrip` on through a
+/// dev-dependency whatever the library asks for; the library asks for it
+/// (Cargo.toml) so that the service and the fuzz targets read as it does.
+#[test]
+fn long_floats_read_back_as_written() {
+    let numbers = [
+        ("17671392000000222000000", "1.7671392000000221e+22"),
+        ("1.7671392000000221e22", "1.7671392000000221e+22"),
+        ("0.30000000000000004", "0.30000000000000004"),
+        ("2.2250738585072014e-308", "2.2250738585072014e-308"),
+        ("1.7976931348623157e308", "1.7976931348623157e+308"),
+        ("9007199254740993.0", "9007199254740992.0"),
+    ];
+    for (sent, written) in numbers {
+        let body = format!(
+            r#"{{"elements":{{"r":{{"id":"r","elementType":"BOARD","content":{{"title":"R"}}}},
+            "c":{{"id":"c","elementType":"UNKNOWN_KIND","location":{{"parentId":"r"}},"content":{{"n":{sent}}}}},
+            "k":{{"id":"k","elementType":"CARD","location":{{"parentId":"r"}},"content":{{"textContent":{{"type":"doc","content":[{{"type":"paragraph","attrs":{{"n":{sent}}}}}]}},"width":{sent}}}}}}}}}"#
+        );
+        let answer = shared_board_api::internals::provider::answer::Answer::parse(body.as_bytes())
+            .expect("an answer");
+        let mut fetched = Fetched::new("r", 1_796_400_000_000);
+        fetched.merge_answer(answer);
+        fetched.loaded_boards.insert("r".to_owned());
+        assert!(assert_same(&fetched, sent) > 0, "{sent}");
+        let built = load::build(fetched, "r", "milanote", Coverage::Full).expect("a document");
+        let text = String::from_utf8_lossy(built.document_json()).into_owned();
+        assert_eq!(
+            text.matches(written).count(),
+            3,
+            "{sent} as {written} in the unknown element, the block and the width: {text}"
+        );
+    }
+}
