@@ -1,6 +1,9 @@
-//! The visitor behind [`super::stream`]: one JSON value read once, written
+//! The copy behind [`super::stream`]: one JSON value read once, written
 //! as its bounded, sanitized compact copy (what `provider::raw::raw_leaf`
 //! writes for the parsed value) while what the plain text needs is gathered.
+//! Its rules live in [`Array`] and [`Object`]; two readers drive them, the
+//! serde visitor ([`Item`]) and a reader of the bytes themselves
+//! ([`bytes`], over a [`super::cursor::Cursor`]).
 //!
 //! The copy follows `raw_leaf`'s rules as the value arrives:
 //! - a sensitive key ([`is_sensitive`]) is read and not written;
