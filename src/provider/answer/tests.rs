@@ -99,6 +99,14 @@ fn reads_what_one_value_reads() {
         r#"{"elements": {"a": {"meta": {"creator": 1e400}}}}"#,
         r#"{"elements": {"a": {"content": [1e308, -1e400]}}}"#,
         r#"{"elements": [["\ud800"]]}"#,
+        // A head field that is an array or an object is read through as a
+        // value: held as nothing, refused where a value parse refuses it.
+        r#"{"elements": {"a": {"id": {"\ud800": 1}}}}"#,
+        r#"{"elements": {"a": {"location": {"parentId": ["\udc00"]}}}}"#,
+        r#"{"elements": {"a": {"meta": {"createdTime": {"k": 1e400}}}}}"#,
+        r#"{"elements": {"a": {"location": {"position": {"x": {"a": [1, "\ud800"]}}}}}}"#,
+        r#"{"elements": {"a": {"elementType": {"k": "v"}, "threadId": [1, {}], "id": null, "_id": "u"}}}"#,
+        r#"{"elements": {"a": {"id": 12, "positionX": 1e308, "location": {"section": true, "rootBoard": -0}}}}"#,
         r#"{"comments": {"c": {"text": "\ude42 lone"}}}"#,
         r#"{"comments": {"c": {"userId": 2e999}}}"#,
         r#"{"canvasOrder": {"p": ["\u0061", 1.50, {"x": []}], "q": 7, "p": ["last"]}}"#,
@@ -126,6 +134,10 @@ fn the_nesting_limit_is_the_one_of_a_value() {
             ));
             check(&format!(r#"{{"elements": {{"a": {{"style": {value}}}}}}}"#));
             check(&format!(r#"{{"elements": {{"a": {{"meta": {value}}}}}}}"#));
+            check(&format!(r#"{{"elements": {{"a": {{"id": {value}}}}}}}"#));
+            check(&format!(
+                r#"{{"elements": {{"a": {{"location": {{"position": {{"x": {value}}}}}}}}}}}"#
+            ));
             check(&format!(r#"{{"elements": [{value}]}}"#));
             check(&format!(r#"{{"elements": [[{value}]]}}"#));
             check(&format!(r#"{{"comments": {value}}}"#));
