@@ -13,6 +13,7 @@
 //! is read once more as a value would be, building nothing ([`Check`]), so
 //! the verdict is always serde_json's own.
 
+use crate::provider::words::{bytes_equal, first_marked, word_at};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use std::fmt;
@@ -86,25 +87,16 @@ pub(super) fn plain(text: &[u8], levels: usize) -> bool {
     true
 }
 
-/// Bytes with their high bit set where a byte of `chunk` is `byte`.
-#[inline(always)]
-fn bytes_equal(chunk: u64, byte: u8) -> u64 {
-    const ONES: u64 = u64::MAX / 255;
-    let x = chunk ^ (ONES * u64::from(byte));
-    x.wrapping_sub(ONES) & !x & (ONES << 7)
-}
-
 /// The index of the closing quote of the string whose text starts at
 /// `start`, eight bytes at a time between escapes; `None` when an escape
 /// could be a surrogate (`\u` then `d` or `D`) or the string does not end.
 fn string_end(text: &[u8], start: usize) -> Option<usize> {
     let mut i = start;
     loop {
-        while let Some(chunk) = text.get(i..i + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().ok()?);
+        while let Some(word) = word_at(text, i) {
             let found = bytes_equal(word, b'"') | bytes_equal(word, b'\\');
             if found != 0 {
-                i += found.trailing_zeros() as usize / 8;
+                i += first_marked(found);
                 break;
             }
             i += 8;

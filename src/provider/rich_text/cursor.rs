@@ -12,6 +12,7 @@
 //! stands. So a reader built on it only ever speeds up a read, and gives
 //! whatever the serde reader would have given.
 
+use crate::provider::words::{bytes_below, bytes_equal, first_marked, word_at};
 use std::borrow::Cow;
 
 /// The text holds something the cursor does not read; read it with
@@ -227,28 +228,14 @@ impl<'a> Cursor<'a> {
 }
 
 /// Where the run of string bytes that starts at `from` ends: at the first
-/// quote, backslash or control character (or the end of `bytes`). Eight
-/// bytes at a time: for each, a quote or backslash is a zero byte after an
-/// XOR, and a control character a byte below `0x20`; `x - 0x01..01 & !x`
-/// sets the high bit of a zero byte, and of any byte below the one
-/// subtracted, exact for the first such byte (later ones may be off, which
-/// does not matter: the first one is where the run ends).
+/// quote, backslash or control character (or the end of `bytes`), eight
+/// bytes at a time.
 fn plain_run_end(bytes: &[u8], from: usize) -> usize {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGH: u64 = ONES << 7;
     let mut i = from;
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        let quote = w ^ (ONES * u64::from(b'"'));
-        let backslash = w ^ (ONES * u64::from(b'\\'));
-        let found = ((quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash)
-            | (w.wrapping_sub(ONES * 0x20) & !w))
-            & HIGH;
+    while let Some(word) = word_at(bytes, i) {
+        let found = bytes_equal(word, b'"') | bytes_equal(word, b'\\') | bytes_below(word, 0x20);
         if found != 0 {
-            return i + (found.trailing_zeros() / 8) as usize;
+            return i + first_marked(found);
         }
         i += 8;
     }
