@@ -1,0 +1,146 @@
+//! An element's scalar fields as its head holds them: [`HeldScalar`], a
+//! string, number or boolean in 24 bytes instead of a whole value, and
+//! [`HeldField`], one field of an answer read into one as the answer is
+//! read.
+
+use crate::document::Scalar;
+use serde_json::{Number, Value};
+
+/// A [`Scalar`] of an element's `location` as the provider sent it, held
+/// in 24 bytes until its node is written: a number as serde_json read it
+/// (its integer or float, so it is written back as the same text), a
+/// boolean, or a string. A `Scalar` holds a whole value, 72 bytes inline,
+/// and every element holds six of them until it is written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HeldScalar {
+    Number(Number),
+    Bool(bool),
+    Text(Box<str>),
+}
+
+impl HeldScalar {
+    /// What [`Scalar::from_value`] keeps of `value`: `Some` for a string,
+    /// number or boolean; `None` for null, arrays, objects and absence.
+    #[cfg(any(test, feature = "internals"))]
+    pub fn of(value: Option<&Value>) -> Option<HeldScalar> {
+        match value? {
+            Value::Number(n) => Some(HeldScalar::Number(n.clone())),
+            Value::Bool(b) => Some(HeldScalar::Bool(*b)),
+            Value::String(s) => Some(HeldScalar::Text(s.as_str().into())),
+            Value::Null | Value::Array(_) | Value::Object(_) => None,
+        }
+    }
+
+    /// The value it was read from.
+    pub(super) fn into_value(self) -> Value {
+        match self {
+            HeldScalar::Number(n) => Value::Number(n),
+            HeldScalar::Bool(b) => Value::Bool(b),
+            HeldScalar::Text(s) => Value::String(s.into_string()),
+        }
+    }
+
+    /// [`crate::provider::raw::ident`] of a held field: a non-empty
+    /// string (moved, not copied), or an integer in decimal.
+    pub fn into_ident(held: Option<HeldScalar>) -> Option<String> {
+        match held? {
+            HeldScalar::Text(s) if !s.is_empty() => Some(s.into_string()),
+            HeldScalar::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+            _ => None,
+        }
+    }
+
+    /// The scalar as the document holds it: the value it was read from.
+    pub fn scalar(&self) -> Scalar {
+        Scalar(match self {
+            HeldScalar::Number(n) => Value::Number(n.clone()),
+            HeldScalar::Bool(b) => Value::Bool(*b),
+            HeldScalar::Text(s) => Value::String(s.as_ref().to_owned()),
+        })
+    }
+
+    /// The string, when it is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            HeldScalar::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// A field of an element as the answer reader reads it: its scalar, or
+/// `None` for null, an array or an object (read through as a value would
+/// be, so the answer is refused where parsing it as one value refuses it).
+pub struct HeldField(pub Option<HeldScalar>);
+
+impl<'de> serde::Deserialize<'de> for HeldField {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<HeldField, D::Error> {
+        deserializer.deserialize_any(HeldFieldVisitor)
+    }
+}
+
+struct HeldFieldVisitor;
+
+impl<'de> serde::de::Visitor<'de> for HeldFieldVisitor {
+    type Value = HeldField;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<HeldField, E> {
+        Ok(HeldField(Some(HeldScalar::Bool(b))))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<HeldField, E> {
+        Ok(HeldField(Some(HeldScalar::Number(n.into()))))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<HeldField, E> {
+        Ok(HeldField(Some(HeldScalar::Number(n.into()))))
+    }
+    // As a value holds it: a number, or null (here `None`) when not finite.
+    fn visit_f64<E>(self, n: f64) -> Result<HeldField, E> {
+        Ok(HeldField(Number::from_f64(n).map(HeldScalar::Number)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<HeldField, E> {
+        Ok(HeldField(Some(HeldScalar::Text(s.into()))))
+    }
+    fn visit_string<E>(self, s: String) -> Result<HeldField, E> {
+        Ok(HeldField(Some(HeldScalar::Text(s.into_boxed_str()))))
+    }
+    fn visit_unit<E>(self) -> Result<HeldField, E> {
+        Ok(HeldField(None))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<HeldField, A::Error> {
+        while seq.next_element::<Value>()?.is_some() {}
+        Ok(HeldField(None))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<HeldField, A::Error> {
+        while map.next_entry::<serde::de::IgnoredAny, Value>()?.is_some() {}
+        Ok(HeldField(None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::value_text;
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// A held scalar is written as the same JSON as the value it was
+        /// read from, and is held exactly when a [`Scalar`] would be.
+        #[test]
+        fn held_scalar_writes_its_value(text in value_text()) {
+            let value: Value = serde_json::from_str(&text).expect("valid JSON");
+            let held = HeldScalar::of(Some(&value)).map(|h| h.scalar());
+            let old = Scalar::from_value(&value);
+            prop_assert_eq!(
+                serde_json::to_string(&held).ok(),
+                serde_json::to_string(&old).ok(),
+                "{}", text
+            );
+            prop_assert_eq!(held, old);
+        }
+    }
+}
