@@ -235,12 +235,17 @@ impl<'de> MapReader<'de> for ElementsReader<'_> {
         let mut elements = Elements::with_capacity_and_hasher(hint, IdHasher::default());
         while let Some(key) = map.next_key::<String>()? {
             let (head, content) = map.next_value_seed(ElementSeed { body: self.body })?;
+            // Grown by doubling, explicitly: serde_json gives no count, and
+            // left to itself the map's list of entries grew by one element
+            // at a time (reallocated on most inserts of a 7,000-element board).
+            if elements.len() == elements.capacity() {
+                elements.reserve(elements.len().max(16));
+            }
             // A repeated key replaces the earlier element in its place, as
             // in a value.
             elements.insert(key, Element { head, content });
         }
-        // Grown by doubling while read (serde_json gives no count): up to
-        // half of it is empty room, and the merged board may keep it.
+        // Up to half of it is empty room, and the merged board may keep it.
         elements.shrink_to_fit();
         Ok(elements)
     }

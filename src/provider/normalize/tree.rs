@@ -30,6 +30,7 @@ use crate::document::{Comment, Completeness, Coverage, Node, NodeKind};
 use crate::provider::answer::{CanvasOrder, Element, JsonText};
 use crate::provider::fetched::{outline_content, parse_content, Comments, IdHasher};
 use crate::provider::head::{Head, HeldLocation};
+use crate::provider::rich_text::CopyBuffers;
 use crate::provider::Fetched;
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -238,71 +239,74 @@ pub fn walk(
     let mut seen = vec![false; index.entries.len()];
     let mut on_path = vec![false; index.entries.len()];
     let mut completeness = Completeness::default();
-    let make = |i: usize, depth: usize, threads: &mut Threads, completeness: &mut Completeness| {
-        let entry = &index.entries[i];
-        // Only a board has children of its own to load.
-        let unloaded = match entry.head.element_type() {
-            "BOARD" => fetched.unloaded_reason(entry.id),
-            _ => None,
-        };
-        let element_type = entry.head.element_type();
-        let (mut kind, size) = match (entry.content, fields::rich_key(element_type), reader) {
-            (Some(raw), Some(key), ContentReader::Text) if bodies => {
-                let read = content::read(raw, key);
-                let c = &read.members;
-                let mut rich = read.body;
-                let kind = fields::kind_of(entry.head, c, None, &mut rich, unloaded, bodies);
-                (kind, fields::size(Some(c)))
+    // The rich-text copy's buffers, grown once for the whole walk.
+    let mut copy = CopyBuffers::default();
+    let mut make =
+        |i: usize, depth: usize, threads: &mut Threads, completeness: &mut Completeness| {
+            let entry = &index.entries[i];
+            // Only a board has children of its own to load.
+            let unloaded = match entry.head.element_type() {
+                "BOARD" => fetched.unloaded_reason(entry.id),
+                _ => None,
+            };
+            let element_type = entry.head.element_type();
+            let (mut kind, size) = match (entry.content, fields::rich_key(element_type), reader) {
+                (Some(raw), Some(key), ContentReader::Text) if bodies => {
+                    let read = content::read(raw, key, &mut copy);
+                    let c = &read.members;
+                    let mut rich = read.body;
+                    let kind = fields::kind_of(entry.head, c, None, &mut rich, unloaded, bodies);
+                    (kind, fields::size(Some(c)))
+                }
+                _ => {
+                    let content = entry.content.and_then(|raw| {
+                        if bodies {
+                            parse_content(raw)
+                        } else {
+                            outline_content(raw)
+                        }
+                    });
+                    let content = content.as_ref();
+                    // A body read from a value is the reference's only.
+                    let rich = match reader {
+                        ContentReader::Text => fields::Rich::Read(None),
+                        #[cfg(any(test, feature = "internals"))]
+                        ContentReader::Tree => fields::Rich::Tree,
+                    };
+                    let kind = fields::kind(entry.head, content, rich, unloaded, bodies);
+                    (kind, fields::size(content.and_then(Value::as_object)))
+                }
+            };
+            if let NodeKind::Board(board) = &kind {
+                if let (Some(reason), true) = (board.unloaded_reason, depth > 0) {
+                    completeness.add(reason);
+                }
             }
-            _ => {
-                let content = entry.content.and_then(|raw| {
-                    if bodies {
-                        parse_content(raw)
-                    } else {
-                        outline_content(raw)
-                    }
-                });
-                let content = content.as_ref();
-                // A body read from a value is the reference's only.
-                let rich = match reader {
-                    ContentReader::Text => fields::Rich::Read(None),
-                    #[cfg(any(test, feature = "internals"))]
-                    ContentReader::Tree => fields::Rich::Tree,
-                };
-                let kind = fields::kind(entry.head, content, rich, unloaded, bodies);
-                (kind, fields::size(content.and_then(Value::as_object)))
+            if let NodeKind::CommentThread(thread) = &mut kind {
+                let key = thread.thread_id.as_deref().unwrap_or(entry.id);
+                thread.comments = threads.claim(key);
             }
+            let pending = if depth < MAX_NODE_DEPTH {
+                index.ordered_children(entry.id, &fetched.canvas_order)
+            } else {
+                Vec::new()
+            };
+            let node = Node {
+                id: entry.id.to_owned(),
+                kind,
+                size,
+                location: entry.head.location.as_ref().map(HeldLocation::location),
+                timestamps: entry.head.timestamps(),
+                children: Vec::new(),
+            };
+            let frame = Frame {
+                entry: i,
+                pending,
+                next: 0,
+                depth,
+            };
+            (frame, node)
         };
-        if let NodeKind::Board(board) = &kind {
-            if let (Some(reason), true) = (board.unloaded_reason, depth > 0) {
-                completeness.add(reason);
-            }
-        }
-        if let NodeKind::CommentThread(thread) = &mut kind {
-            let key = thread.thread_id.as_deref().unwrap_or(entry.id);
-            thread.comments = threads.claim(key);
-        }
-        let pending = if depth < MAX_NODE_DEPTH {
-            index.ordered_children(entry.id, &fetched.canvas_order)
-        } else {
-            Vec::new()
-        };
-        let node = Node {
-            id: entry.id.to_owned(),
-            kind,
-            size,
-            location: entry.head.location.as_ref().map(HeldLocation::location),
-            timestamps: entry.head.timestamps(),
-            children: Vec::new(),
-        };
-        let frame = Frame {
-            entry: i,
-            pending,
-            next: 0,
-            depth,
-        };
-        (frame, node)
-    };
     seen[root] = true;
     on_path[root] = true;
     let (top_level, node) = make(root, 0, &mut threads, &mut completeness);

@@ -35,7 +35,7 @@ use std::ops::Range;
 
 /// The copy's buffers, reused across the blocks of a rich text.
 #[derive(Default)]
-pub struct Copy {
+pub struct CopyBuffers {
     /// The block being written.
     pub out: Vec<u8>,
     /// The quoted, escaped keys of the open objects' members.
@@ -44,8 +44,17 @@ pub struct Copy {
     members: Vec<Member>,
 }
 
-/// One member of an open object: its key in [`Copy::keys`], its value in
-/// [`Copy::out`] (`None` when the value was too deep to keep).
+impl CopyBuffers {
+    /// Empties the buffers, keeping their room.
+    pub fn clear(&mut self) {
+        self.out.clear();
+        self.keys.clear();
+        self.members.clear();
+    }
+}
+
+/// One member of an open object: its key in [`CopyBuffers::keys`], its value in
+/// [`CopyBuffers::out`] (`None` when the value was too deep to keep).
 struct Member {
     key: Range<usize>,
     value: Option<Range<usize>>,
@@ -98,11 +107,11 @@ pub struct Seen<'de> {
     pub dropped: bool,
 }
 
-/// Reads one value: writes its copy to [`Copy::out`] when `write` (with
+/// Reads one value: writes its copy to [`CopyBuffers::out`] when `write` (with
 /// `levels` array/object levels left, counting itself), and reports what
 /// its `role` asks for.
 pub struct Item<'c> {
-    copy: &'c mut Copy,
+    copy: &'c mut CopyBuffers,
     levels: usize,
     write: bool,
     role: Role,
@@ -110,7 +119,7 @@ pub struct Item<'c> {
 
 impl<'c> Item<'c> {
     /// A value read for its role only, not copied.
-    pub fn reading(copy: &'c mut Copy, role: Role) -> Item<'c> {
+    pub fn reading(copy: &'c mut CopyBuffers, role: Role) -> Item<'c> {
         Item {
             copy,
             levels: 0,
@@ -120,7 +129,7 @@ impl<'c> Item<'c> {
     }
 
     /// A value copied with `levels` levels left.
-    pub fn writing(copy: &'c mut Copy, levels: usize, role: Role) -> Item<'c> {
+    pub fn writing(copy: &'c mut CopyBuffers, levels: usize, role: Role) -> Item<'c> {
         Item {
             copy,
             levels,
@@ -204,14 +213,48 @@ fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let _ = serde_json::to_writer(out, value);
 }
 
-/// The role of a member `key` of an object read as `parent`.
-fn role_of(parent: Role, key: &str) -> Role {
+/// A key the copy's rules name, told apart once, when it is read: the
+/// role of its value, what its value reports and whether it repeated all
+/// follow from it, without comparing the key's text again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Named {
+    Type,
+    Text,
+    Label,
+    Title,
+    Content,
+    Attrs,
+    /// Any other key (a sensitive one among them: no named key is).
+    Other,
+}
+
+impl Named {
+    fn of(key: &str) -> Named {
+        match key {
+            "type" => Named::Type,
+            "text" => Named::Text,
+            "label" => Named::Label,
+            "title" => Named::Title,
+            "content" => Named::Content,
+            "attrs" => Named::Attrs,
+            _ => Named::Other,
+        }
+    }
+
+    /// Its bit among an object's named keys already read.
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// The role of a member named `key` of an object read as `parent`.
+fn role_of(parent: Role, key: Named) -> Role {
     match (parent, key) {
-        (_, "type") => Role::Want,
-        (Role::Node, "text") | (Role::DraftBlock, "text") => Role::Want,
-        (Role::Attrs, "label") | (Role::Attrs, "title") => Role::Want,
-        (Role::Node, "content") => Role::NodeList,
-        (Role::Node, "attrs") => Role::Attrs,
+        (_, Named::Type) => Role::Want,
+        (Role::Node, Named::Text) | (Role::DraftBlock, Named::Text) => Role::Want,
+        (Role::Attrs, Named::Label) | (Role::Attrs, Named::Title) => Role::Want,
+        (Role::Node, Named::Content) => Role::NodeList,
+        (Role::Node, Named::Attrs) => Role::Attrs,
         _ => Role::Plain,
     }
 }
@@ -273,7 +316,7 @@ impl<'de> Visitor<'de> for Item<'_> {
         while let Some(key) = map.next_key_seed(KeySeed)? {
             let pending = object.key(copy, &key, matches!(key, Cow::Borrowed(_)));
             let seen = map.next_value_seed(pending.item(copy))?;
-            object.value(copy, pending, &key, seen);
+            object.value(copy, pending, seen);
         }
         Ok(object.close(copy))
     }

@@ -45,6 +45,7 @@ pub mod stream;
 mod value;
 
 pub(crate) use copy::write_str;
+pub use copy::CopyBuffers;
 pub use stream::{rich_text_at, RichSeed};
 #[cfg(any(test, feature = "internals"))]
 pub use stream::{rich_text_from_bytes, rich_text_from_str};

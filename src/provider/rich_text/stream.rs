@@ -27,7 +27,7 @@
 //! to serde_json's limit, and the callers treat a refusal as the value parse
 //! failing.
 
-use super::copy::{read_item, Copy, Info, Item, Role};
+use super::copy::{read_item, CopyBuffers, Info, Item, Role};
 use super::cursor::{Cursor, Unsupported};
 use crate::document::{Raw, RichText};
 use crate::provider::raw::MAX_RAW_DEPTH;
@@ -53,8 +53,15 @@ pub fn rich_text_from_str(text: &str) -> Result<Option<RichText>, serde_json::Er
 /// [`RichSeed`] on the same text: the fast path for text serde_json has
 /// already accepted (an element's `content`). [`Unsupported`]: read it
 /// with [`RichSeed`].
-pub fn rich_text_at(cur: &mut Cursor<'_>) -> Result<Option<RichText>, Unsupported> {
-    let mut copy = Copy::default();
+///
+/// `copy` is the copy's buffers, handed from one content to the next so
+/// that they are grown once per load rather than once per element; what a
+/// read before left in them (one cut short) is cleared first.
+pub fn rich_text_at(
+    cur: &mut Cursor<'_>,
+    copy: &mut CopyBuffers,
+) -> Result<Option<RichText>, Unsupported> {
+    copy.clear();
     match cur.peek()? {
         b'{' => {
             cur.bump();
@@ -64,13 +71,13 @@ pub fn rich_text_at(cur: &mut Cursor<'_>) -> Result<Option<RichText>, Unsupporte
                     let key = cur.key()?;
                     match &*key {
                         "type" | "text" => {
-                            let seen = read_item(cur, Item::reading(&mut copy, Role::Want), 1)?;
+                            let seen = read_item(cur, Item::reading(copy, Role::Want), 1)?;
                             root.set_string(&key, seen.info);
                         }
-                        "content" => root.content = blocks_at(cur, &mut copy, Role::Node)?,
-                        "blocks" => root.blocks = blocks_at(cur, &mut copy, Role::DraftBlock)?,
+                        "content" => root.content = blocks_at(cur, copy, Role::Node)?,
+                        "blocks" => root.blocks = blocks_at(cur, copy, Role::DraftBlock)?,
                         _ => {
-                            read_item(cur, Item::reading(&mut copy, Role::Plain), 1)?;
+                            read_item(cur, Item::reading(copy, Role::Plain), 1)?;
                         }
                     }
                     if !cur.more(b'}')? {
@@ -86,7 +93,7 @@ pub fn rich_text_at(cur: &mut Cursor<'_>) -> Result<Option<RichText>, Unsupporte
         }
         // An array or a scalar is no rich text; read through.
         _ => {
-            read_item(cur, Item::reading(&mut copy, Role::Plain), 0)?;
+            read_item(cur, Item::reading(copy, Role::Plain), 0)?;
             Ok(None)
         }
     }
@@ -95,7 +102,7 @@ pub fn rich_text_at(cur: &mut Cursor<'_>) -> Result<Option<RichText>, Unsupporte
 /// [`Blocks`] from the bytes: the root's `content` or `blocks`.
 fn blocks_at<'a>(
     cur: &mut Cursor<'a>,
-    copy: &mut Copy,
+    copy: &mut CopyBuffers,
     role: Role,
 ) -> Result<BlocksRead<'a>, Unsupported> {
     if cur.peek()? != b'[' {
@@ -127,7 +134,7 @@ fn blocks_at<'a>(
 #[cfg(any(test, feature = "internals"))]
 pub fn rich_text_from_bytes(text: &str) -> Result<Option<RichText>, Unsupported> {
     let mut cur = Cursor::new(text);
-    let rich = rich_text_at(&mut cur)?;
+    let rich = rich_text_at(&mut cur, &mut CopyBuffers::default())?;
     cur.end()?;
     Ok(rich)
 }
@@ -136,7 +143,7 @@ pub fn rich_text_from_bytes(text: &str) -> Result<Option<RichText>, Unsupported>
 /// deserializer, as [`rich_text_from_str`] does.
 #[derive(Default)]
 pub struct RichSeed {
-    copy: Copy,
+    copy: CopyBuffers,
 }
 
 impl<'de> DeserializeSeed<'de> for RichSeed {
@@ -148,7 +155,7 @@ impl<'de> DeserializeSeed<'de> for RichSeed {
 }
 
 struct RootVisitor {
-    copy: Copy,
+    copy: CopyBuffers,
 }
 
 /// The root's `content` or `blocks`, when it is an array: its blocks and
@@ -290,7 +297,7 @@ fn block_of(copy: &[u8]) -> Result<Raw, &'static str> {
 /// block and read for its plain-text part (a TipTap node's part, or a
 /// Draft.js block's `text`; empty ones left out).
 struct Blocks<'c> {
-    copy: &'c mut Copy,
+    copy: &'c mut CopyBuffers,
     role: Role,
 }
 

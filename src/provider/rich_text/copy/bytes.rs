@@ -33,7 +33,7 @@ pub fn read_item<'a>(
                     let key = cur.key()?;
                     let pending = object.key(copy, &key, matches!(key, Cow::Borrowed(_)));
                     let seen = read_item(cur, pending.item(copy), depth + 1)?;
-                    object.value(copy, pending, &key, seen);
+                    object.value(copy, pending, seen);
                     if !cur.more(b'}')? {
                         break;
                     }

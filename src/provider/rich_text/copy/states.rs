@@ -4,9 +4,11 @@
 //! where their copy stands, take back what was dropped, and on closing
 //! report their plain-text part ([`NodeText`]). An object whose key
 //! repeated, or that is a mention, is rewritten from the spans of its
-//! members when it closes ([`Copy::rewrite`]).
+//! members when it closes ([`CopyBuffers::rewrite`]).
 
-use super::{role_of, write_json, write_string, Copy, Info, Item, Member, Role, Seen};
+use super::{
+    role_of, write_json, write_string, CopyBuffers, Info, Item, Member, Named, Role, Seen,
+};
 use crate::document::sanitize::{is_mention, is_mention_person_key, is_sensitive};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -30,7 +32,12 @@ pub(super) struct Array<'de> {
 
 impl<'de> Array<'de> {
     /// Opens an array read with `levels` levels left (counting itself).
-    pub(super) fn open(copy: &mut Copy, levels: usize, write: bool, role: Role) -> Array<'de> {
+    pub(super) fn open(
+        copy: &mut CopyBuffers,
+        levels: usize,
+        write: bool,
+        role: Role,
+    ) -> Array<'de> {
         let dropped = write && levels == 0;
         let write = write && !dropped;
         if write {
@@ -52,7 +59,7 @@ impl<'de> Array<'de> {
 
     /// Before an item (or the end): where the copy stood, then the comma
     /// that follows a written item.
-    pub(super) fn before_item(&self, copy: &mut Copy) -> usize {
+    pub(super) fn before_item(&self, copy: &mut CopyBuffers) -> usize {
         let mark = copy.out.len();
         if self.write && self.any {
             copy.out.push(b',');
@@ -61,7 +68,7 @@ impl<'de> Array<'de> {
     }
 
     /// How the next item is read.
-    pub(super) fn item<'c>(&self, copy: &'c mut Copy) -> Item<'c> {
+    pub(super) fn item<'c>(&self, copy: &'c mut CopyBuffers) -> Item<'c> {
         Item {
             copy,
             levels: self.inner,
@@ -71,7 +78,7 @@ impl<'de> Array<'de> {
     }
 
     /// After an item: a dropped one is taken back (with its comma).
-    pub(super) fn after_item(&mut self, copy: &mut Copy, mark: usize, seen: Seen<'de>) {
+    pub(super) fn after_item(&mut self, copy: &mut CopyBuffers, mark: usize, seen: Seen<'de>) {
         if seen.dropped {
             copy.out.truncate(mark);
         } else {
@@ -85,7 +92,7 @@ impl<'de> Array<'de> {
     }
 
     /// Closes the array: what it reports for its role.
-    pub(super) fn close(self, copy: &mut Copy) -> Seen<'de> {
+    pub(super) fn close(self, copy: &mut CopyBuffers) -> Seen<'de> {
         if self.write {
             copy.out.push(b']');
         }
@@ -109,12 +116,15 @@ pub(super) struct Object<'de> {
     role: Role,
     node: NodeText<'de>,
     kind: Option<Cow<'de, str>>,
-    /// Where its first member's copy starts in [`Copy::out`].
+    /// Where its first member's copy starts in [`CopyBuffers::out`].
     start: usize,
-    /// Its first member in [`Copy::members`], and its first key's byte.
+    /// Its first member in [`CopyBuffers::members`], and its first key's byte.
     base: usize,
     keys_base: usize,
     repeated: bool,
+    /// The [`Named`] keys among its written members, one bit each: a named
+    /// key repeats when its bit is set, without comparing keys.
+    named: u8,
     many: Option<HashSet<Vec<u8>>>,
 }
 
@@ -123,14 +133,15 @@ pub(super) struct Pending {
     levels: usize,
     write: bool,
     role: Role,
+    key: Named,
     /// Where the copy stood before the member, and its key in
-    /// [`Copy::keys`] (`None` when the value is read and not written).
+    /// [`CopyBuffers::keys`] (`None` when the value is read and not written).
     written: Option<(usize, Range<usize>, usize)>,
 }
 
 impl Pending {
     /// How the value is read.
-    pub(super) fn item<'c>(&self, copy: &'c mut Copy) -> Item<'c> {
+    pub(super) fn item<'c>(&self, copy: &'c mut CopyBuffers) -> Item<'c> {
         Item {
             copy,
             levels: self.levels,
@@ -142,7 +153,12 @@ impl Pending {
 
 impl<'de> Object<'de> {
     /// Opens an object read with `levels` levels left (counting itself).
-    pub(super) fn open(copy: &mut Copy, levels: usize, write: bool, role: Role) -> Object<'de> {
+    pub(super) fn open(
+        copy: &mut CopyBuffers,
+        levels: usize,
+        write: bool,
+        role: Role,
+    ) -> Object<'de> {
         let dropped = write && levels == 0;
         let write = write && !dropped;
         let start = copy.out.len() + 1;
@@ -160,6 +176,7 @@ impl<'de> Object<'de> {
             base: copy.members.len(),
             keys_base: copy.keys.len(),
             repeated: false,
+            named: 0,
             many: None,
         }
     }
@@ -167,21 +184,24 @@ impl<'de> Object<'de> {
     /// A member's key, read: written (with the comma before it) unless the
     /// object is not written or the key is sensitive. `borrowed`: the key
     /// is the text's own (it had no escape there).
-    pub(super) fn key(&mut self, copy: &mut Copy, key: &str, borrowed: bool) -> Pending {
-        let role = role_of(self.role, key);
+    pub(super) fn key(&mut self, copy: &mut CopyBuffers, key: &str, borrowed: bool) -> Pending {
+        let named = Named::of(key);
+        let role = role_of(self.role, named);
         if !self.write {
             return Pending {
                 levels: 0,
                 write: false,
                 role,
+                key: named,
                 written: None,
             };
         }
-        if is_sensitive(key) {
+        if named == Named::Other && is_sensitive(key) {
             return Pending {
                 levels: 0,
                 write: false,
                 role: Role::Plain,
+                key: Named::Other,
                 written: None,
             };
         }
@@ -199,6 +219,7 @@ impl<'de> Object<'de> {
             levels: self.inner,
             write: true,
             role,
+            key: named,
             written: Some((mark, key_range, copy.out.len())),
         }
     }
@@ -206,7 +227,7 @@ impl<'de> Object<'de> {
     /// A member's value, read: noted among the members when written (a
     /// dropped one is taken back with its key), and what it reported kept
     /// for the object's role.
-    pub(super) fn value(&mut self, copy: &mut Copy, pending: Pending, key: &str, seen: Seen<'de>) {
+    pub(super) fn value(&mut self, copy: &mut CopyBuffers, pending: Pending, seen: Seen<'de>) {
         if let Some((mark, key_range, value_start)) = pending.written {
             let value = if seen.dropped {
                 copy.out.truncate(mark);
@@ -214,25 +235,32 @@ impl<'de> Object<'de> {
             } else {
                 Some(value_start..copy.out.len())
             };
-            self.repeated |= copy.is_repeated(self.base, &key_range, &mut self.many);
+            self.repeated |= match pending.key {
+                Named::Other => copy.is_repeated(self.base, &key_range, &mut self.many),
+                named => {
+                    let again = self.named & named.bit() != 0;
+                    self.named |= named.bit();
+                    again
+                }
+            };
             copy.members.push(Member {
                 key: key_range,
                 value,
             });
         }
         let node = &mut self.node;
-        match (self.role, key, seen.info) {
-            (_, "type", info) => self.kind = info.into_str(),
-            (Role::Node | Role::DraftBlock, "text", info) => node.text = info.into_str(),
-            (Role::Attrs, "label", info) => node.label = info.into_str(),
-            (Role::Attrs, "title", info) => node.title = info.into_str(),
-            (Role::Node, "content", info) => {
+        match (self.role, pending.key, seen.info) {
+            (_, Named::Type, info) => self.kind = info.into_str(),
+            (Role::Node | Role::DraftBlock, Named::Text, info) => node.text = info.into_str(),
+            (Role::Attrs, Named::Label, info) => node.label = info.into_str(),
+            (Role::Attrs, Named::Title, info) => node.title = info.into_str(),
+            (Role::Node, Named::Content, info) => {
                 node.children = match info {
                     Info::Parts(parts) => parts,
                     _ => Vec::new(),
                 }
             }
-            (Role::Node, "attrs", info) => {
+            (Role::Node, Named::Attrs, info) => {
                 (node.label, node.title) = match info {
                     Info::Attrs(label, title) => (label, title),
                     _ => (None, None),
@@ -244,7 +272,7 @@ impl<'de> Object<'de> {
 
     /// Closes the object: rewritten when a key repeated or it is a
     /// mention; what it reports for its role.
-    pub(super) fn close(self, copy: &mut Copy) -> Seen<'de> {
+    pub(super) fn close(self, copy: &mut CopyBuffers) -> Seen<'de> {
         if self.write {
             let mention = self.kind.as_deref().is_some_and(is_mention);
             if self.repeated || mention {
@@ -318,7 +346,7 @@ fn mention_part(label: Cow<'_, str>) -> Cow<'_, str> {
     }
 }
 
-impl Copy {
+impl CopyBuffers {
     /// Whether the key just written (`key`, not yet among the members)
     /// repeats one of the open object's keys since `base`. Past a few
     /// members the keys are also kept in a set, so an object with very many
