@@ -33,7 +33,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
-/// The copy's buffers, reused across the blocks of a rich text.
+/// The copy's buffers, reused across the blocks of a rich text and, on
+/// the serving path, across every element of a load's walk: they grow to
+/// the largest block of the board once, and go with the walk.
 #[derive(Default)]
 pub struct CopyBuffers {
     /// The block being written.
