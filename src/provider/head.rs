@@ -9,7 +9,7 @@ use crate::document::{Location, Position, Timestamps};
 use crate::provider::raw::ident;
 #[cfg(any(test, feature = "internals"))]
 use crate::provider::raw::object;
-use crate::provider::time::{format_epoch_ms, normalize_time};
+use crate::provider::time::{time_ms, EpochText};
 #[cfg(any(test, feature = "internals"))]
 use serde_json::Map;
 use serde_json::Value;
@@ -98,14 +98,20 @@ impl MetaTimes {
         }))
     }
 
+    /// Each time as the document writes it, in [`TIME_KEYS`]' order:
+    /// `None` where it is absent or not a time the document can write.
+    pub fn texts(&self) -> [Option<EpochText>; 4] {
+        self.0.each_ref().map(|t| match t.as_ref()? {
+            RawTime::Int(ms) => EpochText::of_ms(*ms),
+            RawTime::Other(value) => EpochText::of_ms(time_ms(value)?),
+        })
+    }
+
     /// `timestamps`: each time normalized, `None` when none is left.
     pub fn timestamps(&self) -> Option<Timestamps> {
-        let [created, modified, significant, location] =
-            self.0.each_ref().map(|t| match t.as_ref()? {
-                // What `normalize_time` does with an integer.
-                RawTime::Int(ms) => format_epoch_ms(*ms),
-                RawTime::Other(value) => normalize_time(value),
-            });
+        let [created, modified, significant, location] = self
+            .texts()
+            .map(|text| text.map(|text| text.as_str().to_owned()));
         let stamps = Timestamps {
             created_at: created,
             modified_at: modified,
@@ -303,6 +309,7 @@ pub fn find_element<'a>(
 mod tests {
     use super::*;
     use crate::provider::raw::scalar;
+    use crate::provider::time::normalize_time;
     use proptest::prelude::*;
     use serde_json::json;
 

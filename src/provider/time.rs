@@ -17,33 +17,50 @@ use serde_json::Value;
 ///
 /// Returns `None` when the instant falls outside the years 0000..=9999.
 pub fn format_epoch_ms(ms: i64) -> Option<String> {
-    // Every element has up to four times, so this is arithmetic rather
-    // than chrono: the day from the proleptic Gregorian calendar's
-    // 400-year cycles ([`civil_from_days`]), the time of day from the
-    // remainder, written digit by digit. The tests hold it to chrono's
-    // formatting across the whole range.
-    const MS_PER_DAY: i64 = 86_400_000;
-    let (year, month, day) = civil_from_days(ms.div_euclid(MS_PER_DAY));
-    let year = u32::try_from(year).ok().filter(|y| *y <= 9999)?;
-    // Below a day's milliseconds, so it fits a u32.
-    let of_day = ms.rem_euclid(MS_PER_DAY) as u32;
-    let mut out = *b"0000-00-00T00:00:00.000Z";
-    let fields = [
-        (0, 4, year),
-        (5, 2, month),
-        (8, 2, day),
-        (11, 2, of_day / 3_600_000),
-        (14, 2, of_day / 60_000 % 60),
-        (17, 2, of_day / 1000 % 60),
-        (20, 3, of_day % 1000),
-    ];
-    for (start, width, mut value) in fields {
-        for slot in out[start..start + width].iter_mut().rev() {
-            *slot = b'0' + (value % 10) as u8;
-            value /= 10;
+    EpochText::of_ms(ms).map(|text| text.as_str().to_owned())
+}
+
+/// A time as the document writes it, `YYYY-MM-DDTHH:MM:SS.sssZ`, held in
+/// its 24 bytes: a writer copies it out without a `String` for each time
+/// (a board's elements have up to four each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochText([u8; 24]);
+
+impl EpochText {
+    /// Epoch milliseconds as text; `None` outside the years 0000..=9999.
+    pub fn of_ms(ms: i64) -> Option<EpochText> {
+        // Arithmetic rather than chrono: the day from the proleptic
+        // Gregorian calendar's 400-year cycles ([`civil_from_days`]), the
+        // time of day from the remainder, written digit by digit. The tests
+        // hold it to chrono's formatting across the whole range.
+        const MS_PER_DAY: i64 = 86_400_000;
+        let (year, month, day) = civil_from_days(ms.div_euclid(MS_PER_DAY));
+        let year = u32::try_from(year).ok().filter(|y| *y <= 9999)?;
+        // Below a day's milliseconds, so it fits a u32.
+        let of_day = ms.rem_euclid(MS_PER_DAY) as u32;
+        let mut out = *b"0000-00-00T00:00:00.000Z";
+        let fields = [
+            (0, 4, year),
+            (5, 2, month),
+            (8, 2, day),
+            (11, 2, of_day / 3_600_000),
+            (14, 2, of_day / 60_000 % 60),
+            (17, 2, of_day / 1000 % 60),
+            (20, 3, of_day % 1000),
+        ];
+        for (start, width, mut value) in fields {
+            for slot in out[start..start + width].iter_mut().rev() {
+                *slot = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
         }
+        Some(EpochText(out))
     }
-    std::str::from_utf8(&out).ok().map(str::to_owned)
+
+    /// The text: ASCII digits and separators only.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
 }
 
 /// The (year, month, day) of the proleptic Gregorian calendar that is
@@ -75,41 +92,43 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 ///
 /// Returns `None` for anything unparsable, which the caller omits.
 pub fn normalize_time(value: &Value) -> Option<String> {
+    time_ms(value).and_then(format_epoch_ms)
+}
+
+/// The epoch milliseconds a raw provider time stands for, before the range
+/// check of [`EpochText::of_ms`]; `None` for anything unparsable.
+pub fn time_ms(value: &Value) -> Option<i64> {
     match value {
-        Value::Number(n) => {
-            if let Some(ms) = n.as_i64() {
-                format_epoch_ms(ms)
-            } else {
-                float_ms(n.as_f64()?)
-            }
-        }
+        Value::Number(n) => match n.as_i64() {
+            Some(ms) => Some(ms),
+            None => float_ms(n.as_f64()?),
+        },
         Value::String(s) => parse_time_str(s),
         Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => None,
     }
 }
 
 /// A finite float of milliseconds, truncated toward zero.
-fn float_ms(ms: f64) -> Option<String> {
+fn float_ms(ms: f64) -> Option<i64> {
     // i64::MAX as f64 rounds up to 2^63, hence the strict upper bound.
     if !ms.is_finite() || ms < i64::MIN as f64 || ms >= i64::MAX as f64 {
         return None;
     }
-    format_epoch_ms(ms.trunc() as i64)
+    Some(ms.trunc() as i64)
 }
 
-fn parse_time_str(raw: &str) -> Option<String> {
+fn parse_time_str(raw: &str) -> Option<i64> {
     let s = raw.trim();
     if s.is_empty() {
         return None;
     }
     if is_numeric(s) {
         return match s.parse::<i64>() {
-            Ok(ms) => format_epoch_ms(ms),
+            Ok(ms) => Some(ms),
             Err(_) => float_ms(s.parse::<f64>().ok()?),
         };
     }
-    let ms = parse_date_time(s)?;
-    format_epoch_ms(ms)
+    parse_date_time(s)
 }
 
 /// `-?digits(.digits)?`: what a numeric epoch string looks like. Stricter than

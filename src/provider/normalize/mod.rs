@@ -258,12 +258,12 @@ impl Writer<'_> {
 }
 
 impl tree::Sink for Writer<'_> {
-    fn open(&mut self, node: Node) {
+    fn open(&mut self, node: tree::Opened<'_>) {
         if self.failed {
             return;
         }
         match self.first_child.last_mut() {
-            None => match document(self.fetched, self.provider_name, node) {
+            None => match document(self.fetched, self.provider_name, node.into_node()) {
                 Some(doc) => self.write_document(&doc),
                 None => self.failed = true,
             },

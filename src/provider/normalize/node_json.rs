@@ -1,9 +1,11 @@
 //! A node below the root as the writer writes it, with its children still
-//! to come: the bytes serde_json writes for the [`Node`] with no children,
-//! less the closing `]}`.
+//! to come: the bytes serde_json writes for the [`Node`](crate::document::Node)
+//! with no children, less the closing `]}`.
 //!
 //! The place and the times, which nearly every node has and whose shapes
-//! are fixed, are written here by hand, and so is a card (id, type, its
+//! are fixed, are written here by hand, straight from the element's head
+//! (no `String` is made for the id, the place's strings or the times),
+//! and so is a card (id, type, its
 //! fields, size), the most common node. Through serde each key is scanned
 //! for escapes and each member goes through a map serializer (the kind's
 //! and the size's fields are flattened into the node's): a card of the
@@ -13,14 +15,16 @@
 //! the two on generated nodes, and the reference pipeline's differential
 //! tests compare whole documents).
 
-use crate::document::leaves::{Location, Position, RichText, Scalar, Size, Timestamps};
-use crate::document::{Node, NodeKind};
+use super::tree::Opened;
+use crate::document::leaves::{RichText, Scalar, Size};
+use crate::document::NodeKind;
+use crate::provider::head::{HeldLocation, HeldScalar, MetaTimes};
 use crate::provider::rich_text::write_str;
 use serde::Serialize;
 
 /// The node's id, type, type fields and size, as serde writes them.
 #[derive(Serialize)]
-struct Head<'a> {
+struct Own<'a> {
     id: &'a str,
     #[serde(flatten)]
     kind: &'a NodeKind,
@@ -30,13 +34,14 @@ struct Head<'a> {
 
 /// Appends `node` without its children and the end of its `children`
 /// array: `{..."children":[`. `false` when serde refused a value (then
-/// what was appended is unspecified).
-pub(super) fn open(out: &mut Vec<u8>, node: &Node) -> bool {
+/// what was appended is unspecified). Its place and times are written
+/// from its head, as [`Opened::into_node`] would hold them.
+pub(super) fn open(out: &mut Vec<u8>, node: &Opened<'_>) -> bool {
     match &node.kind {
         // Most nodes of a board are cards: their fields are written here too.
         NodeKind::Card(card) => {
             let mut m = Members::open(out);
-            m.string(b"\"id\":", Some(&node.id));
+            m.string(b"\"id\":", Some(node.id));
             m.key(b"\"type\":").extend_from_slice(b"\"CARD\"");
             if let Some(rich) = &card.rich_text {
                 write_rich_text(m.key(b"\"richText\":"), rich);
@@ -50,24 +55,23 @@ pub(super) fn open(out: &mut Vec<u8>, node: &Node) -> bool {
             m.scalar(b"\"height\":", node.size.height.as_ref());
         }
         _ => {
-            let head = Head {
-                id: &node.id,
+            let own = Own {
+                id: node.id,
                 kind: &node.kind,
                 size: &node.size,
             };
-            if serde_json::to_writer(&mut *out, &head).is_err() || out.pop() != Some(b'}') {
+            if serde_json::to_writer(&mut *out, &own).is_err() || out.pop() != Some(b'}') {
                 return false;
             }
         }
     }
     // The object is open, with its id at least.
-    if let Some(location) = &node.location {
+    if let Some(location) = &node.head.location {
         out.extend_from_slice(b",\"location\":");
         write_location(out, location);
     }
-    if let Some(timestamps) = &node.timestamps {
-        out.extend_from_slice(b",\"timestamps\":");
-        write_timestamps(out, timestamps);
+    if let Some(times) = &node.head.times {
+        write_timestamps(out, times);
     }
     out.extend_from_slice(b",\"children\":[");
     true
@@ -106,6 +110,12 @@ impl<'a> Members<'a> {
         }
     }
 
+    fn held(&mut self, key: &[u8], value: Option<&HeldScalar>) {
+        if let Some(value) = value {
+            write_held(self.key(key), value);
+        }
+    }
+
     fn close(self) {
         self.out.push(b'}');
     }
@@ -124,39 +134,55 @@ fn write_rich_text(out: &mut Vec<u8>, rich: &RichText) {
     out.push(b'}');
 }
 
-fn write_location(out: &mut Vec<u8>, location: &Location) {
+/// What [`HeldLocation::location`] holds, as serde writes it: `position`
+/// only when a coordinate is there.
+fn write_location(out: &mut Vec<u8>, location: &HeldLocation) {
+    const POSITION: [&[u8]; 4] = [b"\"x\":", b"\"y\":", b"\"index\":", b"\"score\":"];
     let mut m = Members::open(out);
     m.string(b"\"parentId\":", location.parent_id.as_deref());
-    m.scalar(b"\"section\":", location.section.as_ref());
-    m.scalar(b"\"rootBoard\":", location.root_board.as_ref());
-    if let Some(position) = &location.position {
-        write_position(m.key(b"\"position\":"), position);
+    m.held(b"\"section\":", location.section.as_ref());
+    m.held(b"\"rootBoard\":", location.root_board.as_ref());
+    if location.position.iter().any(Option::is_some) {
+        let mut p = Members::open(m.key(b"\"position\":"));
+        for (key, coordinate) in POSITION.into_iter().zip(&location.position) {
+            p.held(key, coordinate.as_ref());
+        }
+        p.close();
     }
     m.close();
 }
 
-fn write_position(out: &mut Vec<u8>, position: &Position) {
+/// `,"timestamps":{...}` with what [`MetaTimes::timestamps`] holds, as
+/// serde writes it; nothing when it holds no time.
+fn write_timestamps(out: &mut Vec<u8>, times: &MetaTimes) {
+    const KEYS: [&[u8]; 4] = [
+        b"\"createdAt\":",
+        b"\"modifiedAt\":",
+        b"\"significantModifiedAt\":",
+        b"\"locationModifiedAt\":",
+    ];
+    let texts = times.texts();
+    if texts.iter().all(Option::is_none) {
+        return;
+    }
+    out.extend_from_slice(b",\"timestamps\":");
     let mut m = Members::open(out);
-    m.scalar(b"\"x\":", position.x.as_ref());
-    m.scalar(b"\"y\":", position.y.as_ref());
-    m.scalar(b"\"index\":", position.index.as_ref());
-    m.scalar(b"\"score\":", position.score.as_ref());
+    for (key, text) in KEYS.into_iter().zip(&texts) {
+        m.string(key, text.as_ref().map(|t| t.as_str()));
+    }
     m.close();
 }
 
-fn write_timestamps(out: &mut Vec<u8>, times: &Timestamps) {
-    let mut m = Members::open(out);
-    m.string(b"\"createdAt\":", times.created_at.as_deref());
-    m.string(b"\"modifiedAt\":", times.modified_at.as_deref());
-    m.string(
-        b"\"significantModifiedAt\":",
-        times.significant_modified_at.as_deref(),
-    );
-    m.string(
-        b"\"locationModifiedAt\":",
-        times.location_modified_at.as_deref(),
-    );
-    m.close();
+/// A held scalar as serde_json writes the [`Scalar`] it stands for.
+fn write_held(out: &mut Vec<u8>, held: &HeldScalar) {
+    match held {
+        HeldScalar::Text(s) => write_str(out, s),
+        HeldScalar::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        // serde_json's own form, as for a number in a value.
+        HeldScalar::Number(n) => {
+            let _ = serde_json::to_writer(out, n);
+        }
+    }
 }
 
 /// A scalar (a string, number or boolean) as serde_json writes it.
@@ -176,20 +202,42 @@ mod tests {
     use super::*;
     use crate::document::leaves::Raw;
     use crate::document::{CardFields, ColumnFields};
+    use crate::provider::head::Head;
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
-    /// What serde writes for `node` with its children empty, less `]}`.
-    fn by_serde(node: &Node) -> Vec<u8> {
-        let mut text = serde_json::to_vec(node).expect("serializes");
+    /// A node as the walk opens it, with what it borrows.
+    #[derive(Debug, Clone)]
+    struct Case {
+        id: String,
+        kind: NodeKind,
+        size: Size,
+        head: Head,
+    }
+
+    impl Case {
+        fn opened(&self) -> Opened<'_> {
+            Opened {
+                id: &self.id,
+                kind: self.kind.clone(),
+                size: self.size.clone(),
+                head: &self.head,
+            }
+        }
+    }
+
+    /// What serde writes for the case's node with its children empty,
+    /// less `]}`.
+    fn by_serde(case: &Case) -> Vec<u8> {
+        let mut text = serde_json::to_vec(&case.opened().into_node()).expect("serializes");
         assert!(text.ends_with(b"[]}"));
         text.truncate(text.len() - 2);
         text
     }
 
-    fn by_hand(node: &Node) -> Vec<u8> {
+    fn by_hand(case: &Case) -> Vec<u8> {
         let mut out = b"prefix".to_vec();
-        assert!(open(&mut out, node));
+        assert!(open(&mut out, &case.opened()));
         out.split_off(6)
     }
 
@@ -215,37 +263,39 @@ mod tests {
         ]
     }
 
-    prop_compose! {
-        fn position()(
-            x in proptest::option::of(scalar()),
-            y in proptest::option::of(scalar()),
-            index in proptest::option::of(scalar()),
-            score in proptest::option::of(scalar()),
-        ) -> Position {
-            Position { x, y, index, score }
-        }
+    fn held() -> impl Strategy<Value = HeldScalar> {
+        scalar().prop_filter_map("a scalar", |s| HeldScalar::of(Some(&s.0)))
     }
 
     prop_compose! {
         fn location()(
             parent_id in proptest::option::of(text()),
-            section in proptest::option::of(scalar()),
-            root_board in proptest::option::of(scalar()),
-            position in proptest::option::of(position()),
-        ) -> Location {
-            Location { parent_id, section, root_board, position }
+            section in proptest::option::of(held()),
+            root_board in proptest::option::of(held()),
+            position in proptest::array::uniform4(proptest::option::of(held())),
+        ) -> HeldLocation {
+            HeldLocation { parent_id, section, root_board, position }
         }
     }
 
-    prop_compose! {
-        fn timestamps()(
-            created_at in proptest::option::of(text()),
-            modified_at in proptest::option::of(text()),
-            significant_modified_at in proptest::option::of(text()),
-            location_modified_at in proptest::option::of(text()),
-        ) -> Timestamps {
-            Timestamps { created_at, modified_at, significant_modified_at, location_modified_at }
-        }
+    /// What the provider sends as a time, and what it must not be taken for.
+    fn time() -> impl Strategy<Value = HeldScalar> {
+        prop_oneof![
+            (-62_167_219_200_000i64..=253_402_300_799_999)
+                .prop_map(|ms| HeldScalar::Number(ms.into())),
+            any::<i64>().prop_map(|ms| HeldScalar::Number(ms.into())),
+            (-1e13f64..1e13).prop_filter_map("finite", |f| {
+                serde_json::Number::from_f64(f).map(HeldScalar::Number)
+            }),
+            Just(HeldScalar::Text("2024-03-01T10:20:30+01:00".into())),
+            Just(HeldScalar::Text(" 1700000000123 ".into())),
+            text().prop_map(|t| HeldScalar::Text(t.into())),
+            any::<bool>().prop_map(HeldScalar::Bool),
+        ]
+    }
+
+    fn times() -> impl Strategy<Value = MetaTimes> {
+        proptest::array::uniform4(proptest::option::of(time())).prop_map(MetaTimes::new)
     }
 
     prop_compose! {
@@ -279,55 +329,54 @@ mod tests {
             width in proptest::option::of(scalar()),
             height in proptest::option::of(scalar()),
             location in proptest::option::of(location()),
-            timestamps in proptest::option::of(timestamps()),
-        ) -> Node {
+            times in proptest::option::of(times()),
+        ) -> Case {
             let kind = if card {
                 NodeKind::Card(CardFields { rich_text, background, transparent })
             } else {
                 NodeKind::Column(ColumnFields { title })
             };
-            Node {
-                id,
-                kind,
-                size: Size { width, height },
-                location,
-                timestamps,
-                children: Vec::new(),
-            }
+            let head = Head { location, times, ..Head::default() };
+            Case { id, kind, size: Size { width, height }, head }
         }
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
-        /// Every shape of place and times, written by hand, is serde's text.
+        /// Every shape of place and times, written by hand from the head,
+        /// is serde's text of the node the head makes.
         #[test]
-        fn written_as_serde_writes(node in node()) {
+        fn written_as_serde_writes(case in node()) {
             prop_assert_eq!(
-                String::from_utf8(by_hand(&node)).unwrap(),
-                String::from_utf8(by_serde(&node)).unwrap()
+                String::from_utf8(by_hand(&case)).unwrap(),
+                String::from_utf8(by_serde(&case)).unwrap()
             );
         }
     }
 
     #[test]
-    fn escapes_and_empty_objects() {
-        let node = Node {
+    fn escapes_and_what_is_left_out() {
+        // No coordinate, no position; no time the document can write, no
+        // timestamps.
+        let unwritable = HeldScalar::Number(253_402_300_800_000i64.into());
+        let case = Case {
             id: "a\"b\\c\u{1}".into(),
             kind: NodeKind::Column(ColumnFields::default()),
             size: Size::default(),
-            location: Some(Location {
-                parent_id: Some("p\n".into()),
-                position: Some(Position::default()),
-                ..Location::default()
-            }),
-            timestamps: Some(Timestamps::default()),
-            children: Vec::new(),
+            head: Head {
+                location: Some(HeldLocation {
+                    parent_id: Some("p\n".into()),
+                    ..HeldLocation::default()
+                }),
+                times: Some(MetaTimes::new([None, Some(unwritable), None, None])),
+                ..Head::default()
+            },
         };
-        let written = String::from_utf8(by_hand(&node)).unwrap();
+        let written = String::from_utf8(by_hand(&case)).unwrap();
         assert_eq!(
             written,
-            r#"{"id":"a\"b\\c\u0001","type":"COLUMN","location":{"parentId":"p\n","position":{}},"timestamps":{},"children":["#
+            r#"{"id":"a\"b\\c\u0001","type":"COLUMN","location":{"parentId":"p\n"},"children":["#
         );
-        assert_eq!(written.as_bytes(), by_serde(&node));
+        assert_eq!(written.as_bytes(), by_serde(&case));
     }
 }

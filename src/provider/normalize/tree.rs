@@ -26,6 +26,7 @@
 use super::order::order_children;
 use super::MAX_NODE_DEPTH;
 use super::{content, fields};
+use crate::document::leaves::Size;
 use crate::document::{Comment, Completeness, Coverage, Node, NodeKind};
 use crate::provider::answer::{CanvasOrder, Element, JsonText};
 use crate::provider::fetched::{outline_content, parse_content, Comments, IdHasher};
@@ -107,11 +108,37 @@ struct Frame {
 }
 
 /// Receives the tree in document (pre-)order: [`Sink::open`] for each node,
-/// its `children` still empty, then the node's children, then
-/// [`Sink::close`]. The tree is never held whole unless the sink holds it.
+/// then the node's children, then [`Sink::close`]. The tree is never held
+/// whole unless the sink holds it.
 pub trait Sink {
-    fn open(&mut self, node: Node);
+    fn open(&mut self, node: Opened<'_>);
     fn close(&mut self);
+}
+
+/// A node as the walk hands it to a [`Sink`]: what was made of the element
+/// (its kind and size), and the element's id and head, from which its
+/// `location` and `timestamps` come. A writer writes those two from the
+/// head, without the strings a [`Node`] would hold for them (about seven
+/// an element: the id, the place's strings, four times).
+pub struct Opened<'a> {
+    pub id: &'a str,
+    pub kind: NodeKind,
+    pub size: Size,
+    pub head: &'a Head,
+}
+
+impl Opened<'_> {
+    /// The node, its `children` empty.
+    pub fn into_node(self) -> Node {
+        Node {
+            id: self.id.to_owned(),
+            kind: self.kind,
+            size: self.size,
+            location: self.head.location.as_ref().map(HeldLocation::location),
+            timestamps: self.head.timestamps(),
+            children: Vec::new(),
+        }
+    }
 }
 
 /// A sink that builds the tree.
@@ -132,8 +159,8 @@ impl TreeSink {
 
 #[cfg(any(test, feature = "internals"))]
 impl Sink for TreeSink {
-    fn open(&mut self, node: Node) {
-        self.open.push(node);
+    fn open(&mut self, node: Opened<'_>) {
+        self.open.push(node.into_node());
     }
 
     fn close(&mut self) {
@@ -291,13 +318,11 @@ pub fn walk(
             } else {
                 Vec::new()
             };
-            let node = Node {
-                id: entry.id.to_owned(),
+            let node = Opened {
+                id: entry.id,
                 kind,
                 size,
-                location: entry.head.location.as_ref().map(HeldLocation::location),
-                timestamps: entry.head.timestamps(),
-                children: Vec::new(),
+                head: entry.head,
             };
             let frame = Frame {
                 entry: i,
