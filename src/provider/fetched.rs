@@ -104,7 +104,7 @@ impl Fetched {
                 if self.elements.is_empty()
                     && elements
                         .iter()
-                        .all(|(key, e)| e.head.id.as_ref().is_none_or(|id| id == key)) =>
+                        .all(|(key, e)| e.head.id.as_deref().is_none_or(|id| id == key)) =>
             {
                 self.elements = elements;
             }
@@ -131,7 +131,7 @@ impl Fetched {
         self.merge_entry(
             key.to_owned(),
             Element {
-                head: Head::read(&element),
+                head: Head::read_under(key, &element),
                 content,
             },
         );
@@ -141,7 +141,7 @@ impl Fetched {
     /// `BOARD` over a new `SKELETON`.
     fn merge_entry(&mut self, key: String, element: Element) {
         let id = match &element.head.id {
-            Some(id) => id.clone(),
+            Some(id) => id.to_string(),
             None => key,
         };
         match self.elements.entry(id) {

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 mod held;
 
-pub use held::{HeldField, HeldScalar};
+pub use held::{HeldField, HeldScalar, IdField, IdRead, TypeField, TypeName};
 
 /// The nested `location.position` keys, in [`Position`]'s order.
 pub const POSITION_KEYS: [&str; 4] = ["x", "y", "index", "score"];
@@ -46,8 +46,12 @@ pub const TIME_KEYS: [&str; 4] = [
 #[derive(Debug, Default)]
 pub struct HeadFields {
     pub id: Option<HeldScalar>,
+    /// `id` was a string equal to the element's map key (the answer reader
+    /// notes it instead of copying the string, [`super::held::IdField`]).
+    pub id_is_key: bool,
     pub underscore_id: Option<HeldScalar>,
-    pub element_type: Option<HeldScalar>,
+    /// `elementType`, when it is a string.
+    pub element_type: Option<TypeName>,
     pub thread_id: Option<HeldScalar>,
     /// `location`, when it is an object.
     pub location: Option<LocationFields>,
@@ -134,8 +138,12 @@ impl HeadFields {
         let get = |k: &str| HeldScalar::of(element.get(k));
         HeadFields {
             id: get("id"),
+            id_is_key: false,
             underscore_id: get("_id"),
-            element_type: get("elementType"),
+            element_type: match element.get("elementType") {
+                Some(Value::String(name)) => Some(TypeName::of(name)),
+                _ => None,
+            },
             thread_id: get("threadId"),
             location: object(element.get("location")).map(|l| LocationFields {
                 parent_id: HeldScalar::of(l.get("parentId")),
@@ -182,7 +190,7 @@ fn location(loc: Option<LocationFields>, top: [Option<HeldScalar>; 4]) -> Option
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HeldLocation {
     /// `parentId`, when it is an identifier.
-    pub parent_id: Option<String>,
+    pub parent_id: Option<Box<str>>,
     pub section: Option<HeldScalar>,
     pub root_board: Option<HeldScalar>,
     /// The coordinates in [`POSITION_KEYS`]' order.
@@ -197,7 +205,7 @@ impl HeldLocation {
         let [x, y, index, score] = self.position.each_ref().map(held);
         let position = Position { x, y, index, score };
         Location {
-            parent_id: self.parent_id.clone(),
+            parent_id: self.parent_id.as_deref().map(str::to_owned),
             section: held(&self.section),
             root_board: held(&self.root_board),
             position: (position != Position::default()).then_some(position),
@@ -211,38 +219,57 @@ pub struct Head {
     /// Whether the element is an object. Anything else is no element, but
     /// still claims its map key (and can be replaced there).
     pub is_object: bool,
-    /// `id`, else `_id`, when it is an identifier.
-    pub id: Option<String>,
+    /// `id`, else `_id`, when it is an identifier other than the element's
+    /// map key; `None` when the element claims its key (as nearly every
+    /// element of an answer does, so the key's string is not held twice).
+    pub id: Option<Box<str>>,
     /// The raw `elementType`, when it is a string.
-    pub element_type: Option<String>,
+    pub element_type: Option<TypeName>,
     /// `location`, normalized ([`HeldLocation::location`] writes it).
     pub location: Option<HeldLocation>,
     /// The times of `meta`, as sent ([`Head::timestamps`] normalizes them).
     pub times: Option<MetaTimes>,
     /// The top-level `threadId`, when it is an identifier.
-    pub thread_id: Option<String>,
+    pub thread_id: Option<Box<str>>,
 }
 
 impl Head {
-    /// The head of a raw element (its `content` is not read).
+    /// The head of a raw element (its `content` is not read), whose map
+    /// key is not known: its `id` is kept even when it is the key.
     #[cfg(any(test, feature = "internals"))]
     pub fn read(element: &Value) -> Head {
+        Head::read_keyed(element, None)
+    }
+
+    /// The head of a raw element found under map key `key`, as the answer
+    /// reader reads it.
+    #[cfg(any(test, feature = "internals"))]
+    pub fn read_under(key: &str, element: &Value) -> Head {
+        Head::read_keyed(element, Some(key))
+    }
+
+    #[cfg(any(test, feature = "internals"))]
+    fn read_keyed(element: &Value, key: Option<&str>) -> Head {
         match element {
-            Value::Object(fields) => Head::from_fields(HeadFields::of(fields)),
+            Value::Object(fields) => Head::from_fields(HeadFields::of(fields), key),
             _ => Head::default(),
         }
     }
 
-    /// The head of an object element with these fields.
-    pub fn from_fields(fields: HeadFields) -> Head {
+    /// The head of an object element with these fields, found under map
+    /// key `key` when it is known.
+    pub fn from_fields(fields: HeadFields, key: Option<&str>) -> Head {
+        let id = if fields.id_is_key {
+            None
+        } else {
+            HeldScalar::into_ident(fields.id)
+                .or_else(|| HeldScalar::into_ident(fields.underscore_id))
+                .filter(|id| Some(&**id) != key)
+        };
         Head {
             is_object: true,
-            id: HeldScalar::into_ident(fields.id)
-                .or_else(|| HeldScalar::into_ident(fields.underscore_id)),
-            element_type: match fields.element_type {
-                Some(HeldScalar::Text(s)) => Some(s.into_string()),
-                _ => None,
-            },
+            id,
+            element_type: fields.element_type,
             location: location(fields.location, fields.flat),
             times: fields.meta,
             thread_id: HeldScalar::into_ident(fields.thread_id),
@@ -256,7 +283,7 @@ impl Head {
 
     /// The raw `elementType`, `""` when it is missing or not a string.
     pub fn element_type(&self) -> &str {
-        self.element_type.as_deref().unwrap_or_default()
+        self.element_type.as_ref().map_or("", TypeName::as_str)
     }
 
     /// Whether the element is in a `TRASH` or `DELETED` section: not part
@@ -273,7 +300,7 @@ impl Head {
     /// else the key.
     #[cfg(any(test, feature = "internals"))]
     pub fn claimed_id(&self, key: &str) -> String {
-        self.id.clone().unwrap_or_else(|| key.to_owned())
+        self.id.as_deref().unwrap_or(key).to_owned()
     }
 
     /// Whether `self` takes the place of `existing` when both claim one id:
@@ -526,7 +553,7 @@ mod tests {
             .as_object()
             .unwrap()
             .iter()
-            .map(|(k, v)| (k.clone(), Head::read(v)))
+            .map(|(k, v)| (k.clone(), Head::read_under(k, v)))
             .collect();
         let iter = || heads.iter().map(|(k, h)| (k.as_str(), h));
         let kind = |id: &str| find_element(iter(), id).map(|h| h.element_type().to_owned());

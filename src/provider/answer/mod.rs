@@ -21,7 +21,8 @@ mod check;
 mod comments;
 
 use crate::provider::head::{
-    Head, HeadFields, HeldField, HeldScalar, LocationFields, MetaTimes, POSITION_KEYS, TIME_KEYS,
+    Head, HeadFields, HeldField, HeldScalar, IdField, IdRead, LocationFields, MetaTimes, TypeField,
+    POSITION_KEYS, TIME_KEYS,
 };
 use bytes::Bytes;
 use check::checked;
@@ -234,7 +235,11 @@ impl<'de> MapReader<'de> for ElementsReader<'_> {
         let hint = map.size_hint().unwrap_or(0);
         let mut elements = Elements::with_capacity_and_hasher(hint, IdHasher::default());
         while let Some(key) = map.next_key::<String>()? {
-            let (head, content) = map.next_value_seed(ElementSeed { body: self.body })?;
+            let seed = ElementSeed {
+                body: self.body,
+                key: &key,
+            };
+            let (head, content) = map.next_value_seed(seed)?;
             // Grown by doubling, explicitly: serde_json gives no count, and
             // left to itself the map's list of entries grew by one element
             // at a time (reallocated on most inserts of a 7,000-element board).
@@ -254,13 +259,18 @@ impl<'de> MapReader<'de> for ElementsReader<'_> {
 /// One element: its [`Head`], read member by member, and `content` as text.
 struct ElementSeed<'b> {
     body: &'b Bytes,
+    /// The element's map key.
+    key: &'b str,
 }
 
 impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
     type Value = (Head, Option<JsonText>);
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        let reader = ElementReader { body: self.body };
+        let reader = ElementReader {
+            body: self.body,
+            key: self.key,
+        };
         let element = deserializer.deserialize_any(ObjectOnly(reader))?;
         Ok(element.unwrap_or_default())
     }
@@ -291,6 +301,7 @@ const ELEMENT_LEVELS: usize = 3;
 
 struct ElementReader<'b> {
     body: &'b Bytes,
+    key: &'b str,
 }
 
 impl<'de> MapReader<'de> for ElementReader<'_> {
@@ -305,9 +316,13 @@ impl<'de> MapReader<'de> for ElementReader<'_> {
                     let raw = checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS)?;
                     content = Some(JsonText::within(self.body, raw));
                 }
-                Some(1) => fields.id = map.next_value::<HeldField>()?.0,
+                // A repeated `id` replaces the earlier one, as in a value.
+                Some(1) => match map.next_value_seed(IdField(self.key))? {
+                    IdRead::Key => (fields.id, fields.id_is_key) = (None, true),
+                    IdRead::Held(id) => (fields.id, fields.id_is_key) = (id, false),
+                },
                 Some(2) => fields.underscore_id = map.next_value::<HeldField>()?.0,
-                Some(3) => fields.element_type = map.next_value::<HeldField>()?.0,
+                Some(3) => fields.element_type = map.next_value::<TypeField>()?.0,
                 Some(4) => fields.location = map.next_value_seed(ObjectOnly(LocationReader))?,
                 Some(5) => {
                     let times = map.next_value_seed(ObjectOnly(Picked {
@@ -323,7 +338,7 @@ impl<'de> MapReader<'de> for ElementReader<'_> {
                 }
             }
         }
-        Ok((Head::from_fields(fields), content))
+        Ok((Head::from_fields(fields, Some(self.key)), content))
     }
 }
 

@@ -27,7 +27,8 @@ fn as_one_value(body: &[u8]) -> Result<Split, AnswerError> {
                         .as_object_mut()
                         .and_then(|o| o.shift_remove("content"));
                     // The head of every field, not only the kept ones.
-                    (key, Head::read(&element), content)
+                    let head = Head::read_under(&key, &element);
+                    (key, head, content)
                 })
                 .collect(),
         ),
@@ -160,8 +161,43 @@ fn from_value_round_trips() {
     let answer = Answer::from_value(value.as_object().unwrap());
     assert_eq!(answer.element_count(), 1);
     let (key, head) = answer.element_heads().next().unwrap();
-    assert_eq!((key, head.id.as_deref()), ("a", Some("a")));
+    // An id equal to its key is not held twice.
+    assert_eq!((key, head.id.as_deref()), ("a", None));
+    assert_eq!(head.claimed_id(key), "a");
     assert_eq!(answer.fields["x"], 1);
+}
+
+#[test]
+fn an_id_equal_to_its_key_is_the_key() {
+    // (the element under key "k", the id its head holds, the id it claims)
+    let cases = [
+        (r#"{"id":"k"}"#, None, "k"),
+        // The id is the key even with an `_id`: that is no fallback.
+        (r#"{"id":"k","_id":"u"}"#, None, "k"),
+        (r#"{"id":"x","_id":"u"}"#, Some("x"), "x"),
+        (r#"{"_id":"k"}"#, None, "k"),
+        (r#"{"_id":"u"}"#, Some("u"), "u"),
+        // A repeated `id`: the last one counts, whichever was the key.
+        (r#"{"id":"k","id":"x"}"#, Some("x"), "x"),
+        (r#"{"id":"x","id":"k"}"#, None, "k"),
+        (r#"{"id":"k","id":null,"_id":"u"}"#, Some("u"), "u"),
+        (r#"{"id":"","_id":"u"}"#, Some("u"), "u"),
+        (r#"{"id":5}"#, Some("5"), "5"),
+        (r#"{"id":"\u006b"}"#, None, "k"),
+    ];
+    for (element, held, claimed) in cases {
+        let body = format!(r#"{{"elements":{{"k":{element}}}}}"#);
+        let answer = Answer::parse(body.as_bytes()).unwrap();
+        let (key, head) = answer.element_heads().next().unwrap();
+        assert_eq!(head.id.as_deref(), held, "{body}");
+        assert_eq!(head.claimed_id(key), claimed, "{body}");
+        // And the same head as the element read as a value.
+        check(&body);
+    }
+    // Under an empty key, an empty id is no id.
+    let answer = Answer::parse(br#"{"elements":{"":{"id":"","_id":"u"}}}"#).unwrap();
+    let (_, head) = answer.element_heads().next().unwrap();
+    assert_eq!(head.id.as_deref(), Some("u"));
 }
 
 proptest::proptest! {

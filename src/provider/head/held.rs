@@ -4,6 +4,7 @@
 //! read.
 
 use crate::document::Scalar;
+use serde::de::Visitor;
 use serde_json::{Number, Value};
 
 /// A [`Scalar`] of an element's `location` as the provider sent it, held
@@ -42,10 +43,10 @@ impl HeldScalar {
 
     /// [`crate::provider::raw::ident`] of a held field: a non-empty
     /// string (moved, not copied), or an integer in decimal.
-    pub fn into_ident(held: Option<HeldScalar>) -> Option<String> {
+    pub fn into_ident(held: Option<HeldScalar>) -> Option<Box<str>> {
         match held? {
-            HeldScalar::Text(s) if !s.is_empty() => Some(s.into_string()),
-            HeldScalar::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+            HeldScalar::Text(s) if !s.is_empty() => Some(s),
+            HeldScalar::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string().into()),
             _ => None,
         }
     }
@@ -81,7 +82,7 @@ impl<'de> serde::Deserialize<'de> for HeldField {
 
 struct HeldFieldVisitor;
 
-impl<'de> serde::de::Visitor<'de> for HeldFieldVisitor {
+impl<'de> Visitor<'de> for HeldFieldVisitor {
     type Value = HeldField;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -116,6 +117,133 @@ impl<'de> serde::de::Visitor<'de> for HeldFieldVisitor {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<HeldField, A::Error> {
         while map.next_entry::<serde::de::IgnoredAny, Value>()?.is_some() {}
         Ok(HeldField(None))
+    }
+}
+
+/// An `elementType` as a head holds it: one of the types the normalizer
+/// reads, without a copy of its name, or any other string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeName {
+    Known(&'static str),
+    Other(Box<str>),
+}
+
+/// The element types the normalizer reads (most common first), and the
+/// `SKELETON` stand-in for a board.
+const KNOWN_TYPES: [&str; 16] = [
+    "CARD",
+    "BOARD",
+    "COLUMN",
+    "LINK",
+    "IMAGE",
+    "TASK_LIST",
+    "TASK",
+    "DOCUMENT",
+    "FILE",
+    "LINE",
+    "COLOR_SWATCH",
+    "SKETCH",
+    "TABLE",
+    "COMMENT_THREAD",
+    "ANNOTATION",
+    "SKELETON",
+];
+
+impl TypeName {
+    pub fn of(name: &str) -> TypeName {
+        match KNOWN_TYPES.iter().find(|known| **known == name) {
+            Some(known) => TypeName::Known(known),
+            None => TypeName::Other(name.into()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            TypeName::Known(name) => name,
+            TypeName::Other(name) => name,
+        }
+    }
+}
+
+/// `elementType` as the answer reader reads it: the type's name when it is
+/// a string ([`TypeName::of`], no copy for a known type), else `None`,
+/// anything else read as a [`HeldField`] is.
+pub struct TypeField(pub Option<TypeName>);
+
+impl<'de> serde::Deserialize<'de> for TypeField {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<TypeField, D::Error> {
+        let read = deserializer.deserialize_any(StrVisitor(TypeName::of))?;
+        Ok(TypeField(match read {
+            StrRead::Str(name) => Some(name),
+            StrRead::Other(_) => None,
+        }))
+    }
+}
+
+/// `id` as the answer reader reads it under map key `key`: like a
+/// [`HeldField`], except that a string equal to a non-empty key is not
+/// copied ([`IdRead::Key`]).
+pub struct IdField<'k>(pub &'k str);
+
+/// What [`IdField`] read.
+pub enum IdRead {
+    /// A string equal to the element's map key.
+    Key,
+    Held(Option<HeldScalar>),
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for IdField<'_> {
+    type Value = IdRead;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<IdRead, D::Error> {
+        let key = self.0;
+        let on_str = |s: &str| (key.is_empty() || s != key).then(|| HeldScalar::Text(s.into()));
+        Ok(match deserializer.deserialize_any(StrVisitor(on_str))? {
+            StrRead::Str(None) => IdRead::Key,
+            StrRead::Str(held) => IdRead::Held(held),
+            StrRead::Other(field) => IdRead::Held(field.0),
+        })
+    }
+}
+
+/// A field whose string is handed to a function instead of being copied;
+/// any other value is read as [`HeldFieldVisitor`] reads it.
+struct StrVisitor<F>(F);
+
+enum StrRead<T> {
+    Str(T),
+    Other(HeldField),
+}
+
+impl<'de, T, F: FnOnce(&str) -> T> Visitor<'de> for StrVisitor<F> {
+    type Value = StrRead<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<StrRead<T>, E> {
+        Ok(StrRead::Str((self.0)(s)))
+    }
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<StrRead<T>, E> {
+        HeldFieldVisitor.visit_bool(b).map(StrRead::Other)
+    }
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<StrRead<T>, E> {
+        HeldFieldVisitor.visit_i64(n).map(StrRead::Other)
+    }
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<StrRead<T>, E> {
+        HeldFieldVisitor.visit_u64(n).map(StrRead::Other)
+    }
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<StrRead<T>, E> {
+        HeldFieldVisitor.visit_f64(n).map(StrRead::Other)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<StrRead<T>, E> {
+        HeldFieldVisitor.visit_unit().map(StrRead::Other)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<StrRead<T>, A::Error> {
+        HeldFieldVisitor.visit_seq(seq).map(StrRead::Other)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<StrRead<T>, A::Error> {
+        HeldFieldVisitor.visit_map(map).map(StrRead::Other)
     }
 }
 

@@ -274,7 +274,7 @@ mod tests {
             root_board in proptest::option::of(held()),
             position in proptest::array::uniform4(proptest::option::of(held())),
         ) -> HeldLocation {
-            HeldLocation { parent_id, section, root_board, position }
+            HeldLocation { parent_id: parent_id.map(String::into_boxed_str), section, root_board, position }
         }
     }
 

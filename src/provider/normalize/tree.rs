@@ -427,7 +427,7 @@ mod tests {
         assert_eq!(kind("b"), "BOARD");
         let heads: Vec<(String, Head)> = map
             .iter()
-            .map(|(k, v)| (k.clone(), Head::read(v)))
+            .map(|(k, v)| (k.clone(), Head::read_under(k, v)))
             .collect();
         for id in ["x", "w", "b", "n"] {
             let found = find_element(heads.iter().map(|(k, h)| (k.as_str(), h)), id);
