@@ -73,42 +73,44 @@ pub struct LocationFields {
     pub flat: [Option<HeldScalar>; 4],
 }
 
-/// The raw [`TIME_KEYS`] of `meta`, normalized only when a node is written
-/// ([`MetaTimes::timestamps`]), so a load that outputs no times formats none.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MetaTimes([Option<RawTime>; 4]);
-
-/// One time as sent. The provider sends integers (epoch ms), held in eight
-/// bytes; anything else is kept as its value. Every element of a board has
-/// its times held until it is written, and a value inline is 72 bytes: four
-/// of them were a third of an element's head.
+/// The [`TIME_KEYS`] of `meta` as epoch milliseconds, formatted only when
+/// a node is written ([`MetaTimes::texts`]). Every element holds its times
+/// until it is written, so they are held in eight bytes each: a time sent
+/// as anything but an integer (a float, a numeric or date string) is read
+/// into its milliseconds as it is held ([`time_ms`]), and a time that is
+/// absent or unreadable is [`NO_TIME`]. `NO_TIME` is also `i64::MIN`
+/// milliseconds, which is outside the years a document can write, so
+/// either way nothing is written for it.
 #[derive(Debug, Clone, PartialEq)]
-enum RawTime {
-    Int(i64),
-    Other(Box<Value>),
+pub struct MetaTimes([i64; 4]);
+
+/// A time that is absent, or not one.
+const NO_TIME: i64 = i64::MIN;
+
+impl Default for MetaTimes {
+    /// No times (no `meta`, or none of its times).
+    fn default() -> MetaTimes {
+        MetaTimes([NO_TIME; 4])
+    }
 }
 
 impl MetaTimes {
     /// The times as sent, in [`TIME_KEYS`]' order.
     pub fn new(times: [Option<HeldScalar>; 4]) -> MetaTimes {
         MetaTimes(times.map(|time| {
-            time.map(|held| match held {
-                HeldScalar::Number(n) => match n.as_i64() {
-                    Some(ms) => RawTime::Int(ms),
-                    None => RawTime::Other(Box::new(Value::Number(n))),
-                },
-                other => RawTime::Other(Box::new(other.into_value())),
-            })
+            let ms = match time {
+                Some(HeldScalar::Number(n)) if n.is_i64() => n.as_i64(),
+                Some(other) => time_ms(&other.into_value()),
+                None => None,
+            };
+            ms.unwrap_or(NO_TIME)
         }))
     }
 
     /// Each time as the document writes it, in [`TIME_KEYS`]' order:
     /// `None` where it is absent or not a time the document can write.
     pub fn texts(&self) -> [Option<EpochText>; 4] {
-        self.0.each_ref().map(|t| match t.as_ref()? {
-            RawTime::Int(ms) => EpochText::of_ms(*ms),
-            RawTime::Other(value) => EpochText::of_ms(time_ms(value)?),
-        })
+        self.0.map(EpochText::of_ms)
     }
 
     /// `timestamps`: each time normalized, `None` when none is left.
@@ -227,8 +229,8 @@ pub struct Head {
     pub element_type: Option<TypeName>,
     /// `location`, normalized ([`HeldLocation::location`] writes it).
     pub location: Option<HeldLocation>,
-    /// The times of `meta`, as sent ([`Head::timestamps`] normalizes them).
-    pub times: Option<MetaTimes>,
+    /// The times of `meta` ([`Head::timestamps`] formats them).
+    pub times: MetaTimes,
     /// The top-level `threadId`, when it is an identifier.
     pub thread_id: Option<Box<str>>,
 }
@@ -271,14 +273,14 @@ impl Head {
             id,
             element_type: fields.element_type,
             location: location(fields.location, fields.flat),
-            times: fields.meta,
+            times: fields.meta.unwrap_or_default(),
             thread_id: HeldScalar::into_ident(fields.thread_id),
         }
     }
 
     /// `timestamps` from `meta`, normalized.
     pub fn timestamps(&self) -> Option<Timestamps> {
-        self.times.as_ref().and_then(MetaTimes::timestamps)
+        self.times.timestamps()
     }
 
     /// The raw `elementType`, `""` when it is missing or not a string.

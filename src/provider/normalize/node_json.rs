@@ -70,9 +70,7 @@ pub(super) fn open(out: &mut Vec<u8>, node: &Opened<'_>) -> bool {
         out.extend_from_slice(b",\"location\":");
         write_location(out, location);
     }
-    if let Some(times) = &node.head.times {
-        write_timestamps(out, times);
-    }
+    write_timestamps(out, &node.head.times);
     out.extend_from_slice(b",\"children\":[");
     true
 }
@@ -329,7 +327,7 @@ mod tests {
             width in proptest::option::of(scalar()),
             height in proptest::option::of(scalar()),
             location in proptest::option::of(location()),
-            times in proptest::option::of(times()),
+            times in times(),
         ) -> Case {
             let kind = if card {
                 NodeKind::Card(CardFields { rich_text, background, transparent })
@@ -368,7 +366,7 @@ mod tests {
                     parent_id: Some("p\n".into()),
                     ..HeldLocation::default()
                 }),
-                times: Some(MetaTimes::new([None, Some(unwritable), None, None])),
+                times: MetaTimes::new([None, Some(unwritable), None, None]),
                 ..Head::default()
             },
         };
