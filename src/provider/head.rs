@@ -12,6 +12,7 @@ use crate::provider::raw::object;
 use crate::provider::time::{time_ms, EpochText};
 #[cfg(any(test, feature = "internals"))]
 use serde_json::Map;
+#[cfg(any(test, feature = "internals"))]
 use serde_json::Value;
 
 mod held;
@@ -236,6 +237,16 @@ pub struct Head {
 }
 
 impl Head {
+    /// The head of no element: what a non-object entry holds.
+    pub const NONE: Head = Head {
+        is_object: false,
+        id: None,
+        element_type: None,
+        location: None,
+        times: MetaTimes([NO_TIME; 4]),
+        thread_id: None,
+    };
+
     /// The head of a raw element (its `content` is not read), whose map
     /// key is not known: its `id` is kept even when it is the key.
     #[cfg(any(test, feature = "internals"))]

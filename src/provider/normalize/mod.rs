@@ -162,10 +162,10 @@ pub fn write(
 /// The root's entry, when it is there and a `BOARD`.
 fn root_entry(index: &tree::Index<'_>, fetched: &Fetched) -> Result<usize, NormalizeError> {
     let board_id = fetched.root_id.clone();
-    let Some(&root) = index.by_id.get(fetched.root_id.as_str()) else {
+    let Some(root) = index.find(&fetched.root_id) else {
         return Err(NormalizeError::RootMissing { board_id });
     };
-    let element_type = index.entries[root].head.element_type();
+    let element_type = index.entry(root).head.element_type();
     if element_type != "BOARD" {
         let element_type = element_type.to_owned();
         return Err(NormalizeError::RootNotBoard {

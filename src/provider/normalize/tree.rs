@@ -38,6 +38,7 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 /// One indexed element.
+#[derive(Clone, Copy)]
 pub struct Entry<'a> {
     pub id: &'a str,
     pub head: &'a Head,
@@ -45,46 +46,60 @@ pub struct Entry<'a> {
     pub content: Option<&'a JsonText>,
 }
 
-/// Elements by id and children by parent id.
+/// The merged elements by id, and children by parent id. An element is
+/// its place in the merged table, which is keyed by the id each element
+/// claims ([`Fetched::elements`]): the table's own lookup finds an id, so
+/// the index holds no second map of ids and no list of entries.
 pub struct Index<'a> {
-    pub entries: Vec<Entry<'a>>,
-    pub by_id: HashMap<&'a str, usize, IdHasher>,
+    elements: &'a IndexMap<String, Element, IdHasher>,
     children: HashMap<&'a str, Vec<usize>, IdHasher>,
 }
 
 impl<'a> Index<'a> {
-    /// Indexes merged elements (keyed by the id each claims, see
-    /// [`Fetched::elements`]); entries that are not objects are no elements.
+    /// Indexes merged elements; entries that are not objects are no
+    /// elements (no id finds them, and they are no one's children).
     pub fn new(elements: &'a IndexMap<String, Element, IdHasher>) -> Index<'a> {
-        let entries: Vec<Entry<'a>> = elements
-            .iter()
-            .filter(|(_, e)| e.head.is_object)
-            .map(|(id, e)| Entry {
-                id,
-                head: &e.head,
-                content: e.content.as_ref(),
-            })
-            .collect();
-        let by_id = entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
         let mut children: HashMap<&'a str, Vec<usize>, IdHasher> = HashMap::default();
-        for (i, entry) in entries.iter().enumerate() {
-            if entry.head.is_removed() {
+        for (i, element) in elements.values().enumerate() {
+            let head = &element.head;
+            if !head.is_object || head.is_removed() {
                 continue;
             }
-            let parent = entry
-                .head
-                .location
-                .as_ref()
-                .and_then(|l| l.parent_id.as_deref());
+            let parent = head.location.as_ref().and_then(|l| l.parent_id.as_deref());
             if let Some(parent) = parent {
                 children.entry(parent).or_default().push(i);
             }
         }
-        Index {
-            entries,
-            by_id,
-            children,
+        Index { elements, children }
+    }
+
+    /// The element that is `id`.
+    pub fn find(&self, id: &str) -> Option<usize> {
+        let (i, _, element) = self.elements.get_full(id)?;
+        element.head.is_object.then_some(i)
+    }
+
+    /// Element `i` (of [`Index::len`]); out of range (no index this index
+    /// made), no element.
+    pub fn entry(&self, i: usize) -> Entry<'a> {
+        static NONE: Head = Head::NONE;
+        match self.elements.get_index(i) {
+            Some((id, element)) => Entry {
+                id,
+                head: &element.head,
+                content: element.content.as_ref(),
+            },
+            None => Entry {
+                id: "",
+                head: &NONE,
+                content: None,
+            },
         }
+    }
+
+    /// The number of places in the table (elements and entries that are not).
+    pub fn len(&self) -> usize {
+        self.elements.len()
     }
 
     fn ordered_children(&self, id: &str, canvas_order: &CanvasOrder) -> Vec<usize> {
@@ -92,7 +107,7 @@ impl<'a> Index<'a> {
             return Vec::new();
         };
         let child = |i: usize| {
-            let entry = &self.entries[i];
+            let entry = self.entry(i);
             (entry.id, entry.head.location.as_ref())
         };
         order_children(children, child, canvas_order.get(id))
@@ -245,7 +260,7 @@ pub enum ContentReader {
     Tree,
 }
 
-/// Walks the tree from `root` (an index into `index.entries`), handing
+/// Walks the tree from `root` (an element of `index`), handing
 /// each node to `sink` in document order; an outline's nodes come without
 /// bodies (see [`Coverage`]). Returns the nested boards output whose
 /// children were not loaded (the same for either coverage).
@@ -263,14 +278,14 @@ pub fn walk(
         claimed: HashSet::new(),
         budget: fetched.comments.len(),
     };
-    let mut seen = vec![false; index.entries.len()];
-    let mut on_path = vec![false; index.entries.len()];
+    let mut seen = vec![false; index.len()];
+    let mut on_path = vec![false; index.len()];
     let mut completeness = Completeness::default();
     // The rich-text copy's buffers, grown once for the whole walk.
     let mut copy = CopyBuffers::default();
     let mut make =
         |i: usize, depth: usize, threads: &mut Threads, completeness: &mut Completeness| {
-            let entry = &index.entries[i];
+            let entry = index.entry(i);
             // Only a board has children of its own to load.
             let unloaded = match entry.head.element_type() {
                 "BOARD" => fetched.unloaded_reason(entry.id),
@@ -415,10 +430,8 @@ mod tests {
         let fetched = Fetched::from_elements("r", map.clone());
         let index = Index::new(&fetched.elements);
         let kind = |id: &str| {
-            index.entries[index.by_id[id]]
-                .head
-                .element_type()
-                .to_owned()
+            let found = index.find(id).expect("indexed");
+            index.entry(found).head.element_type().to_owned()
         };
         // The later claim wins, except a SKELETON over a BOARD; the same
         // element as the provider client's root check finds.
@@ -431,12 +444,14 @@ mod tests {
             .collect();
         for id in ["x", "w", "b", "n"] {
             let found = find_element(heads.iter().map(|(k, h)| (k.as_str(), h)), id);
-            let indexed = index.by_id.get(id).map(|&i| index.entries[i].head);
+            let indexed = index.find(id).map(|i| index.entry(i).head);
             assert_eq!(found, indexed, "{id}");
         }
-        assert_eq!(index.by_id.len(), 4);
+        let elements = (0..index.len()).filter(|&i| index.entry(i).head.is_object);
+        assert_eq!(elements.count(), 4);
+        assert!(!index.entry(index.len()).head.is_object);
         // A non-object claims its key and can be replaced; alone it is no element.
         let lone = Fetched::from_elements("r", json!({"n": 5}).as_object().unwrap().clone());
-        assert!(Index::new(&lone.elements).by_id.is_empty());
+        assert_eq!(Index::new(&lone.elements).find("n"), None);
     }
 }
