@@ -17,7 +17,23 @@ pub enum HeldScalar {
     Number(Number),
     Bool(bool),
     Text(Box<str>),
+    /// A string that is one of the [`NAMES`], held without a copy: every
+    /// element of a board names its section, and nearly all name the same
+    /// one.
+    Name(&'static str),
 }
+
+/// The section names Milanote's answers carry, in the forms they carry
+/// them ([`crate::document::reading`] reads them).
+const NAMES: [&str; 7] = [
+    "CANVAS",
+    "canvas",
+    "INBOX",
+    "ATTACHED",
+    "QUICK_NOTES",
+    "TRASH",
+    "DELETED",
+];
 
 impl HeldScalar {
     /// What [`Scalar::from_value`] keeps of `value`: `Some` for a string,
@@ -27,8 +43,16 @@ impl HeldScalar {
         match value? {
             Value::Number(n) => Some(HeldScalar::Number(n.clone())),
             Value::Bool(b) => Some(HeldScalar::Bool(*b)),
-            Value::String(s) => Some(HeldScalar::Text(s.as_str().into())),
+            Value::String(s) => Some(HeldScalar::text(s)),
             Value::Null | Value::Array(_) | Value::Object(_) => None,
+        }
+    }
+
+    /// A string, held as a [`HeldScalar::Name`] when it is one.
+    pub fn text(s: &str) -> HeldScalar {
+        match NAMES.iter().find(|name| **name == s) {
+            Some(name) => HeldScalar::Name(name),
+            None => HeldScalar::Text(s.into()),
         }
     }
 
@@ -38,6 +62,7 @@ impl HeldScalar {
             HeldScalar::Number(n) => Value::Number(n),
             HeldScalar::Bool(b) => Value::Bool(b),
             HeldScalar::Text(s) => Value::String(s.into_string()),
+            HeldScalar::Name(s) => Value::String(s.to_owned()),
         }
     }
 
@@ -46,6 +71,7 @@ impl HeldScalar {
     pub fn into_ident(held: Option<HeldScalar>) -> Option<Box<str>> {
         match held? {
             HeldScalar::Text(s) if !s.is_empty() => Some(s),
+            HeldScalar::Name(s) => Some(s.into()),
             HeldScalar::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string().into()),
             _ => None,
         }
@@ -57,6 +83,7 @@ impl HeldScalar {
             HeldScalar::Number(n) => Value::Number(n.clone()),
             HeldScalar::Bool(b) => Value::Bool(*b),
             HeldScalar::Text(s) => Value::String(s.as_ref().to_owned()),
+            HeldScalar::Name(s) => Value::String((*s).to_owned()),
         })
     }
 
@@ -64,6 +91,7 @@ impl HeldScalar {
     pub fn as_str(&self) -> Option<&str> {
         match self {
             HeldScalar::Text(s) => Some(s),
+            HeldScalar::Name(s) => Some(s),
             _ => None,
         }
     }
@@ -102,10 +130,7 @@ impl<'de> Visitor<'de> for HeldFieldVisitor {
         Ok(HeldField(Number::from_f64(n).map(HeldScalar::Number)))
     }
     fn visit_str<E>(self, s: &str) -> Result<HeldField, E> {
-        Ok(HeldField(Some(HeldScalar::Text(s.into()))))
-    }
-    fn visit_string<E>(self, s: String) -> Result<HeldField, E> {
-        Ok(HeldField(Some(HeldScalar::Text(s.into_boxed_str()))))
+        Ok(HeldField(Some(HeldScalar::text(s))))
     }
     fn visit_unit<E>(self) -> Result<HeldField, E> {
         Ok(HeldField(None))
@@ -252,6 +277,24 @@ mod tests {
     use super::super::tests::value_text;
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn section_names_are_held_without_a_copy_and_read_as_text() {
+        for name in NAMES {
+            let held = HeldScalar::text(name);
+            assert_eq!(held, HeldScalar::Name(name));
+            assert_eq!(held.as_str(), Some(name));
+            assert_eq!(held.scalar(), Scalar(Value::String(name.to_owned())));
+            let read: HeldField = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(read.0, Some(held));
+        }
+        // Only the names as they are spelled.
+        assert!(matches!(HeldScalar::text("Canvas"), HeldScalar::Text(_)));
+        assert!(matches!(HeldScalar::text("CANVAS "), HeldScalar::Text(_)));
+        // An escaped name is the name.
+        let read: HeldField = serde_json::from_str(r#""\u0043ANVAS""#).unwrap();
+        assert_eq!(read.0, Some(HeldScalar::Name("CANVAS")));
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]

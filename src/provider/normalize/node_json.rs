@@ -175,6 +175,7 @@ fn write_timestamps(out: &mut Vec<u8>, times: &MetaTimes) {
 fn write_held(out: &mut Vec<u8>, held: &HeldScalar) {
     match held {
         HeldScalar::Text(s) => write_str(out, s),
+        HeldScalar::Name(s) => write_str(out, s),
         HeldScalar::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         // serde_json's own form, as for a number in a value.
         HeldScalar::Number(n) => {
@@ -261,8 +262,14 @@ mod tests {
         ]
     }
 
-    fn held() -> impl Strategy<Value = HeldScalar> {
-        scalar().prop_filter_map("a scalar", |s| HeldScalar::of(Some(&s.0)))
+    // Boxed: the node's strategy nests these many times over, and unboxed
+    // its value tree overflows a test thread's stack in a debug build.
+    fn held() -> BoxedStrategy<HeldScalar> {
+        prop_oneof![
+            scalar().prop_filter_map("a scalar", |s| HeldScalar::of(Some(&s.0))),
+            proptest::sample::select(vec!["CANVAS", "canvas", "TRASH"]).prop_map(HeldScalar::text),
+        ]
+        .boxed()
     }
 
     prop_compose! {
@@ -292,8 +299,10 @@ mod tests {
         ]
     }
 
-    fn times() -> impl Strategy<Value = MetaTimes> {
-        proptest::array::uniform4(proptest::option::of(time())).prop_map(MetaTimes::new)
+    fn times() -> BoxedStrategy<MetaTimes> {
+        proptest::array::uniform4(proptest::option::of(time()))
+            .prop_map(MetaTimes::new)
+            .boxed()
     }
 
     prop_compose! {

@@ -40,6 +40,7 @@ impl<'a> Part<'a> {
                 .filter(|f| f.is_finite())
                 .map_or(Part::Missing, Part::Number),
             Some(HeldScalar::Text(s)) => numeric(s).map_or(Part::Text(s), Part::Number),
+            Some(HeldScalar::Name(s)) => Part::Text(s),
             Some(HeldScalar::Bool(b)) => Part::Bool(*b),
             None => Part::Missing,
         }
