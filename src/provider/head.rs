@@ -14,10 +14,11 @@ use crate::provider::time::{time_ms, EpochText};
 use serde_json::Map;
 #[cfg(any(test, feature = "internals"))]
 use serde_json::Value;
+use std::sync::Arc;
 
 mod held;
 
-pub use held::{HeldField, HeldScalar, IdField, IdRead, TypeField, TypeName};
+pub use held::{HeldField, HeldScalar, IdField, IdRead, ParentField, TypeField, TypeName};
 
 /// The nested `location.position` keys, in [`Position`]'s order.
 pub const POSITION_KEYS: [&str; 4] = ["x", "y", "index", "score"];
@@ -65,7 +66,8 @@ pub struct HeadFields {
 /// What is read of `location`.
 #[derive(Debug, Default)]
 pub struct LocationFields {
-    pub parent_id: Option<HeldScalar>,
+    /// `parentId`, when it is an identifier ([`HeldScalar::into_ident`]).
+    pub parent_id: Option<Arc<str>>,
     pub section: Option<HeldScalar>,
     pub root_board: Option<HeldScalar>,
     /// [`POSITION_KEYS`] of `position`, when it is an object.
@@ -149,7 +151,7 @@ impl HeadFields {
             },
             thread_id: get("threadId"),
             location: object(element.get("location")).map(|l| LocationFields {
-                parent_id: HeldScalar::of(l.get("parentId")),
+                parent_id: HeldScalar::into_ident(HeldScalar::of(l.get("parentId"))).map(Arc::from),
                 section: HeldScalar::of(l.get("section")),
                 root_board: HeldScalar::of(l.get("rootBoard")),
                 position: object(l.get("position")).map(|p| picked(p, POSITION_KEYS)),
@@ -180,7 +182,7 @@ fn location(loc: Option<LocationFields>, top: [Option<HeldScalar>; 4]) -> Option
     };
     let position = [coord(0), coord(1), coord(2), coord(3)];
     let location = HeldLocation {
-        parent_id: HeldScalar::into_ident(loc.parent_id),
+        parent_id: loc.parent_id,
         section: loc.section,
         root_board: loc.root_board,
         position,
@@ -192,8 +194,10 @@ fn location(loc: Option<LocationFields>, top: [Option<HeldScalar>; 4]) -> Option
 /// empty in a [`Head`]; [`HeldLocation::location`] makes the document's.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HeldLocation {
-    /// `parentId`, when it is an identifier.
-    pub parent_id: Option<Box<str>>,
+    /// `parentId`, when it is an identifier. Shared by the elements that
+    /// name the same parent (as the children of one column or board do)
+    /// when the answer reader reads them.
+    pub parent_id: Option<Arc<str>>,
     pub section: Option<HeldScalar>,
     pub root_board: Option<HeldScalar>,
     /// The coordinates in [`POSITION_KEYS`]' order.

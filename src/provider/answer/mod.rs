@@ -21,8 +21,8 @@ mod check;
 mod comments;
 
 use crate::provider::head::{
-    Head, HeadFields, HeldField, HeldScalar, IdField, IdRead, LocationFields, MetaTimes, TypeField,
-    POSITION_KEYS, TIME_KEYS,
+    Head, HeadFields, HeldField, HeldScalar, IdField, IdRead, LocationFields, MetaTimes,
+    ParentField, TypeField, POSITION_KEYS, TIME_KEYS,
 };
 use bytes::Bytes;
 use check::checked;
@@ -35,7 +35,9 @@ use indexmap::IndexMap;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 use std::fmt;
+use std::sync::Arc;
 
 /// Most nested levels an element's `content` (or any other field of an
 /// element) may have, counting itself: it sits below three levels (the
@@ -234,10 +236,13 @@ impl<'de> MapReader<'de> for ElementsReader<'_> {
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Elements, A::Error> {
         let hint = map.size_hint().unwrap_or(0);
         let mut elements = Elements::with_capacity_and_hasher(hint, IdHasher::default());
+        // The parent ids read so far, each held once for all its children.
+        let mut parents = HashSet::default();
         while let Some(key) = map.next_key::<String>()? {
             let seed = ElementSeed {
                 body: self.body,
                 key: &key,
+                parents: &mut parents,
             };
             let (head, content) = map.next_value_seed(seed)?;
             // Grown by doubling, explicitly: serde_json gives no count, and
@@ -261,6 +266,7 @@ struct ElementSeed<'b> {
     body: &'b Bytes,
     /// The element's map key.
     key: &'b str,
+    parents: &'b mut HashSet<Arc<str>, IdHasher>,
 }
 
 impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
@@ -270,6 +276,7 @@ impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
         let reader = ElementReader {
             body: self.body,
             key: self.key,
+            parents: self.parents,
         };
         let element = deserializer.deserialize_any(ObjectOnly(reader))?;
         Ok(element.unwrap_or_default())
@@ -302,6 +309,7 @@ const ELEMENT_LEVELS: usize = 3;
 struct ElementReader<'b> {
     body: &'b Bytes,
     key: &'b str,
+    parents: &'b mut HashSet<Arc<str>, IdHasher>,
 }
 
 impl<'de> MapReader<'de> for ElementReader<'_> {
@@ -323,7 +331,12 @@ impl<'de> MapReader<'de> for ElementReader<'_> {
                 },
                 Some(2) => fields.underscore_id = map.next_value::<HeldField>()?.0,
                 Some(3) => fields.element_type = map.next_value::<TypeField>()?.0,
-                Some(4) => fields.location = map.next_value_seed(ObjectOnly(LocationReader))?,
+                Some(4) => {
+                    let reader = LocationReader {
+                        parents: &mut *self.parents,
+                    };
+                    fields.location = map.next_value_seed(ObjectOnly(reader))?;
+                }
                 Some(5) => {
                     let times = map.next_value_seed(ObjectOnly(Picked {
                         keys: &TIME_KEYS,
@@ -422,7 +435,9 @@ impl<'de> MapReader<'de> for CommentReader<'_> {
 }
 
 /// `location`: the keys [`Head`] reads, the others checked and skipped.
-struct LocationReader;
+struct LocationReader<'p> {
+    parents: &'p mut HashSet<Arc<str>, IdHasher>,
+}
 
 const LOCATION_KEYS: [&str; 8] = [
     "parentId",
@@ -435,14 +450,14 @@ const LOCATION_KEYS: [&str; 8] = [
     "positionScore",
 ];
 
-impl<'de> MapReader<'de> for LocationReader {
+impl<'de> MapReader<'de> for LocationReader<'_> {
     type Out = LocationFields;
 
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
         let mut location = LocationFields::default();
         while let Some(key) = map.next_key_seed(NameIn(&LOCATION_KEYS))? {
             match key {
-                Some(0) => location.parent_id = map.next_value::<HeldField>()?.0,
+                Some(0) => location.parent_id = map.next_value_seed(ParentField(self.parents))?,
                 Some(1) => location.section = map.next_value::<HeldField>()?.0,
                 Some(2) => location.root_board = map.next_value::<HeldField>()?.0,
                 Some(3) => {

@@ -200,6 +200,32 @@ fn an_id_equal_to_its_key_is_the_key() {
     assert_eq!(head.id.as_deref(), Some("u"));
 }
 
+#[test]
+fn parent_ids_are_shared_and_read_as_values_read_them() {
+    let body = r#"{"elements":{
+        "a":{"location":{"parentId":"p"}},
+        "b":{"location":{"parentId":"\u0070"}},
+        "c":{"location":{"parentId":5}},
+        "d":{"location":{"parentId":""}},
+        "e":{"location":{"parentId":[1],"section":"CANVAS"}},
+        "f":{"location":{"parentId":"q","parentId":"p"}}}}"#;
+    check(body);
+    let answer = Answer::parse(body.as_bytes()).unwrap();
+    let parents: Vec<_> = answer
+        .element_heads()
+        .map(|(_, head)| head.location.as_ref().and_then(|l| l.parent_id.clone()))
+        .collect();
+    let texts: Vec<_> = parents.iter().map(|p| p.as_deref()).collect();
+    assert_eq!(
+        texts,
+        [Some("p"), Some("p"), Some("5"), None, None, Some("p")]
+    );
+    // One string for every child of "p".
+    let p = parents[0].as_ref().unwrap();
+    assert!(Arc::ptr_eq(p, parents[1].as_ref().unwrap()));
+    assert!(Arc::ptr_eq(p, parents[5].as_ref().unwrap()));
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
 

@@ -4,8 +4,11 @@
 //! read.
 
 use crate::document::Scalar;
+use crate::provider::answer::IdHasher;
 use serde::de::Visitor;
 use serde_json::{Number, Value};
+use std::collections::HashSet;
+use std::sync::Arc;
 
 /// A [`Scalar`] of an element's `location` as the provider sent it, held
 /// in 24 bytes until its node is written: a number as serde_json read it
@@ -227,6 +230,37 @@ impl<'de> serde::de::DeserializeSeed<'de> for IdField<'_> {
             StrRead::Str(None) => IdRead::Key,
             StrRead::Str(held) => IdRead::Held(held),
             StrRead::Other(field) => IdRead::Held(field.0),
+        })
+    }
+}
+
+/// `parentId` as the answer reader reads it: [`HeldScalar::into_ident`]
+/// of the field, shared with the elements read before it that named the
+/// same parent (`parents`, the answer's parent ids so far).
+pub struct ParentField<'p>(pub &'p mut HashSet<Arc<str>, IdHasher>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ParentField<'_> {
+    type Value = Option<Arc<str>>;
+
+    fn deserialize<D>(self, deserializer: D) -> Result<Option<Arc<str>>, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+    {
+        let parents = self.0;
+        let shared = |s: &str| {
+            if s.is_empty() {
+                return None;
+            }
+            if let Some(parent) = parents.get(s) {
+                return Some(Arc::clone(parent));
+            }
+            let parent: Arc<str> = Arc::from(s);
+            parents.insert(Arc::clone(&parent));
+            Some(parent)
+        };
+        Ok(match deserializer.deserialize_any(StrVisitor(shared))? {
+            StrRead::Str(parent) => parent,
+            StrRead::Other(field) => HeldScalar::into_ident(field.0).map(Arc::from),
         })
     }
 }

@@ -279,7 +279,7 @@ mod tests {
             root_board in proptest::option::of(held()),
             position in proptest::array::uniform4(proptest::option::of(held())),
         ) -> HeldLocation {
-            HeldLocation { parent_id: parent_id.map(String::into_boxed_str), section, root_board, position }
+            HeldLocation { parent_id: parent_id.map(std::sync::Arc::from), section, root_board, position }
         }
     }
 
