@@ -18,7 +18,9 @@ use std::sync::Arc;
 
 mod held;
 
-pub use held::{HeldField, HeldScalar, IdField, IdRead, ParentField, TypeField, TypeName};
+pub use held::{
+    HeldField, HeldScalar, IdField, IdRead, ParentField, SharedField, TypeField, TypeName,
+};
 
 /// The nested `location.position` keys, in [`Position`]'s order.
 pub const POSITION_KEYS: [&str; 4] = ["x", "y", "index", "score"];

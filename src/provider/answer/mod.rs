@@ -22,7 +22,7 @@ mod comments;
 
 use crate::provider::head::{
     Head, HeadFields, HeldField, HeldScalar, IdField, IdRead, LocationFields, MetaTimes,
-    ParentField, TypeField, POSITION_KEYS, TIME_KEYS,
+    ParentField, SharedField, TypeField, POSITION_KEYS, TIME_KEYS,
 };
 use bytes::Bytes;
 use check::checked;
@@ -236,7 +236,8 @@ impl<'de> MapReader<'de> for ElementsReader<'_> {
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Elements, A::Error> {
         let hint = map.size_hint().unwrap_or(0);
         let mut elements = Elements::with_capacity_and_hasher(hint, IdHasher::default());
-        // The parent ids read so far, each held once for all its children.
+        // The parent and root board ids read so far, each held once for
+        // all the elements that name it.
         let mut parents = HashSet::default();
         while let Some(key) = map.next_key::<String>()? {
             let seed = ElementSeed {
@@ -459,7 +460,7 @@ impl<'de> MapReader<'de> for LocationReader<'_> {
             match key {
                 Some(0) => location.parent_id = map.next_value_seed(ParentField(self.parents))?,
                 Some(1) => location.section = map.next_value::<HeldField>()?.0,
-                Some(2) => location.root_board = map.next_value::<HeldField>()?.0,
+                Some(2) => location.root_board = map.next_value_seed(SharedField(self.parents))?,
                 Some(3) => {
                     location.position = map.next_value_seed(ObjectOnly(Picked {
                         keys: &POSITION_KEYS,

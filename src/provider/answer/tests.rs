@@ -203,8 +203,9 @@ fn an_id_equal_to_its_key_is_the_key() {
 #[test]
 fn parent_ids_are_shared_and_read_as_values_read_them() {
     let body = r#"{"elements":{
-        "a":{"location":{"parentId":"p"}},
-        "b":{"location":{"parentId":"\u0070"}},
+        "a":{"location":{"parentId":"p","rootBoard":"p"}},
+        "b":{"location":{"parentId":"\u0070","rootBoard":"p"}},
+        "r":{"location":{"rootBoard":7}},
         "c":{"location":{"parentId":5}},
         "d":{"location":{"parentId":""}},
         "e":{"location":{"parentId":[1],"section":"CANVAS"}},
@@ -216,14 +217,23 @@ fn parent_ids_are_shared_and_read_as_values_read_them() {
         .map(|(_, head)| head.location.as_ref().and_then(|l| l.parent_id.clone()))
         .collect();
     let texts: Vec<_> = parents.iter().map(|p| p.as_deref()).collect();
-    assert_eq!(
-        texts,
-        [Some("p"), Some("p"), Some("5"), None, None, Some("p")]
-    );
-    // One string for every child of "p".
+    let want = [Some("p"), Some("p"), None, Some("5"), None, None, Some("p")];
+    assert_eq!(texts, want);
+    // One string for every child of "p", and for the root board "p".
     let p = parents[0].as_ref().unwrap();
     assert!(Arc::ptr_eq(p, parents[1].as_ref().unwrap()));
-    assert!(Arc::ptr_eq(p, parents[5].as_ref().unwrap()));
+    assert!(Arc::ptr_eq(p, parents[6].as_ref().unwrap()));
+    let roots: Vec<_> = answer
+        .element_heads()
+        .map(|(_, head)| head.location.as_ref().and_then(|l| l.root_board.clone()))
+        .collect();
+    match (&roots[0], &roots[1]) {
+        (Some(HeldScalar::Shared(a)), Some(HeldScalar::Shared(b))) => {
+            assert!(Arc::ptr_eq(a, p) && Arc::ptr_eq(b, p));
+        }
+        other => panic!("root boards not shared: {other:?}"),
+    }
+    assert_eq!(roots[2], Some(HeldScalar::Number(7.into())));
 }
 
 proptest::proptest! {

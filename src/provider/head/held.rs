@@ -15,7 +15,11 @@ use std::sync::Arc;
 /// (its integer or float, so it is written back as the same text), a
 /// boolean, or a string. A `Scalar` holds a whole value, 72 bytes inline,
 /// and every element holds six of them until it is written.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// A string is held in one of three ways, which compare equal when their
+/// strings are: its own copy, a name (no copy), or a string shared with
+/// other elements.
+#[derive(Debug, Clone)]
 pub enum HeldScalar {
     Number(Number),
     Bool(bool),
@@ -24,6 +28,19 @@ pub enum HeldScalar {
     /// element of a board names its section, and nearly all name the same
     /// one.
     Name(&'static str),
+    /// A board id that the answer reader holds once for every element
+    /// that names it ([`SharedField`]): `rootBoard`.
+    Shared(Arc<str>),
+}
+
+impl PartialEq for HeldScalar {
+    fn eq(&self, other: &HeldScalar) -> bool {
+        match (self, other) {
+            (HeldScalar::Number(a), HeldScalar::Number(b)) => a == b,
+            (HeldScalar::Bool(a), HeldScalar::Bool(b)) => a == b,
+            _ => matches!((self.as_str(), other.as_str()), (Some(a), Some(b)) if a == b),
+        }
+    }
 }
 
 /// The section names Milanote's answers carry, in the forms they carry
@@ -66,6 +83,7 @@ impl HeldScalar {
             HeldScalar::Bool(b) => Value::Bool(b),
             HeldScalar::Text(s) => Value::String(s.into_string()),
             HeldScalar::Name(s) => Value::String(s.to_owned()),
+            HeldScalar::Shared(s) => Value::String(s.as_ref().to_owned()),
         }
     }
 
@@ -75,6 +93,7 @@ impl HeldScalar {
         match held? {
             HeldScalar::Text(s) if !s.is_empty() => Some(s),
             HeldScalar::Name(s) => Some(s.into()),
+            HeldScalar::Shared(s) if !s.is_empty() => Some(s.as_ref().into()),
             HeldScalar::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string().into()),
             _ => None,
         }
@@ -87,6 +106,7 @@ impl HeldScalar {
             HeldScalar::Bool(b) => Value::Bool(*b),
             HeldScalar::Text(s) => Value::String(s.as_ref().to_owned()),
             HeldScalar::Name(s) => Value::String((*s).to_owned()),
+            HeldScalar::Shared(s) => Value::String(s.as_ref().to_owned()),
         })
     }
 
@@ -95,6 +115,7 @@ impl HeldScalar {
         match self {
             HeldScalar::Text(s) => Some(s),
             HeldScalar::Name(s) => Some(s),
+            HeldScalar::Shared(s) => Some(s),
             _ => None,
         }
     }
@@ -247,22 +268,43 @@ impl<'de> serde::de::DeserializeSeed<'de> for ParentField<'_> {
         D: serde::Deserializer<'de>,
     {
         let parents = self.0;
-        let shared = |s: &str| {
-            if s.is_empty() {
-                return None;
-            }
-            if let Some(parent) = parents.get(s) {
-                return Some(Arc::clone(parent));
-            }
-            let parent: Arc<str> = Arc::from(s);
-            parents.insert(Arc::clone(&parent));
-            Some(parent)
-        };
+        let shared = |s: &str| (!s.is_empty()).then(|| share(parents, s));
         Ok(match deserializer.deserialize_any(StrVisitor(shared))? {
             StrRead::Str(parent) => parent,
             StrRead::Other(field) => HeldScalar::into_ident(field.0).map(Arc::from),
         })
     }
+}
+
+/// A field held as a [`HeldField`] is, except that a string is held
+/// [`HeldScalar::Shared`] with the elements read before it that held the
+/// same one (`shared`: the answer's shared strings so far).
+pub struct SharedField<'p>(pub &'p mut HashSet<Arc<str>, IdHasher>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for SharedField<'_> {
+    type Value = Option<HeldScalar>;
+
+    fn deserialize<D>(self, deserializer: D) -> Result<Option<HeldScalar>, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+    {
+        let set = self.0;
+        let shared = |s: &str| HeldScalar::Shared(share(set, s));
+        Ok(match deserializer.deserialize_any(StrVisitor(shared))? {
+            StrRead::Str(held) => Some(held),
+            StrRead::Other(field) => field.0,
+        })
+    }
+}
+
+/// `s`, held once in `set`.
+fn share(set: &mut HashSet<Arc<str>, IdHasher>, s: &str) -> Arc<str> {
+    if let Some(held) = set.get(s) {
+        return Arc::clone(held);
+    }
+    let held: Arc<str> = Arc::from(s);
+    set.insert(Arc::clone(&held));
+    held
 }
 
 /// A field whose string is handed to a function instead of being copied;
@@ -325,6 +367,13 @@ mod tests {
         // Only the names as they are spelled.
         assert!(matches!(HeldScalar::text("Canvas"), HeldScalar::Text(_)));
         assert!(matches!(HeldScalar::text("CANVAS "), HeldScalar::Text(_)));
+        // Held three ways, equal by their strings; never equal to a number.
+        let shared = HeldScalar::Shared(Arc::from("CANVAS"));
+        assert_eq!(shared, HeldScalar::Name("CANVAS"));
+        assert_eq!(shared, HeldScalar::Text("CANVAS".into()));
+        assert_ne!(shared, HeldScalar::Text("canvas".into()));
+        assert_ne!(HeldScalar::Text("1".into()), HeldScalar::Number(1.into()));
+        assert_ne!(HeldScalar::Bool(true), HeldScalar::Text("true".into()));
         // An escaped name is the name.
         let read: HeldField = serde_json::from_str(r#""\u0043ANVAS""#).unwrap();
         assert_eq!(read.0, Some(HeldScalar::Name("CANVAS")));

@@ -176,6 +176,7 @@ fn write_held(out: &mut Vec<u8>, held: &HeldScalar) {
     match held {
         HeldScalar::Text(s) => write_str(out, s),
         HeldScalar::Name(s) => write_str(out, s),
+        HeldScalar::Shared(s) => write_str(out, s),
         HeldScalar::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         // serde_json's own form, as for a number in a value.
         HeldScalar::Number(n) => {

@@ -39,9 +39,11 @@ impl<'a> Part<'a> {
                 .as_f64()
                 .filter(|f| f.is_finite())
                 .map_or(Part::Missing, Part::Number),
-            Some(HeldScalar::Text(s)) => numeric(s).map_or(Part::Text(s), Part::Number),
-            Some(HeldScalar::Name(s)) => Part::Text(s),
             Some(HeldScalar::Bool(b)) => Part::Bool(*b),
+            Some(text) => match text.as_str() {
+                Some(s) => numeric(s).map_or(Part::Text(s), Part::Number),
+                None => Part::Missing,
+            },
             None => Part::Missing,
         }
     }
