@@ -51,7 +51,7 @@ pub const TIME_KEYS: [&str; 4] = [
 pub struct HeadFields {
     pub id: Option<HeldScalar>,
     /// `id` was a string equal to the element's map key (the answer reader
-    /// notes it instead of copying the string, [`super::held::IdField`]).
+    /// notes it instead of copying the string, [`IdField`]).
     pub id_is_key: bool,
     pub underscore_id: Option<HeldScalar>,
     /// `elementType`, when it is a string.
@@ -83,9 +83,8 @@ pub struct LocationFields {
 /// until it is written, so they are held in eight bytes each: a time sent
 /// as anything but an integer (a float, a numeric or date string) is read
 /// into its milliseconds as it is held ([`time_ms`]), and a time that is
-/// absent or unreadable is [`NO_TIME`]. `NO_TIME` is also `i64::MIN`
-/// milliseconds, which is outside the years a document can write, so
-/// either way nothing is written for it.
+/// absent or unreadable is `NO_TIME`: `i64::MIN` milliseconds, outside
+/// the years a document can write, so nothing is written for it either way.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetaTimes([i64; 4]);
 

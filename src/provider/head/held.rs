@@ -24,9 +24,9 @@ pub enum HeldScalar {
     Number(Number),
     Bool(bool),
     Text(Box<str>),
-    /// A string that is one of the [`NAMES`], held without a copy: every
-    /// element of a board names its section, and nearly all name the same
-    /// one.
+    /// A string that is one of the section names Milanote's answers carry,
+    /// held without a copy: every element of a board names its section,
+    /// and nearly all name the same one.
     Name(&'static str),
     /// A board id that the answer reader holds once for every element
     /// that names it ([`SharedField`]): `rootBoard`.
