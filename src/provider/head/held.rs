@@ -170,11 +170,18 @@ impl<'de> Visitor<'de> for HeldFieldVisitor {
 }
 
 /// An `elementType` as a head holds it: one of the types the normalizer
-/// reads, without a copy of its name, or any other string.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// reads, without a copy of its name, or any other string. Two compare
+/// equal when their names are.
+#[derive(Debug, Clone)]
 pub enum TypeName {
     Known(&'static str),
     Other(Box<str>),
+}
+
+impl PartialEq for TypeName {
+    fn eq(&self, other: &TypeName) -> bool {
+        self.as_str() == other.as_str()
+    }
 }
 
 /// The element types the normalizer reads (most common first), and the
