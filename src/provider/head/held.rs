@@ -4,10 +4,10 @@
 //! read.
 
 use crate::document::Scalar;
-use crate::provider::answer::IdHasher;
 use serde::de::Visitor;
 use serde_json::{Number, Value};
 use std::collections::HashSet;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// A [`Scalar`] of an element's `location` as the provider sent it, held
@@ -264,10 +264,11 @@ impl<'de> serde::de::DeserializeSeed<'de> for IdField<'_> {
 
 /// `parentId` as the answer reader reads it: [`HeldScalar::into_ident`]
 /// of the field, shared with the elements read before it that named the
-/// same parent (`parents`, the answer's parent ids so far).
-pub struct ParentField<'p>(pub &'p mut HashSet<Arc<str>, IdHasher>);
+/// same parent (`parents`, the answer's parent ids so far, hashed as the
+/// answer reader chooses).
+pub struct ParentField<'p, S>(pub &'p mut HashSet<Arc<str>, S>);
 
-impl<'de> serde::de::DeserializeSeed<'de> for ParentField<'_> {
+impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for ParentField<'_, S> {
     type Value = Option<Arc<str>>;
 
     fn deserialize<D>(self, deserializer: D) -> Result<Option<Arc<str>>, D::Error>
@@ -286,9 +287,9 @@ impl<'de> serde::de::DeserializeSeed<'de> for ParentField<'_> {
 /// A field held as a [`HeldField`] is, except that a string is held
 /// [`HeldScalar::Shared`] with the elements read before it that held the
 /// same one (`shared`: the answer's shared strings so far).
-pub struct SharedField<'p>(pub &'p mut HashSet<Arc<str>, IdHasher>);
+pub struct SharedField<'p, S>(pub &'p mut HashSet<Arc<str>, S>);
 
-impl<'de> serde::de::DeserializeSeed<'de> for SharedField<'_> {
+impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for SharedField<'_, S> {
     type Value = Option<HeldScalar>;
 
     fn deserialize<D>(self, deserializer: D) -> Result<Option<HeldScalar>, D::Error>
@@ -305,7 +306,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for SharedField<'_> {
 }
 
 /// `s`, held once in `set`.
-fn share(set: &mut HashSet<Arc<str>, IdHasher>, s: &str) -> Arc<str> {
+fn share<S: BuildHasher>(set: &mut HashSet<Arc<str>, S>, s: &str) -> Arc<str> {
     if let Some(held) = set.get(s) {
         return Arc::clone(held);
     }
