@@ -14,12 +14,11 @@ use crate::provider::time::{time_ms, EpochText};
 use serde_json::Map;
 #[cfg(any(test, feature = "internals"))]
 use serde_json::Value;
-use std::sync::Arc;
-
 mod held;
 
 pub use held::{
-    HeldField, HeldScalar, IdField, IdRead, ParentField, SharedField, TypeField, TypeName,
+    HeldField, HeldScalar, IdField, IdRead, ParentField, SharedField, SharedStr, TypeField,
+    TypeName,
 };
 
 /// The nested `location.position` keys, in [`Position`]'s order.
@@ -69,7 +68,7 @@ pub struct HeadFields {
 #[derive(Debug, Default)]
 pub struct LocationFields {
     /// `parentId`, when it is an identifier ([`HeldScalar::into_ident`]).
-    pub parent_id: Option<Arc<str>>,
+    pub parent_id: Option<SharedStr>,
     pub section: Option<HeldScalar>,
     pub root_board: Option<HeldScalar>,
     /// [`POSITION_KEYS`] of `position`, when it is an object.
@@ -152,7 +151,8 @@ impl HeadFields {
             },
             thread_id: get("threadId"),
             location: object(element.get("location")).map(|l| LocationFields {
-                parent_id: HeldScalar::into_ident(HeldScalar::of(l.get("parentId"))).map(Arc::from),
+                parent_id: HeldScalar::into_ident(HeldScalar::of(l.get("parentId")))
+                    .map(|id| SharedStr::from(&*id)),
                 section: HeldScalar::of(l.get("section")),
                 root_board: HeldScalar::of(l.get("rootBoard")),
                 position: object(l.get("position")).map(|p| picked(p, POSITION_KEYS)),
@@ -198,7 +198,7 @@ pub struct HeldLocation {
     /// `parentId`, when it is an identifier. Shared by the elements that
     /// name the same parent (as the children of one column or board do)
     /// when the answer reader reads them.
-    pub parent_id: Option<Arc<str>>,
+    pub parent_id: Option<SharedStr>,
     pub section: Option<HeldScalar>,
     pub root_board: Option<HeldScalar>,
     /// The coordinates in [`POSITION_KEYS`]' order.

@@ -22,7 +22,7 @@ mod comments;
 
 use crate::provider::head::{
     Head, HeadFields, HeldField, HeldScalar, IdField, IdRead, LocationFields, MetaTimes,
-    ParentField, SharedField, TypeField, POSITION_KEYS, TIME_KEYS,
+    ParentField, SharedField, SharedStr, TypeField, POSITION_KEYS, TIME_KEYS,
 };
 use bytes::Bytes;
 use check::checked;
@@ -37,7 +37,6 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::Arc;
 
 /// Most nested levels an element's `content` (or any other field of an
 /// element) may have, counting itself: it sits below three levels (the
@@ -267,7 +266,7 @@ struct ElementSeed<'b> {
     body: &'b Bytes,
     /// The element's map key.
     key: &'b str,
-    parents: &'b mut HashSet<Arc<str>, IdHasher>,
+    parents: &'b mut HashSet<SharedStr, IdHasher>,
 }
 
 impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
@@ -310,7 +309,7 @@ const ELEMENT_LEVELS: usize = 3;
 struct ElementReader<'b> {
     body: &'b Bytes,
     key: &'b str,
-    parents: &'b mut HashSet<Arc<str>, IdHasher>,
+    parents: &'b mut HashSet<SharedStr, IdHasher>,
 }
 
 impl<'de> MapReader<'de> for ElementReader<'_> {
@@ -437,7 +436,7 @@ impl<'de> MapReader<'de> for CommentReader<'_> {
 
 /// `location`: the keys [`Head`] reads, the others checked and skipped.
 struct LocationReader<'p> {
-    parents: &'p mut HashSet<Arc<str>, IdHasher>,
+    parents: &'p mut HashSet<SharedStr, IdHasher>,
 }
 
 const LOCATION_KEYS: [&str; 8] = [

@@ -221,15 +221,15 @@ fn parent_ids_are_shared_and_read_as_values_read_them() {
     assert_eq!(texts, want);
     // One string for every child of "p", and for the root board "p".
     let p = parents[0].as_ref().unwrap();
-    assert!(Arc::ptr_eq(p, parents[1].as_ref().unwrap()));
-    assert!(Arc::ptr_eq(p, parents[6].as_ref().unwrap()));
+    assert!(p.is_same(parents[1].as_ref().unwrap()));
+    assert!(p.is_same(parents[6].as_ref().unwrap()));
     let roots: Vec<_> = answer
         .element_heads()
         .map(|(_, head)| head.location.as_ref().and_then(|l| l.root_board.clone()))
         .collect();
     match (&roots[0], &roots[1]) {
         (Some(HeldScalar::Shared(a)), Some(HeldScalar::Shared(b))) => {
-            assert!(Arc::ptr_eq(a, p) && Arc::ptr_eq(b, p));
+            assert!(a.is_same(p) && b.is_same(p));
         }
         other => panic!("root boards not shared: {other:?}"),
     }

@@ -1,20 +1,24 @@
 //! An element's scalar fields as its head holds them: [`HeldScalar`], a
-//! string, number or boolean in 24 bytes instead of a whole value, and
+//! string, number or boolean in 16 bytes instead of a whole value, and
 //! [`HeldField`], one field of an answer read into one as the answer is
 //! read.
 
 use crate::document::Scalar;
 use serde::de::Visitor;
 use serde_json::{Number, Value};
+use std::borrow::Borrow;
 use std::collections::HashSet;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::ops::Deref;
 use std::sync::Arc;
 
 /// A [`Scalar`] of an element's `location` as the provider sent it, held
-/// in 24 bytes until its node is written: a number as serde_json read it
+/// in 16 bytes until its node is written: a number as serde_json read it
 /// (its integer or float, so it is written back as the same text), a
 /// boolean, or a string. A `Scalar` holds a whole value, 72 bytes inline,
-/// and every element holds six of them until it is written.
+/// and every element holds six of them until it is written, so each
+/// variant keeps to one word beside the tag that serde_json's `Number`
+/// already has room for (a test holds it to 16 bytes).
 ///
 /// A string is held in one of three ways, which compare equal when their
 /// strings are: its own copy, a name (no copy), or a string shared with
@@ -23,14 +27,65 @@ use std::sync::Arc;
 pub enum HeldScalar {
     Number(Number),
     Bool(bool),
-    Text(Box<str>),
+    /// A string of its own, behind one thin pointer: such strings are rare
+    /// (a section or coordinate that is neither a name nor a number), so
+    /// the second allocation costs less than a wider variant on every
+    /// element.
+    Text(Box<Box<str>>),
     /// A string that is one of the section names Milanote's answers carry,
     /// held without a copy: every element of a board names its section,
-    /// and nearly all name the same one.
-    Name(&'static str),
+    /// and nearly all name the same one. The reference is to the entry of
+    /// the list of names, so it is one word.
+    Name(&'static &'static str),
     /// A board id that the answer reader holds once for every element
     /// that names it ([`SharedField`]): `rootBoard`.
-    Shared(Arc<str>),
+    Shared(SharedStr),
+}
+
+/// A string held once for every element that names it (a parent or root
+/// board id), behind one pointer: 8 bytes where an `Arc<str>` is 16. It
+/// hashes, compares and borrows as its `str`, so a set of them is looked
+/// up by a `&str`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SharedStr(Arc<Box<str>>);
+
+impl SharedStr {
+    /// Whether the two are one string held once, not two equal strings.
+    #[cfg(test)]
+    pub fn is_same(&self, other: &SharedStr) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl From<&str> for SharedStr {
+    fn from(s: &str) -> SharedStr {
+        SharedStr(Arc::new(s.into()))
+    }
+}
+
+impl Deref for SharedStr {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for SharedStr {
+    fn borrow(&self) -> &str {
+        self
+    }
+}
+
+impl Hash for SharedStr {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        str::hash(self, state)
+    }
+}
+
+impl std::fmt::Debug for SharedStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        str::fmt(self, f)
+    }
 }
 
 impl PartialEq for HeldScalar {
@@ -72,8 +127,13 @@ impl HeldScalar {
     pub fn text(s: &str) -> HeldScalar {
         match NAMES.iter().find(|name| **name == s) {
             Some(name) => HeldScalar::Name(name),
-            None => HeldScalar::Text(s.into()),
+            None => HeldScalar::owned(s),
         }
+    }
+
+    /// A string held as its own copy.
+    pub fn owned(s: &str) -> HeldScalar {
+        HeldScalar::Text(Box::new(s.into()))
     }
 
     /// The value it was read from.
@@ -81,9 +141,9 @@ impl HeldScalar {
         match self {
             HeldScalar::Number(n) => Value::Number(n),
             HeldScalar::Bool(b) => Value::Bool(b),
-            HeldScalar::Text(s) => Value::String(s.into_string()),
-            HeldScalar::Name(s) => Value::String(s.to_owned()),
-            HeldScalar::Shared(s) => Value::String(s.as_ref().to_owned()),
+            HeldScalar::Text(s) => Value::String((*s).into_string()),
+            HeldScalar::Name(s) => Value::String(str::to_owned(s)),
+            HeldScalar::Shared(s) => Value::String(str::to_owned(&s)),
         }
     }
 
@@ -91,9 +151,9 @@ impl HeldScalar {
     /// string (moved, not copied), or an integer in decimal.
     pub fn into_ident(held: Option<HeldScalar>) -> Option<Box<str>> {
         match held? {
-            HeldScalar::Text(s) if !s.is_empty() => Some(s),
-            HeldScalar::Name(s) => Some(s.into()),
-            HeldScalar::Shared(s) if !s.is_empty() => Some(s.as_ref().into()),
+            HeldScalar::Text(s) if !s.is_empty() => Some(*s),
+            HeldScalar::Name(s) => Some((*s).into()),
+            HeldScalar::Shared(s) if !s.is_empty() => Some(Box::from(&*s)),
             HeldScalar::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string().into()),
             _ => None,
         }
@@ -104,9 +164,9 @@ impl HeldScalar {
         Scalar(match self {
             HeldScalar::Number(n) => Value::Number(n.clone()),
             HeldScalar::Bool(b) => Value::Bool(*b),
-            HeldScalar::Text(s) => Value::String(s.as_ref().to_owned()),
-            HeldScalar::Name(s) => Value::String((*s).to_owned()),
-            HeldScalar::Shared(s) => Value::String(s.as_ref().to_owned()),
+            HeldScalar::Text(s) => Value::String(str::to_owned(s)),
+            HeldScalar::Name(s) => Value::String(str::to_owned(s)),
+            HeldScalar::Shared(s) => Value::String(str::to_owned(s)),
         })
     }
 
@@ -253,7 +313,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for IdField<'_> {
 
     fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<IdRead, D::Error> {
         let key = self.0;
-        let on_str = |s: &str| (key.is_empty() || s != key).then(|| HeldScalar::Text(s.into()));
+        let on_str = |s: &str| (key.is_empty() || s != key).then(|| HeldScalar::owned(s));
         Ok(match deserializer.deserialize_any(StrVisitor(on_str))? {
             StrRead::Str(None) => IdRead::Key,
             StrRead::Str(held) => IdRead::Held(held),
@@ -266,12 +326,12 @@ impl<'de> serde::de::DeserializeSeed<'de> for IdField<'_> {
 /// of the field, shared with the elements read before it that named the
 /// same parent (`parents`, the answer's parent ids so far, hashed as the
 /// answer reader chooses).
-pub struct ParentField<'p, S>(pub &'p mut HashSet<Arc<str>, S>);
+pub struct ParentField<'p, S>(pub &'p mut HashSet<SharedStr, S>);
 
 impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for ParentField<'_, S> {
-    type Value = Option<Arc<str>>;
+    type Value = Option<SharedStr>;
 
-    fn deserialize<D>(self, deserializer: D) -> Result<Option<Arc<str>>, D::Error>
+    fn deserialize<D>(self, deserializer: D) -> Result<Option<SharedStr>, D::Error>
     where
         D: serde::Deserializer<'de>,
     {
@@ -279,7 +339,9 @@ impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for ParentField<'_, S>
         let shared = |s: &str| (!s.is_empty()).then(|| share(parents, s));
         Ok(match deserializer.deserialize_any(StrVisitor(shared))? {
             StrRead::Str(parent) => parent,
-            StrRead::Other(field) => HeldScalar::into_ident(field.0).map(Arc::from),
+            StrRead::Other(field) => {
+                HeldScalar::into_ident(field.0).map(|id| SharedStr::from(&*id))
+            }
         })
     }
 }
@@ -287,7 +349,7 @@ impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for ParentField<'_, S>
 /// A field held as a [`HeldField`] is, except that a string is held
 /// [`HeldScalar::Shared`] with the elements read before it that held the
 /// same one (`shared`: the answer's shared strings so far).
-pub struct SharedField<'p, S>(pub &'p mut HashSet<Arc<str>, S>);
+pub struct SharedField<'p, S>(pub &'p mut HashSet<SharedStr, S>);
 
 impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for SharedField<'_, S> {
     type Value = Option<HeldScalar>;
@@ -306,12 +368,12 @@ impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for SharedField<'_, S>
 }
 
 /// `s`, held once in `set`.
-fn share<S: BuildHasher>(set: &mut HashSet<Arc<str>, S>, s: &str) -> Arc<str> {
+fn share<S: BuildHasher>(set: &mut HashSet<SharedStr, S>, s: &str) -> SharedStr {
     if let Some(held) = set.get(s) {
-        return Arc::clone(held);
+        return held.clone();
     }
-    let held: Arc<str> = Arc::from(s);
-    set.insert(Arc::clone(&held));
+    let held = SharedStr::from(s);
+    set.insert(held.clone());
     held
 }
 
@@ -364,11 +426,11 @@ mod tests {
 
     #[test]
     fn section_names_are_held_without_a_copy_and_read_as_text() {
-        for name in NAMES {
+        for name in &NAMES {
             let held = HeldScalar::text(name);
             assert_eq!(held, HeldScalar::Name(name));
-            assert_eq!(held.as_str(), Some(name));
-            assert_eq!(held.scalar(), Scalar(Value::String(name.to_owned())));
+            assert_eq!(held.as_str(), Some(*name));
+            assert_eq!(held.scalar(), Scalar(Value::String((*name).to_owned())));
             let read: HeldField = serde_json::from_str(&format!("\"{name}\"")).unwrap();
             assert_eq!(read.0, Some(held));
         }
@@ -376,15 +438,36 @@ mod tests {
         assert!(matches!(HeldScalar::text("Canvas"), HeldScalar::Text(_)));
         assert!(matches!(HeldScalar::text("CANVAS "), HeldScalar::Text(_)));
         // Held three ways, equal by their strings; never equal to a number.
-        let shared = HeldScalar::Shared(Arc::from("CANVAS"));
-        assert_eq!(shared, HeldScalar::Name("CANVAS"));
-        assert_eq!(shared, HeldScalar::Text("CANVAS".into()));
-        assert_ne!(shared, HeldScalar::Text("canvas".into()));
-        assert_ne!(HeldScalar::Text("1".into()), HeldScalar::Number(1.into()));
-        assert_ne!(HeldScalar::Bool(true), HeldScalar::Text("true".into()));
+        let shared = HeldScalar::Shared(SharedStr::from("CANVAS"));
+        assert_eq!(shared, HeldScalar::Name(&NAMES[0]));
+        assert_eq!(shared, HeldScalar::owned("CANVAS"));
+        assert_ne!(shared, HeldScalar::owned("canvas"));
+        assert_ne!(HeldScalar::owned("1"), HeldScalar::Number(1.into()));
+        assert_ne!(HeldScalar::Bool(true), HeldScalar::owned("true"));
         // An escaped name is the name.
         let read: HeldField = serde_json::from_str(r#""\u0043ANVAS""#).unwrap();
-        assert_eq!(read.0, Some(HeldScalar::Name("CANVAS")));
+        assert_eq!(read.0, Some(HeldScalar::Name(&NAMES[0])));
+    }
+
+    /// Every element's head holds six of these (and `Option`s of them):
+    /// a wider variant would widen all six.
+    #[test]
+    fn a_held_scalar_is_two_words() {
+        assert_eq!(std::mem::size_of::<HeldScalar>(), 16);
+        assert_eq!(std::mem::size_of::<Option<HeldScalar>>(), 16);
+        assert_eq!(std::mem::size_of::<Option<SharedStr>>(), 8);
+    }
+
+    #[test]
+    fn a_shared_string_is_found_by_its_text() {
+        let mut set: HashSet<SharedStr> = HashSet::new();
+        let first = share(&mut set, "board-1");
+        let again = share(&mut set, "board-1");
+        assert!(first.is_same(&again));
+        assert_eq!(set.len(), 1);
+        assert_eq!(set.get("board-1").map(|s| &**s), Some("board-1"));
+        assert_ne!(share(&mut set, "board-2"), first);
+        assert_eq!(set.len(), 2);
     }
 
     proptest! {

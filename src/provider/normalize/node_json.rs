@@ -202,7 +202,7 @@ mod tests {
     use super::*;
     use crate::document::leaves::Raw;
     use crate::document::{CardFields, ColumnFields};
-    use crate::provider::head::Head;
+    use crate::provider::head::{Head, SharedStr};
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
@@ -280,7 +280,7 @@ mod tests {
             root_board in proptest::option::of(held()),
             position in proptest::array::uniform4(proptest::option::of(held())),
         ) -> HeldLocation {
-            HeldLocation { parent_id: parent_id.map(std::sync::Arc::from), section, root_board, position }
+            HeldLocation { parent_id: parent_id.as_deref().map(SharedStr::from), section, root_board, position }
         }
     }
 
@@ -293,9 +293,9 @@ mod tests {
             (-1e13f64..1e13).prop_filter_map("finite", |f| {
                 serde_json::Number::from_f64(f).map(HeldScalar::Number)
             }),
-            Just(HeldScalar::Text("2024-03-01T10:20:30+01:00".into())),
-            Just(HeldScalar::Text(" 1700000000123 ".into())),
-            text().prop_map(|t| HeldScalar::Text(t.into())),
+            Just(HeldScalar::owned("2024-03-01T10:20:30+01:00")),
+            Just(HeldScalar::owned(" 1700000000123 ")),
+            text().prop_map(|t| HeldScalar::owned(&t)),
             any::<bool>().prop_map(HeldScalar::Bool),
         ]
     }
