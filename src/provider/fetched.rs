@@ -104,7 +104,7 @@ impl Fetched {
                 if self.elements.is_empty()
                     && elements
                         .iter()
-                        .all(|(key, e)| e.head.id.as_deref().is_none_or(|id| id == key)) =>
+                        .all(|(key, e)| e.head.id().is_none_or(|id| id == key)) =>
             {
                 self.elements = elements;
             }
@@ -140,8 +140,8 @@ impl Fetched {
     /// Insert one element under the id it claims, keeping an existing
     /// `BOARD` over a new `SKELETON`.
     fn merge_entry(&mut self, key: String, element: Element) {
-        let id = match &element.head.id {
-            Some(id) => id.to_string(),
+        let id = match element.head.id() {
+            Some(id) => id.to_owned(),
             None => key,
         };
         match self.elements.entry(id) {

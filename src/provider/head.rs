@@ -17,8 +17,8 @@ use serde_json::Value;
 mod held;
 
 pub use held::{
-    HeldField, HeldScalar, IdField, IdRead, ParentField, SharedField, SharedStr, TypeField,
-    TypeName,
+    HeldField, HeldScalar, IdField, IdRead, KnownType, ParentField, SharedField, SharedStr,
+    TypeField, TypeName,
 };
 
 /// The nested `location.position` keys, in [`Position`]'s order.
@@ -221,35 +221,48 @@ impl HeldLocation {
     }
 }
 
-/// One element's head.
+/// One element's head, 152 bytes: every element's is held from the
+/// answer's read until its document is written, so what few elements have
+/// is boxed apart ([`RareFields`]) and the type is one byte.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Head {
     /// Whether the element is an object. Anything else is no element, but
     /// still claims its map key (and can be replaced there).
     pub is_object: bool,
-    /// `id`, else `_id`, when it is an identifier other than the element's
-    /// map key; `None` when the element claims its key (as nearly every
-    /// element of an answer does, so the key's string is not held twice).
-    pub id: Option<Box<str>>,
-    /// The raw `elementType`, when it is a string.
-    pub element_type: Option<TypeName>,
+    /// `elementType` when it is one of the types the normalizer reads;
+    /// any other string is in `rare`.
+    known_type: Option<KnownType>,
+    /// An id other than the map key, a `threadId`, or a type the
+    /// normalizer does not read; `None` when the element has none of them
+    /// (never an empty box, so heads compare by what they hold).
+    rare: Option<Box<RareFields>>,
     /// `location`, normalized ([`HeldLocation::location`] writes it).
     pub location: Option<HeldLocation>,
     /// The times of `meta` ([`Head::timestamps`] formats them).
     pub times: MetaTimes,
+}
+
+/// The fields of a [`Head`] that few elements have.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct RareFields {
+    /// `id`, else `_id`, when it is an identifier other than the element's
+    /// map key (nearly every element claims its key, so the key's string
+    /// is not held twice).
+    id: Option<Box<str>>,
     /// The top-level `threadId`, when it is an identifier.
-    pub thread_id: Option<Box<str>>,
+    thread_id: Option<Box<str>>,
+    /// `elementType`, when it is a string that is not a [`KnownType`].
+    other_type: Option<Box<str>>,
 }
 
 impl Head {
     /// The head of no element: what a non-object entry holds.
     pub const NONE: Head = Head {
         is_object: false,
-        id: None,
-        element_type: None,
+        known_type: None,
+        rare: None,
         location: None,
         times: MetaTimes([NO_TIME; 4]),
-        thread_id: None,
     };
 
     /// The head of a raw element (its `content` is not read), whose map
@@ -284,14 +297,35 @@ impl Head {
                 .or_else(|| HeldScalar::into_ident(fields.underscore_id))
                 .filter(|id| Some(&**id) != key)
         };
+        let (known_type, other_type) = match fields.element_type {
+            Some(TypeName::Known(known)) => (Some(known), None),
+            Some(TypeName::Other(name)) => (None, Some(name)),
+            None => (None, None),
+        };
+        let rare = RareFields {
+            id,
+            thread_id: HeldScalar::into_ident(fields.thread_id),
+            other_type,
+        };
         Head {
             is_object: true,
-            id,
-            element_type: fields.element_type,
+            known_type,
+            rare: (rare != RareFields::default()).then(|| Box::new(rare)),
             location: location(fields.location, fields.flat),
             times: fields.meta.unwrap_or_default(),
-            thread_id: HeldScalar::into_ident(fields.thread_id),
         }
+    }
+
+    /// `id`, else `_id`, when it is an identifier other than the element's
+    /// map key (when that was known as it was read); `None` when the
+    /// element claims its key.
+    pub fn id(&self) -> Option<&str> {
+        self.rare.as_ref()?.id.as_deref()
+    }
+
+    /// The top-level `threadId`, when it is an identifier.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.rare.as_ref()?.thread_id.as_deref()
     }
 
     /// `timestamps` from `meta`, normalized.
@@ -301,7 +335,11 @@ impl Head {
 
     /// The raw `elementType`, `""` when it is missing or not a string.
     pub fn element_type(&self) -> &str {
-        self.element_type.as_ref().map_or("", TypeName::as_str)
+        match (self.known_type, &self.rare) {
+            (Some(known), _) => known.name(),
+            (None, Some(rare)) => rare.other_type.as_deref().unwrap_or_default(),
+            (None, None) => "",
+        }
     }
 
     /// Whether the element is in a `TRASH` or `DELETED` section: not part
@@ -318,7 +356,7 @@ impl Head {
     /// else the key.
     #[cfg(any(test, feature = "internals"))]
     pub fn claimed_id(&self, key: &str) -> String {
-        self.id.as_deref().unwrap_or(key).to_owned()
+        self.id().unwrap_or(key).to_owned()
     }
 
     /// Whether `self` takes the place of `existing` when both claim one id:
@@ -342,7 +380,7 @@ pub fn find_element<'a>(
 ) -> Option<&'a Head> {
     let mut found: Option<&Head> = None;
     for (key, head) in elements {
-        let claims = head.id.as_deref().unwrap_or(key) == id;
+        let claims = head.id().unwrap_or(key) == id;
         if claims && found.is_none_or(|existing| head.replaces(existing)) {
             found = Some(head);
         }
@@ -468,6 +506,47 @@ mod tests {
                 .is_some_and(is_removed_section);
             prop_assert_eq!(head.is_removed(), removed);
         }
+    }
+
+    /// Every element's head is held until the document is written: its
+    /// size is most of the peak heap beyond the document itself.
+    #[test]
+    fn a_head_is_152_bytes() {
+        assert_eq!(std::mem::size_of::<Head>(), 152);
+        assert_eq!(std::mem::size_of::<Option<HeldLocation>>(), 104);
+    }
+
+    /// The fields few elements have are held apart, read back as they were
+    /// read, and not boxed at all when the element has none of them.
+    #[test]
+    fn rare_fields_are_boxed_only_when_present() {
+        let plain = Head::read_under("a", &json!({"id": "a", "elementType": "CARD"}));
+        assert!(plain.rare.is_none());
+        assert_eq!(
+            (plain.id(), plain.thread_id(), plain.element_type()),
+            (None, None, "CARD")
+        );
+        let cases = [
+            (json!({"id": "b"}), (Some("b"), None, "")),
+            (json!({"threadId": 7}), (None, Some("7"), "")),
+            (json!({"elementType": "NEW_KIND"}), (None, None, "NEW_KIND")),
+            (json!({"elementType": ""}), (None, None, "")),
+            (
+                json!({"_id": "c", "threadId": "t", "elementType": "BOARD"}),
+                (Some("c"), Some("t"), "BOARD"),
+            ),
+        ];
+        for (element, want) in cases {
+            let head = Head::read_under("a", &element);
+            assert!(head.rare.is_some(), "{element}");
+            assert_eq!(
+                (head.id(), head.thread_id(), head.element_type()),
+                want,
+                "{element}"
+            );
+        }
+        assert_eq!(Head::NONE.element_type(), "");
+        assert_eq!(Head::read(&json!({"elementType": 3})).element_type(), "");
     }
 
     #[test]

@@ -162,7 +162,7 @@ fn from_value_round_trips() {
     assert_eq!(answer.element_count(), 1);
     let (key, head) = answer.element_heads().next().unwrap();
     // An id equal to its key is not held twice.
-    assert_eq!((key, head.id.as_deref()), ("a", None));
+    assert_eq!((key, head.id()), ("a", None));
     assert_eq!(head.claimed_id(key), "a");
     assert_eq!(answer.fields["x"], 1);
 }
@@ -189,7 +189,7 @@ fn an_id_equal_to_its_key_is_the_key() {
         let body = format!(r#"{{"elements":{{"k":{element}}}}}"#);
         let answer = Answer::parse(body.as_bytes()).unwrap();
         let (key, head) = answer.element_heads().next().unwrap();
-        assert_eq!(head.id.as_deref(), held, "{body}");
+        assert_eq!(head.id(), held, "{body}");
         assert_eq!(head.claimed_id(key), claimed, "{body}");
         // And the same head as the element read as a value.
         check(&body);
@@ -197,7 +197,7 @@ fn an_id_equal_to_its_key_is_the_key() {
     // Under an empty key, an empty id is no id.
     let answer = Answer::parse(br#"{"elements":{"":{"id":"","_id":"u"}}}"#).unwrap();
     let (_, head) = answer.element_heads().next().unwrap();
-    assert_eq!(head.id.as_deref(), Some("u"));
+    assert_eq!(head.id(), Some("u"));
 }
 
 #[test]

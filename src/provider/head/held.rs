@@ -229,12 +229,12 @@ impl<'de> Visitor<'de> for HeldFieldVisitor {
     }
 }
 
-/// An `elementType` as a head holds it: one of the types the normalizer
-/// reads, without a copy of its name, or any other string. Two compare
-/// equal when their names are.
+/// An `elementType` as the answer reader reads it: one of the types the
+/// normalizer reads, without a copy of its name, or any other string. Two
+/// compare equal when their names are.
 #[derive(Debug, Clone)]
 pub enum TypeName {
-    Known(&'static str),
+    Known(KnownType),
     Other(Box<str>),
 }
 
@@ -244,30 +244,9 @@ impl PartialEq for TypeName {
     }
 }
 
-/// The element types the normalizer reads (most common first), and the
-/// `SKELETON` stand-in for a board.
-const KNOWN_TYPES: [&str; 16] = [
-    "CARD",
-    "BOARD",
-    "COLUMN",
-    "LINK",
-    "IMAGE",
-    "TASK_LIST",
-    "TASK",
-    "DOCUMENT",
-    "FILE",
-    "LINE",
-    "COLOR_SWATCH",
-    "SKETCH",
-    "TABLE",
-    "COMMENT_THREAD",
-    "ANNOTATION",
-    "SKELETON",
-];
-
 impl TypeName {
     pub fn of(name: &str) -> TypeName {
-        match KNOWN_TYPES.iter().find(|known| **known == name) {
+        match KnownType::of(name) {
             Some(known) => TypeName::Known(known),
             None => TypeName::Other(name.into()),
         }
@@ -275,10 +254,61 @@ impl TypeName {
 
     pub fn as_str(&self) -> &str {
         match self {
-            TypeName::Known(name) => name,
+            TypeName::Known(known) => known.name(),
             TypeName::Other(name) => name,
         }
     }
+}
+
+/// Declares [`KnownType`] with the name each of its types has in an answer.
+macro_rules! known_types {
+    ($($variant:ident => $name:literal,)*) => {
+        /// The element types the normalizer reads, and the `SKELETON`
+        /// stand-in for a board, held in one byte.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum KnownType {
+            $($variant,)*
+        }
+
+        impl KnownType {
+            /// The type named `name` exactly, when it is one of these.
+            pub fn of(name: &str) -> Option<KnownType> {
+                match name {
+                    $($name => Some(KnownType::$variant),)*
+                    _ => None,
+                }
+            }
+
+            /// Its name, as an answer spells it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(KnownType::$variant => $name,)*
+                }
+            }
+
+            #[cfg(test)]
+            const ALL: &'static [KnownType] = &[$(KnownType::$variant,)*];
+        }
+    };
+}
+
+known_types! {
+    Card => "CARD",
+    Board => "BOARD",
+    Column => "COLUMN",
+    Link => "LINK",
+    Image => "IMAGE",
+    TaskList => "TASK_LIST",
+    Task => "TASK",
+    Document => "DOCUMENT",
+    File => "FILE",
+    Line => "LINE",
+    ColorSwatch => "COLOR_SWATCH",
+    Sketch => "SKETCH",
+    Table => "TABLE",
+    CommentThread => "COMMENT_THREAD",
+    Annotation => "ANNOTATION",
+    Skeleton => "SKELETON",
 }
 
 /// `elementType` as the answer reader reads it: the type's name when it is
@@ -468,6 +498,23 @@ mod tests {
         assert_eq!(set.get("board-1").map(|s| &**s), Some("board-1"));
         assert_ne!(share(&mut set, "board-2"), first);
         assert_eq!(set.len(), 2);
+    }
+
+    #[test]
+    fn known_types_are_read_by_their_exact_names() {
+        assert_eq!(KnownType::ALL.len(), 16);
+        for known in KnownType::ALL {
+            assert_eq!(KnownType::of(known.name()), Some(*known));
+            assert_eq!(TypeName::of(known.name()), TypeName::Known(*known));
+            assert_eq!(TypeName::of(known.name()).as_str(), known.name());
+        }
+        for other in ["card", "CARD ", "", "UNKNOWN", "BOARD\u{0}"] {
+            assert_eq!(KnownType::of(other), None);
+            assert!(matches!(TypeName::of(other), TypeName::Other(ref n) if &**n == other));
+        }
+        // A name compares by its text however it is held.
+        assert_eq!(TypeName::Other("TASK".into()), TypeName::of("TASK"));
+        assert_ne!(TypeName::Other("TASKS".into()), TypeName::of("TASK"));
     }
 
     proptest! {

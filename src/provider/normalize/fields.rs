@@ -357,7 +357,7 @@ pub fn cell_of(c: &Map<String, Value>, rich: Option<RichText>) -> TableCell {
 /// `threadId` from `content`, else from the element's top level.
 pub fn thread_id(element: &Head, content: Option<&Value>) -> Option<String> {
     ident(object(content).and_then(|c| c.get("threadId")))
-        .or_else(|| element.thread_id.as_deref().map(str::to_owned))
+        .or_else(|| element.thread_id().map(str::to_owned))
 }
 
 /// One comment of the top-level `comments` map. `userId` and other fields

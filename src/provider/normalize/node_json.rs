@@ -344,7 +344,8 @@ mod tests {
             } else {
                 NodeKind::Column(ColumnFields { title })
             };
-            let head = Head { location, times, ..Head::default() };
+            let mut head = Head::default();
+            (head.location, head.times) = (location, times);
             Case { id, kind, size: Size { width, height }, head }
         }
     }
@@ -367,18 +368,17 @@ mod tests {
         // No coordinate, no position; no time the document can write, no
         // timestamps.
         let unwritable = HeldScalar::Number(253_402_300_800_000i64.into());
+        let mut head = Head::default();
+        head.location = Some(HeldLocation {
+            parent_id: Some("p\n".into()),
+            ..HeldLocation::default()
+        });
+        head.times = MetaTimes::new([None, Some(unwritable), None, None]);
         let case = Case {
             id: "a\"b\\c\u{1}".into(),
             kind: NodeKind::Column(ColumnFields::default()),
             size: Size::default(),
-            head: Head {
-                location: Some(HeldLocation {
-                    parent_id: Some("p\n".into()),
-                    ..HeldLocation::default()
-                }),
-                times: MetaTimes::new([None, Some(unwritable), None, None]),
-                ..Head::default()
-            },
+            head,
         };
         let written = String::from_utf8(by_hand(&case)).unwrap();
         assert_eq!(
