@@ -4,11 +4,12 @@
 use crate::document::UnloadedReason;
 #[cfg(any(test, feature = "internals"))]
 pub use crate::provider::answer::{canvas_order_of, comments_of};
-use crate::provider::answer::{Answer, CanvasOrder, Element, JsonText, MapReader, ObjectOnly};
+use crate::provider::answer::{
+    Answer, CanvasOrder, Element, Elements, JsonText, MapReader, ObjectOnly,
+};
 pub use crate::provider::answer::{Comments, IdHasher, RawComment};
 #[cfg(any(test, feature = "internals"))]
 use crate::provider::head::Head;
-use indexmap::IndexMap;
 use serde::de::{DeserializeSeed as _, IgnoredAny, MapAccess};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -26,7 +27,7 @@ pub struct Fetched {
     /// Element id -> the element's head, merged in answer order: a later
     /// copy replaces an earlier one, except that a `BOARD` is never replaced
     /// by a `SKELETON`.
-    pub elements: IndexMap<String, Element, IdHasher>,
+    pub elements: Elements,
     /// Comment key -> raw comment, from every response's top-level `comments`.
     pub comments: Comments,
     /// Parent id -> raw array of child ids (its JSON text), from every
@@ -104,7 +105,7 @@ impl Fetched {
                 if self.elements.is_empty()
                     && elements
                         .iter()
-                        .all(|(key, e)| e.head.id().is_none_or(|id| id == key)) =>
+                        .all(|(key, e)| e.head.id().is_none_or(|id| id == &**key)) =>
             {
                 self.elements = elements;
             }
@@ -129,7 +130,7 @@ impl Fetched {
     pub fn merge_element(&mut self, key: &str, element: Value) {
         let content = element.get("content").map(JsonText::of);
         self.merge_entry(
-            key.to_owned(),
+            key.into(),
             Element {
                 head: Head::read_under(key, &element),
                 content,
@@ -139,9 +140,9 @@ impl Fetched {
 
     /// Insert one element under the id it claims, keeping an existing
     /// `BOARD` over a new `SKELETON`.
-    fn merge_entry(&mut self, key: String, element: Element) {
+    fn merge_entry(&mut self, key: Box<str>, element: Element) {
         let id = match element.head.id() {
-            Some(id) => id.to_owned(),
+            Some(id) => id.into(),
             None => key,
         };
         match self.elements.entry(id) {
@@ -265,7 +266,7 @@ mod tests {
             "e2": {"elementType": "CARD"},
             "e3": {"id": "", "_id": "c4", "elementType": "CARD"}
         }})));
-        let keys: Vec<&str> = f.elements.keys().map(String::as_str).collect();
+        let keys: Vec<&str> = f.elements.keys().map(|k| &**k).collect();
         assert_eq!(keys, ["r", "b2", "e2", "c4"]);
         // A SKELETON under another key still never replaces the BOARD.
         f.merge_response(&response(

@@ -69,7 +69,7 @@ fn fetched_for(root: &str) -> Fetched {
                 .unwrap_or_default()
         };
         for (id, element) in take("elements") {
-            let keep_old = fetched.elements.get(&id).is_some_and(|old| {
+            let keep_old = fetched.elements.get(id.as_str()).is_some_and(|old| {
                 old.head.element_type() == "BOARD" && is_type(&element, "SKELETON")
             });
             if is_type(&element, "BOARD") && id != board {

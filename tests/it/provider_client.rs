@@ -264,7 +264,7 @@ async fn nesting_depth_is_bounded() {
         .contains(&format!("s-deep-{MAX_NESTING_DEPTH}")));
     // The first board below the limit is known (its element) but not fetched.
     let first_cut = format!("s-deep-{}", MAX_NESTING_DEPTH + 1);
-    assert!(fetched.elements.contains_key(&first_cut));
+    assert!(fetched.elements.contains_key(first_cut.as_str()));
     assert_eq!(
         fetched.unloaded_reason(&first_cut),
         Some(UnloadedReason::BoardLimit)

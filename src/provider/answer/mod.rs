@@ -73,7 +73,7 @@ pub fn canvas_order_of(map: &Map<String, Value>) -> CanvasOrder {
 }
 
 /// The entries of an `elements` map, by key.
-pub type Elements = IndexMap<String, Element, IdHasher>;
+pub type Elements = IndexMap<Box<str>, Element, IdHasher>;
 
 /// One entry of an `elements` map.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -185,7 +185,7 @@ impl Answer {
         self.elements
             .iter()
             .flatten()
-            .map(|(key, e)| (key.as_str(), &e.head))
+            .map(|(key, e)| (&**key, &e.head))
     }
 
     /// The number of elements.
@@ -238,7 +238,7 @@ impl<'de> MapReader<'de> for ElementsReader<'_> {
         // The parent and root board ids read so far, each held once for
         // all the elements that name it.
         let mut parents = HashSet::default();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key::<Box<str>>()? {
             let seed = ElementSeed {
                 body: self.body,
                 key: &key,

@@ -53,7 +53,7 @@ fn check(body: &str) {
                 .into_iter()
                 .map(|(key, e)| {
                     let content = e.content.map(|c| c.value().unwrap());
-                    (key, e.head, content)
+                    (key.into(), e.head, content)
                 })
                 .collect()
         });

@@ -21,13 +21,14 @@ pub fn boards_to_fetch(fetched: &Fetched, known: &HashSet<String>) -> Vec<String
         .elements
         .iter()
         .filter(|(id, el)| {
+            let id: &str = id;
             el.head.element_type() == "BOARD"
-                && !known.contains(id.as_str())
-                && !fetched.loaded_boards.contains(id.as_str())
+                && !known.contains(id)
+                && !fetched.loaded_boards.contains(id)
                 && is_board_id(id)
                 && below_loaded_board(fetched, &el.head)
         })
-        .map(|(id, _)| id.clone())
+        .map(|(id, _)| id.to_string())
         .collect();
     ids.sort_unstable();
     ids

@@ -28,12 +28,11 @@ use super::MAX_NODE_DEPTH;
 use super::{content, fields};
 use crate::document::leaves::Size;
 use crate::document::{Comment, Completeness, Coverage, Node, NodeKind};
-use crate::provider::answer::{CanvasOrder, Element, JsonText};
+use crate::provider::answer::{CanvasOrder, Elements, JsonText};
 use crate::provider::fetched::{outline_content, parse_content, Comments, IdHasher};
 use crate::provider::head::{Head, HeldLocation};
 use crate::provider::rich_text::CopyBuffers;
 use crate::provider::Fetched;
-use indexmap::IndexMap;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -51,14 +50,14 @@ pub struct Entry<'a> {
 /// claims ([`Fetched::elements`]): the table's own lookup finds an id, so
 /// the index holds no second map of ids and no list of entries.
 pub struct Index<'a> {
-    elements: &'a IndexMap<String, Element, IdHasher>,
+    elements: &'a Elements,
     children: HashMap<&'a str, Vec<usize>, IdHasher>,
 }
 
 impl<'a> Index<'a> {
     /// Indexes merged elements; entries that are not objects are no
     /// elements (no id finds them, and they are no one's children).
-    pub fn new(elements: &'a IndexMap<String, Element, IdHasher>) -> Index<'a> {
+    pub fn new(elements: &'a Elements) -> Index<'a> {
         let mut children: HashMap<&'a str, Vec<usize>, IdHasher> = HashMap::default();
         for (i, element) in elements.values().enumerate() {
             let head = &element.head;
