@@ -41,7 +41,7 @@ pub const TIME_KEYS: [&str; 4] = [
 /// building the element; [`HeadFields::of`] takes it from a whole value.
 /// Both become a [`Head`] through one rule, [`Head::from_fields`].
 ///
-/// Each field is held as a [`HeldScalar`] (24 bytes), `None` for null, an
+/// Each field is held as a [`HeldScalar`] (16 bytes), `None` for null, an
 /// array or an object as well as for absence: no rule of the head reads
 /// anything of a field but a string, a number or a boolean. As values (72
 /// bytes each) the fields of one element were about 1.5 KB, moved several
