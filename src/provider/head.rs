@@ -14,6 +14,7 @@ use crate::provider::time::{time_ms, EpochText};
 use serde_json::Map;
 #[cfg(any(test, feature = "internals"))]
 use serde_json::Value;
+
 mod held;
 
 pub use held::{
