@@ -153,7 +153,7 @@ impl HeadFields {
             thread_id: get("threadId"),
             location: object(element.get("location")).map(|l| LocationFields {
                 parent_id: HeldScalar::into_ident(HeldScalar::of(l.get("parentId")))
-                    .map(|id| SharedStr::from(&*id)),
+                    .map(SharedStr::from),
                 section: HeldScalar::of(l.get("section")),
                 root_board: HeldScalar::of(l.get("rootBoard")),
                 position: object(l.get("position")).map(|p| picked(p, POSITION_KEYS)),

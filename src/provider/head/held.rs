@@ -63,6 +63,13 @@ impl From<&str> for SharedStr {
     }
 }
 
+impl From<Box<str>> for SharedStr {
+    /// Moves the string in, without a copy.
+    fn from(s: Box<str>) -> SharedStr {
+        SharedStr(Arc::new(s))
+    }
+}
+
 impl Deref for SharedStr {
     type Target = str;
     fn deref(&self) -> &str {
@@ -369,9 +376,7 @@ impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for ParentField<'_, S>
         let shared = |s: &str| (!s.is_empty()).then(|| share(parents, s));
         Ok(match deserializer.deserialize_any(StrVisitor(shared))? {
             StrRead::Str(parent) => parent,
-            StrRead::Other(field) => {
-                HeldScalar::into_ident(field.0).map(|id| SharedStr::from(&*id))
-            }
+            StrRead::Other(field) => HeldScalar::into_ident(field.0).map(SharedStr::from),
         })
     }
 }
