@@ -166,7 +166,13 @@ fn write_timestamps(out: &mut Vec<u8>, times: &MetaTimes) {
     out.extend_from_slice(b",\"timestamps\":");
     let mut m = Members::open(out);
     for (key, text) in KEYS.into_iter().zip(&texts) {
-        m.string(key, text.as_ref().map(|t| t.as_str()));
+        if let Some(text) = text {
+            // Digits and separators: nothing to escape.
+            let out = m.key(key);
+            out.push(b'"');
+            out.extend_from_slice(text.bytes());
+            out.push(b'"');
+        }
     }
     m.close();
 }

@@ -27,6 +27,7 @@ mod states;
 
 pub(super) use bytes::read_item;
 
+use crate::provider::words::plain_run_end;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use states::{Array, Object};
 use std::borrow::Cow;
@@ -177,21 +178,48 @@ fn write_string(out: &mut Vec<u8>, s: &str, borrowed: bool) {
     }
 }
 
-/// A string as serde_json writes it: one with no quote, backslash or
-/// control character is its own escaped form and is copied; any other
-/// goes through serde_json. Also the node writer's
-/// (`provider::normalize::node_json`).
+/// A string as serde_json writes it, in one pass: each run of bytes with
+/// nothing to escape (found eight bytes at a time) is copied whole, and
+/// each quote, backslash or control character after one is escaped as
+/// serde_json escapes it ([`write_escape`]). Most strings (ids, times,
+/// words) are one run; a plain text's newlines are the usual escapes.
+/// Also the node writer's (`provider::normalize::node_json`).
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    // Without an early exit, so the compiler checks many bytes at a time:
-    // ids, times and most texts hold nothing to escape.
-    let plain = !s.bytes().fold(false, |seen, b| {
-        seen | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
-    if plain {
-        quote(out, s);
-    } else {
-        write_json(out, s);
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut from = 0;
+    loop {
+        let stop = plain_run_end(bytes, from);
+        out.extend_from_slice(bytes.get(from..stop).unwrap_or_default());
+        let Some(&special) = bytes.get(stop) else {
+            break;
+        };
+        write_escape(out, special);
+        from = stop + 1;
     }
+    out.push(b'"');
+}
+
+/// A quote, backslash or control character as serde_json escapes it: the
+/// short forms where JSON has one, else `\u00` and two lowercase hex digits.
+fn write_escape(out: &mut Vec<u8>, byte: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let short = match byte {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'\n' => b'n',
+        b'\r' => b'r',
+        b'\t' => b't',
+        0x08 => b'b',
+        0x0c => b'f',
+        _ => {
+            let hex = |nibble: u8| HEX[usize::from(nibble & 0xf)];
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex(byte >> 4), hex(byte)]);
+            return;
+        }
+    };
+    out.extend_from_slice(&[b'\\', short]);
 }
 
 /// `s` between quotes, as it is: for a string with nothing to escape.
@@ -346,5 +374,39 @@ impl<'de> Visitor<'de> for KeySeed {
     }
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
         Ok(Cow::Owned(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn written(s: &str) -> String {
+        let mut out = Vec::new();
+        write_str(&mut out, s);
+        String::from_utf8(out).expect("the writer copies UTF-8 runs whole")
+    }
+
+    #[test]
+    fn every_byte_below_0x80_escaped_as_serde_json_escapes_it() {
+        for byte in 0u8..0x80 {
+            let c = char::from(byte);
+            for s in [
+                c.to_string(),
+                format!("ab{c}"),
+                format!("{c}cd"),
+                format!("long run {c}{c} of text"),
+            ] {
+                assert_eq!(written(&s), serde_json::to_string(&s).unwrap(), "{byte:#x}");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn writes_what_serde_json_writes(s in "(\\PC|[\\x00-\\x1f\"\\\\\u{7f}])*") {
+            prop_assert_eq!(written(&s), serde_json::to_string(&s).unwrap());
+        }
     }
 }

@@ -12,7 +12,7 @@
 //! stands. So a reader built on it only ever speeds up a read, and gives
 //! whatever the serde reader would have given.
 
-use crate::provider::words::{bytes_below, bytes_equal, first_marked, word_at};
+use crate::provider::words::plain_run_end;
 use std::borrow::Cow;
 
 /// The text holds something the cursor does not read; read it with
@@ -227,27 +227,6 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Where the run of string bytes that starts at `from` ends: at the first
-/// quote, backslash or control character (or the end of `bytes`), eight
-/// bytes at a time.
-fn plain_run_end(bytes: &[u8], from: usize) -> usize {
-    let mut i = from;
-    while let Some(word) = word_at(bytes, i) {
-        let found = bytes_equal(word, b'"') | bytes_equal(word, b'\\') | bytes_below(word, 0x20);
-        if found != 0 {
-            return i + first_marked(found);
-        }
-        i += 8;
-    }
-    while let Some(&b) = bytes.get(i) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            return i;
-        }
-        i += 1;
-    }
-    i
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,36 +245,6 @@ mod tests {
         assert_eq!(cur.string().unwrap(), "x");
         assert!(!cur.more(b'}').unwrap());
         assert_eq!(cur.end(), Ok(()));
-    }
-
-    #[test]
-    fn a_plain_run_ends_at_the_first_quote_backslash_or_control() {
-        let special = [b'"', b'\\', 0x00, 0x01, 0x1f];
-        let other = [
-            b'a', b' ', b'~', 0x20, 0x7f, 0x80, 0xc3, 0xff, b'!', b'#', b'[', b']',
-        ];
-        for len in 0..20 {
-            for at in 0..=len {
-                for &stop in &special {
-                    for &fill in &other {
-                        let mut bytes = vec![fill; len];
-                        if at < len {
-                            bytes[at] = stop;
-                            // Something special after the first never moves it.
-                            if at + 1 < len {
-                                bytes[len - 1] = b'"';
-                            }
-                        }
-                        let expected = bytes
-                            .iter()
-                            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-                            .unwrap_or(len);
-                        assert_eq!(plain_run_end(&bytes, 0), expected, "{bytes:?}");
-                    }
-                }
-            }
-        }
-        assert_eq!(plain_run_end(b"abc", 5), 5);
     }
 
     #[test]
