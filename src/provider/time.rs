@@ -32,8 +32,8 @@ impl EpochText {
         // Arithmetic rather than chrono: the day from the proleptic
         // Gregorian calendar's 400-year cycles ([`civil_from_days`]), the
         // time of day from the remainder, written two digits at a time
-        // ([`two_digits`]). The tests
-        // hold it to chrono's formatting across the whole range.
+        // ([`two_digits`]). The tests hold it to chrono's formatting across
+        // the whole range.
         const MS_PER_DAY: i64 = 86_400_000;
         let (year, month, day) = civil_from_days(ms.div_euclid(MS_PER_DAY));
         let year = u32::try_from(year).ok().filter(|y| *y <= 9999)?;
