@@ -19,7 +19,7 @@ use super::tree::Opened;
 use crate::document::leaves::{RichText, Scalar, Size};
 use crate::document::NodeKind;
 use crate::provider::head::{HeldLocation, HeldScalar, MetaTimes};
-use crate::provider::rich_text::write_str;
+use crate::provider::rich_text::{quote, write_str};
 use serde::Serialize;
 
 /// The node's id, type, type fields and size, as serde writes them.
@@ -168,10 +168,7 @@ fn write_timestamps(out: &mut Vec<u8>, times: &MetaTimes) {
     for (key, text) in KEYS.into_iter().zip(&texts) {
         if let Some(text) = text {
             // Digits and separators: nothing to escape.
-            let out = m.key(key);
-            out.push(b'"');
-            out.extend_from_slice(text.bytes());
-            out.push(b'"');
+            quote(m.key(key), text.bytes());
         }
     }
     m.close();

@@ -172,7 +172,7 @@ impl<'c> Item<'c> {
 /// escaped form: copied, not scanned for what to escape.
 fn write_string(out: &mut Vec<u8>, s: &str, borrowed: bool) {
     if borrowed {
-        quote(out, s);
+        quote(out, s.as_bytes());
     } else {
         write_str(out, s);
     }
@@ -222,11 +222,12 @@ fn write_escape(out: &mut Vec<u8>, byte: u8) {
     out.extend_from_slice(&[b'\\', short]);
 }
 
-/// `s` between quotes, as it is: for a string with nothing to escape.
-fn quote(out: &mut Vec<u8>, s: &str) {
+/// `s` between quotes, as it is: for a string with nothing to escape (a
+/// borrowed one here, a time in the node writer).
+pub(crate) fn quote(out: &mut Vec<u8>, s: &[u8]) {
     out.reserve(s.len() + 2);
     out.push(b'"');
-    out.extend_from_slice(s.as_bytes());
+    out.extend_from_slice(s);
     out.push(b'"');
 }
 
