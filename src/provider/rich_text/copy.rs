@@ -41,8 +41,6 @@ use std::ops::Range;
 pub struct CopyBuffers {
     /// The block being written.
     pub out: Vec<u8>,
-    /// The quoted, escaped keys of the open objects' members.
-    keys: Vec<u8>,
     /// The open objects' members, in the order read.
     members: Vec<Member>,
 }
@@ -51,13 +49,15 @@ impl CopyBuffers {
     /// Empties the buffers, keeping their room.
     pub fn clear(&mut self) {
         self.out.clear();
-        self.keys.clear();
         self.members.clear();
     }
 }
 
-/// One member of an open object: its key in [`CopyBuffers::keys`], its value in
-/// [`CopyBuffers::out`] (`None` when the value was too deep to keep).
+/// One member of an open object, as written in [`CopyBuffers::out`]: its
+/// key (quoted and escaped) and its value (`None` when the value was too deep
+/// to keep). Both stay where they were written until the object closes: what
+/// comes after a member (a later member, or a nested value rewritten or
+/// taken back) never moves the bytes before it.
 struct Member {
     key: Range<usize>,
     value: Option<Range<usize>>,

@@ -118,9 +118,8 @@ pub(super) struct Object<'de> {
     kind: Option<Cow<'de, str>>,
     /// Where its first member's copy starts in [`CopyBuffers::out`].
     start: usize,
-    /// Its first member in [`CopyBuffers::members`], and its first key's byte.
+    /// Its first member in [`CopyBuffers::members`].
     base: usize,
-    keys_base: usize,
     repeated: bool,
     /// The [`Named`] keys among its written members, one bit each: a named
     /// key repeats when its bit is set, without comparing keys.
@@ -134,8 +133,9 @@ pub(super) struct Pending {
     write: bool,
     role: Role,
     key: Named,
-    /// Where the copy stood before the member, and its key in
-    /// [`CopyBuffers::keys`] (`None` when the value is read and not written).
+    /// Where the copy stood before the member, where its key is and where
+    /// its value starts in [`CopyBuffers::out`] (`None` when the value is
+    /// read and not written).
     written: Option<(usize, Range<usize>, usize)>,
 }
 
@@ -174,7 +174,6 @@ impl<'de> Object<'de> {
             kind: None,
             start,
             base: copy.members.len(),
-            keys_base: copy.keys.len(),
             repeated: false,
             named: 0,
             many: None,
@@ -211,9 +210,7 @@ impl<'de> Object<'de> {
         }
         let key_start = copy.out.len();
         write_string(&mut copy.out, key, borrowed);
-        let key_range = copy.keys.len()..copy.keys.len() + (copy.out.len() - key_start);
-        let (written, key_bytes) = (&copy.out[key_start..], &mut copy.keys);
-        key_bytes.extend_from_slice(written);
+        let key_range = key_start..copy.out.len();
         copy.out.push(b':');
         Pending {
             levels: self.inner,
@@ -281,7 +278,6 @@ impl<'de> Object<'de> {
             copy.out.push(b'}');
         }
         copy.members.truncate(self.base);
-        copy.keys.truncate(self.keys_base);
         let info = match self.role {
             Role::Node => Info::Part(self.node.part(self.kind)),
             Role::DraftBlock => Info::Part(self.node.text.unwrap_or_default()),
@@ -358,17 +354,16 @@ impl CopyBuffers {
         many: &mut Option<HashSet<Vec<u8>>>,
     ) -> bool {
         const LINEAR: usize = 16;
-        let bytes = &self.keys[key.clone()];
+        let key_of = |range: &Range<usize>| self.out.get(range.clone()).unwrap_or_default();
+        let bytes = key_of(key);
         let earlier = &self.members[base..];
         if let Some(set) = many {
             return !set.insert(bytes.to_vec());
         }
-        let found = earlier.iter().any(|m| &self.keys[m.key.clone()] == bytes);
+        let found = earlier.iter().any(|m| key_of(&m.key) == bytes);
         if earlier.len() >= LINEAR {
-            let mut set: HashSet<Vec<u8>> = earlier
-                .iter()
-                .map(|m| self.keys[m.key.clone()].to_vec())
-                .collect();
+            let mut set: HashSet<Vec<u8>> =
+                earlier.iter().map(|m| key_of(&m.key).to_vec()).collect();
             set.insert(bytes.to_vec());
             *many = Some(set);
         }
@@ -381,10 +376,15 @@ impl CopyBuffers {
     /// and in its `attrs`.
     fn rewrite(&mut self, start: usize, base: usize, mention: bool) {
         let written = self.out.split_off(start);
+        let key_of = |range: &Range<usize>| {
+            written
+                .get(range.start - start..range.end - start)
+                .unwrap_or_default()
+        };
         let mut order: Vec<(Range<usize>, Option<Range<usize>>)> = Vec::new();
         let mut first_place: HashMap<&[u8], usize> = HashMap::new();
         for member in &self.members[base..] {
-            let key = &self.keys[member.key.clone()];
+            let key = key_of(&member.key);
             match first_place.get(key) {
                 Some(&i) => order[i].1.clone_from(&member.value),
                 None => {
@@ -396,7 +396,7 @@ impl CopyBuffers {
         let mut any = false;
         for (key, value) in order {
             let Some(value) = value else { continue };
-            let key = &self.keys[key];
+            let key = key_of(&key);
             let bare = key.get(1..key.len() - 1).unwrap_or_default();
             let bare = std::str::from_utf8(bare).unwrap_or_default();
             if mention && is_mention_person_key(bare) {
