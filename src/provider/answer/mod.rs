@@ -98,6 +98,13 @@ impl JsonText {
         JsonText(Bytes::from(value.to_string()))
     }
 
+    /// `text` as it is, unchecked (tests: texts a value cannot hold, such
+    /// as an object with a repeated key).
+    #[cfg(test)]
+    pub fn from_text(text: &str) -> JsonText {
+        JsonText(Bytes::copy_from_slice(text.as_bytes()))
+    }
+
     /// The text of a value read from `body`: a slice of `body` (it always
     /// is one; a copy otherwise).
     fn within(body: &Bytes, raw: &RawValue) -> JsonText {

@@ -8,30 +8,52 @@
 //! the reference pipeline parses the whole content into a value instead,
 //! and the tests hold the two to the same document.
 
-use super::fields::Rich;
+use super::fields::{Lookup, Rich};
 use super::table::TableSeed;
 use crate::provider::answer::JsonText;
 use crate::provider::rich_text::cursor::{Cursor, Unsupported};
-use crate::provider::rich_text::{rich_text_at, CopyBuffers, RichSeed};
+use crate::provider::rich_text::{rich_text_at, CopyBuffers, KeySeed, RichSeed};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 
 /// A content object's members but its body, and the body read.
-pub struct Content {
+pub struct Content<'a> {
     /// Every member but the body, as a parsed value holds them.
-    pub members: Map<String, Value>,
+    pub members: Members<'a>,
     /// The body member (its last copy): rich text, or a table's cells.
     pub body: Rich,
 }
 
-impl Default for Content {
+impl Default for Content<'_> {
     /// No members and no body (no rich text, no table).
-    fn default() -> Content {
+    fn default() -> Self {
         Content {
-            members: Map::new(),
+            members: Members::default(),
             body: Rich::Read(None),
         }
+    }
+}
+
+/// A content object's members but its body, in the order read, each key
+/// borrowed from the text when it has no escape. A card has none or one
+/// (`background`), a link a few, so a list searched from its end (where a
+/// repeated key's last copy is, the one a map keeps) answers what a map
+/// would, without a map's table and entries and a key of its own: those
+/// were four of a card's fourteen allocations.
+#[derive(Default)]
+pub struct Members<'a>(Vec<(Cow<'a, str>, Value)>);
+
+impl<'a> Members<'a> {
+    fn push(&mut self, key: Cow<'a, str>, value: Value) {
+        self.0.push((key, value));
+    }
+}
+
+impl Lookup for Members<'_> {
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 }
 
@@ -44,7 +66,7 @@ impl Default for Content {
 /// serde_json's visitor, as all of it did before. Both give the same
 /// content; the tests hold them to it, and to the value reader. `copy`:
 /// the rich-text copy's buffers, reused from one element to the next.
-pub fn read(raw: &JsonText, rich_key: &str, copy: &mut CopyBuffers) -> Content {
+pub fn read<'a>(raw: &'a JsonText, rich_key: &str, copy: &mut CopyBuffers) -> Content<'a> {
     let Some(text) = raw.text() else {
         return Content::default();
     };
@@ -63,7 +85,11 @@ pub fn read(raw: &JsonText, rich_key: &str, copy: &mut CopyBuffers) -> Content {
 /// [`Cursor`], the rich text straight into blocks and plain text
 /// ([`rich_text_at`]), each other member parsed from its own text into a
 /// value. [`Unsupported`]: read `text` through serde instead.
-fn from_bytes(text: &str, rich_key: &str, copy: &mut CopyBuffers) -> Result<Content, Unsupported> {
+fn from_bytes<'a>(
+    text: &'a str,
+    rich_key: &str,
+    copy: &mut CopyBuffers,
+) -> Result<Content<'a>, Unsupported> {
     let mut cur = Cursor::new(text);
     if cur.peek()? != b'{' || rich_key == "tableContent" {
         return Err(Unsupported);
@@ -77,7 +103,7 @@ fn from_bytes(text: &str, rich_key: &str, copy: &mut CopyBuffers) -> Result<Cont
                 content.body = Rich::Read(rich_text_at(&mut cur, copy)?);
             } else {
                 let value = serde_json::from_str(cur.skip_value()?).map_err(|_| Unsupported)?;
-                content.members.insert(key.into_owned(), value);
+                content.members.push(key, value);
             }
             if !cur.more(b'}')? {
                 break;
@@ -93,25 +119,25 @@ struct ContentSeed<'k> {
 }
 
 impl<'de> DeserializeSeed<'de> for ContentSeed<'_> {
-    type Value = Content;
+    type Value = Content<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Content, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Content<'de>, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for ContentSeed<'_> {
-    type Value = Content;
+    type Value = Content<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an element's content")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Content, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Content<'de>, A::Error> {
         let mut content = Content::default();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key_seed(KeySeed)? {
             if key != self.rich_key {
-                content.members.insert(key, map.next_value()?);
+                content.members.push(key, map.next_value()?);
             } else if key == "tableContent" {
                 content.body = Rich::Table(map.next_value_seed(TableSeed)?);
             } else {
@@ -122,26 +148,26 @@ impl<'de> Visitor<'de> for ContentSeed<'_> {
     }
 
     // Anything but an object is no content: read past, kept as nothing.
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content<'de>, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(Content::default())
     }
-    fn visit_str<E>(self, _: &str) -> Result<Content, E> {
+    fn visit_str<E>(self, _: &str) -> Result<Content<'de>, E> {
         Ok(Content::default())
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Content, E> {
+    fn visit_bool<E>(self, _: bool) -> Result<Content<'de>, E> {
         Ok(Content::default())
     }
-    fn visit_i64<E>(self, _: i64) -> Result<Content, E> {
+    fn visit_i64<E>(self, _: i64) -> Result<Content<'de>, E> {
         Ok(Content::default())
     }
-    fn visit_u64<E>(self, _: u64) -> Result<Content, E> {
+    fn visit_u64<E>(self, _: u64) -> Result<Content<'de>, E> {
         Ok(Content::default())
     }
-    fn visit_f64<E>(self, _: f64) -> Result<Content, E> {
+    fn visit_f64<E>(self, _: f64) -> Result<Content<'de>, E> {
         Ok(Content::default())
     }
-    fn visit_unit<E>(self) -> Result<Content, E> {
+    fn visit_unit<E>(self) -> Result<Content<'de>, E> {
         Ok(Content::default())
     }
 }
@@ -158,14 +184,18 @@ mod tests {
     /// read from its text (with `copy`, as left by the reads before) and
     /// from its value, as JSON.
     fn both(kind: &str, content: &Value, copy: &mut CopyBuffers) -> (String, String) {
+        both_of_text(kind, &JsonText::of(content), copy)
+    }
+
+    /// [`both`] for the content's text `raw`.
+    fn both_of_text(kind: &str, raw: &JsonText, copy: &mut CopyBuffers) -> (String, String) {
         let head = Head::read(&json!({"elementType": kind}));
-        let raw = JsonText::of(content);
         let key = rich_key(kind).expect("a type with a body");
-        let read = read(&raw, key, copy);
+        let read = read(raw, key, copy);
         let mut body = read.body;
         let new = fields::kind_of(&head, &read.members, None, &mut body, None, true);
         let new_size = fields::size(Some(&read.members));
-        let value = parse_content(&raw);
+        let value = parse_content(raw);
         let old = fields::kind(&head, value.as_ref(), Rich::Tree, None, true);
         let old_size = fields::size(value.as_ref().and_then(Value::as_object));
         let show = |k: &crate::document::NodeKind, s: &crate::document::Size| {
@@ -232,6 +262,28 @@ mod tests {
         for (kind, content) in cases.iter().chain(cases.iter().rev()) {
             let (new, old) = both(kind, content, &mut copy);
             assert_eq!(new, old, "{kind} {content}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_member_reads_as_its_last_copy() {
+        let cases = [
+            // The cursor's read.
+            (
+                "CARD",
+                r#"{"background":"a","textContent":"x","width":1,"background":"b","width":"w","transparent":true,"width":2}"#,
+            ),
+            // serde's read (a table's content always goes through it).
+            (
+                "TABLE",
+                r#"{"width":1,"height":3,"tableContent":{"data":[["c"]]},"width":"w","width":2}"#,
+            ),
+        ];
+        let mut copy = CopyBuffers::default();
+        for (kind, text) in cases {
+            let (new, old) = both_of_text(kind, &JsonText::from_text(text), &mut copy);
+            assert_eq!(new, old, "{text}");
+            assert!(new.contains(r#""width":2"#), "{new}");
         }
     }
 

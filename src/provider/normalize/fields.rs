@@ -32,12 +32,25 @@ use crate::provider::rich_text::stream::rich_text_from_str as rich_text_from_tex
 use crate::provider::time::normalize_time;
 use serde_json::{Map, Value};
 
+/// A content object's members, read by key: a parsed object (the
+/// reference) or the serving path's [`super::content::Members`].
+pub trait Lookup {
+    /// The value of `key` (its last copy, when the object repeats it).
+    fn get(&self, key: &str) -> Option<&Value>;
+}
+
+impl Lookup for Map<String, Value> {
+    fn get(&self, key: &str) -> Option<&Value> {
+        Map::get(self, key)
+    }
+}
+
 /// `BOARD` title when the provider has none.
 pub const UNTITLED_BOARD: &str = "Untitled board";
 
 /// An element's `width` and `height` (grid units), from its `content`;
 /// outlines keep them (they are no body).
-pub fn size(content: Option<&Map<String, Value>>) -> Size {
+pub fn size<C: Lookup>(content: Option<&C>) -> Size {
     let c = content;
     let get = |k: &str| scalar(c.and_then(|c| c.get(k)));
     Size {
@@ -98,7 +111,7 @@ pub enum Rich {
 impl Rich {
     // `c` is read only by the reference.
     #[cfg_attr(not(any(test, feature = "internals")), allow(unused_variables))]
-    fn get(&mut self, c: &Map<String, Value>, key: &str) -> Option<RichText> {
+    fn get(&mut self, c: &impl Lookup, key: &str) -> Option<RichText> {
         match self {
             Rich::Read(read) => read.take(),
             Rich::Table(_) => None,
@@ -108,7 +121,7 @@ impl Rich {
     }
 
     #[cfg_attr(not(any(test, feature = "internals")), allow(unused_variables))]
-    fn table(&mut self, c: &Map<String, Value>) -> Option<Table> {
+    fn table(&mut self, c: &impl Lookup) -> Option<Table> {
         match self {
             Rich::Table(read) => read.take(),
             Rich::Read(_) => None,
@@ -122,7 +135,7 @@ impl Rich {
 /// content of an unknown element and a thread id).
 pub fn kind_of(
     element: &Head,
-    c: &Map<String, Value>,
+    c: &impl Lookup,
     content: Option<&Value>,
     rich: &mut Rich,
     unloaded: Option<UnloadedReason>,
@@ -161,7 +174,7 @@ pub fn kind_of(
             rich_text: rich.get(c, "textContent"),
             completed: ["isComplete", "completed", "checked"]
                 .iter()
-                .find_map(|k| boolean(c.get(*k))),
+                .find_map(|k| boolean(c.get(k))),
             due_date: scalar(c.get("dueDate")),
             has_due_date_time: scalar(c.get("hasDueDateTime")),
             reminder_at: c.get("dueReminderTimestamp").and_then(normalize_time),
@@ -206,7 +219,7 @@ pub fn kind_of(
     }
 }
 
-pub fn board(c: &Map<String, Value>, unloaded: Option<UnloadedReason>) -> BoardFields {
+pub fn board(c: &impl Lookup, unloaded: Option<UnloadedReason>) -> BoardFields {
     BoardFields {
         title: non_empty(c.get("title")).unwrap_or_else(|| UNTITLED_BOARD.to_owned()),
         color: scalar(c.get("color")),
@@ -276,7 +289,7 @@ fn file(value: Option<&Value>) -> Option<File> {
     (file != File::default()).then_some(file)
 }
 
-fn link(c: &Map<String, Value>, rich: &mut Rich) -> LinkFields {
+fn link(c: &impl Lookup, rich: &mut Rich) -> LinkFields {
     let l = object(c.get("link"));
     let provider = object(c.get("provider")).map(|p| LinkProvider {
         name: scalar(p.get("name")),

@@ -44,8 +44,8 @@ pub mod stream;
 #[cfg(any(test, feature = "internals"))]
 mod value;
 
-pub use copy::CopyBuffers;
 pub(crate) use copy::{quote, write_str};
+pub use copy::{CopyBuffers, KeySeed};
 pub use stream::{rich_text_at, RichSeed};
 #[cfg(any(test, feature = "internals"))]
 pub use stream::{rich_text_from_bytes, rich_text_from_str};
