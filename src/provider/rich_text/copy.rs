@@ -18,9 +18,16 @@
 //!   known only when the object closes, so such an object (rare) is written
 //!   as it comes and then rewritten from the spans of its members.
 //!
-//! The plain text is gathered by [`Role`]: a TipTap node reports its part
-//! (its `text`, a break, a mention's label, or its children's parts joined),
-//! a Draft.js block its `text`, and `attrs` its `label` and `title`.
+//! The plain text is gathered by [`Role`]: a TipTap node writes its part
+//! (its `text`, a break, a mention's label, or its children's parts joined)
+//! and a Draft.js block its `text` to [`CopyBuffers::text`] as it closes, and
+//! `attrs` reports its `label` and `title`. A node's children write their
+//! parts first, where the node's own will go; a node list notes where each
+//! non-empty one is ([`CopyBuffers::spans`]), and the node, once it knows its
+//! `type` (which may come after its `content`), joins them in place with the
+//! separator the type asks for. A paragraph's runs of text, the usual node,
+//! are already joined as written: no part is kept apart, nothing is copied
+//! twice.
 
 mod bytes;
 mod states;
@@ -43,6 +50,14 @@ pub struct CopyBuffers {
     pub out: Vec<u8>,
     /// The open objects' members, in the order read.
     members: Vec<Member>,
+    /// The plain-text parts of the nodes read and not yet joined by the
+    /// node or root that holds them.
+    pub(super) text: String,
+    /// The non-empty parts of the open node lists and of the root's blocks,
+    /// as ranges of `text`.
+    pub(super) spans: Vec<Range<usize>>,
+    /// Where parts are joined before they replace themselves in `text`.
+    scratch: String,
 }
 
 impl CopyBuffers {
@@ -50,6 +65,66 @@ impl CopyBuffers {
     pub fn clear(&mut self) {
         self.out.clear();
         self.members.clear();
+        self.text.clear();
+        self.spans.clear();
+    }
+
+    /// After a node list's item or a root's block that started writing its
+    /// part at `from` in [`Self::text`]: where that part is, when not empty.
+    pub(super) fn note_part(&mut self, from: usize) {
+        if self.text.len() > from {
+            self.spans.push(from..self.text.len());
+        }
+    }
+
+    /// The parts `spans` (indices into [`Self::spans`]) joined by `separator`,
+    /// as a string of their own: a rich text's plain text.
+    pub(super) fn joined(&self, spans: Range<usize>, separator: &str) -> String {
+        let parts = self.spans.get(spans).unwrap_or_default();
+        let len = parts.iter().map(|p| p.len() + separator.len()).sum();
+        let mut joined = String::with_capacity(len);
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                joined.push_str(separator);
+            }
+            joined.push_str(self.text.get(part.clone()).unwrap_or_default());
+        }
+        joined
+    }
+
+    /// Replaces what follows `mark` in [`Self::text`] (what a node's
+    /// children wrote) with the parts `spans` joined by `separator`: the
+    /// node's part. Parts already joined where they stand (one part, or
+    /// parts side by side with no separator, from `mark` to the end) stay.
+    fn join_in_place(&mut self, mark: usize, spans: Range<usize>, separator: &str) {
+        let parts = self.spans.get(spans).unwrap_or_default();
+        let (Some(first), Some(last)) = (parts.first(), parts.last()) else {
+            self.text.truncate(mark);
+            return;
+        };
+        let in_place = first.start == mark
+            && last.end == self.text.len()
+            && (parts.len() == 1
+                || separator.is_empty() && parts.windows(2).all(|w| w[0].end == w[1].start));
+        if in_place {
+            return;
+        }
+        self.scratch.clear();
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                self.scratch.push_str(separator);
+            }
+            self.scratch
+                .push_str(self.text.get(part.clone()).unwrap_or_default());
+        }
+        self.text.truncate(mark);
+        self.text.push_str(&self.scratch);
+    }
+
+    /// Replaces what follows `mark` in [`Self::text`] with `part`.
+    fn write_part(&mut self, mark: usize, part: &str) {
+        self.text.truncate(mark);
+        self.text.push_str(part);
     }
 }
 
@@ -85,10 +160,9 @@ pub enum Info<'de> {
     None,
     /// A string read as [`Role::Want`].
     Str(Cow<'de, str>),
-    /// A node's part or a Draft.js block's text (possibly empty).
-    Part(Cow<'de, str>),
-    /// The non-empty parts of a node list.
-    Parts(Vec<Cow<'de, str>>),
+    /// A node list: its non-empty parts, in [`CopyBuffers::text`] at the
+    /// ranges `CopyBuffers::spans[range]`.
+    Parts(Range<usize>),
     /// An `attrs` object's `label` and `title`.
     Attrs(Option<Cow<'de, str>>, Option<Cow<'de, str>>),
 }

@@ -35,6 +35,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
 /// Reads rich text from the JSON text of a value, in the shapes and with the
 /// results of [`super::rich_text`] on the parsed value.
@@ -85,7 +86,7 @@ pub fn rich_text_at(
                     }
                 }
             }
-            Ok(root.into_rich_text())
+            Ok(root.into_rich_text(copy))
         }
         b'"' => {
             let s = cur.string()?;
@@ -104,29 +105,27 @@ fn blocks_at<'a>(
     cur: &mut Cursor<'a>,
     copy: &mut CopyBuffers,
     role: Role,
-) -> Result<BlocksRead<'a>, Unsupported> {
+) -> Result<BlocksRead, Unsupported> {
     if cur.peek()? != b'[' {
         read_item(cur, Item::reading(copy, Role::Plain), 1)?;
         return Ok(None);
     }
     cur.bump();
     let mut blocks = Vec::new();
-    let mut parts = Vec::new();
+    let first_part = copy.spans.len();
     if !cur.close_if(b']')? {
         loop {
             copy.out.clear();
-            let seen = read_item(cur, Item::writing(copy, MAX_RAW_DEPTH, role), 2)?;
-            match seen.info {
-                Info::Part(part) if !part.is_empty() => parts.push(part),
-                _ => {}
-            }
+            let from = copy.text.len();
+            read_item(cur, Item::writing(copy, MAX_RAW_DEPTH, role), 2)?;
+            copy.note_part(from);
             blocks.push(block_of(&copy.out).map_err(|_| Unsupported)?);
             if !cur.more(b']')? {
                 break;
             }
         }
     }
-    Ok(Some((blocks, parts)))
+    Ok(Some((blocks, first_part..copy.spans.len())))
 }
 
 /// Rich text read from its bytes alone ([`rich_text_at`] over the whole
@@ -159,16 +158,17 @@ struct RootVisitor {
 }
 
 /// The root's `content` or `blocks`, when it is an array: its blocks and
-/// their non-empty parts (a TipTap node's part, a Draft.js block's text).
-type BlocksRead<'de> = Option<(Vec<Raw>, Vec<Cow<'de, str>>)>;
+/// their non-empty parts (a TipTap node's part, a Draft.js block's text),
+/// in the copy's buffers ([`CopyBuffers::joined`]).
+type BlocksRead = Option<(Vec<Raw>, Range<usize>)>;
 
 /// What the root object's members said, the last of each key winning.
 #[derive(Default)]
 struct Root<'de> {
     kind: Option<Cow<'de, str>>,
     text: Option<Cow<'de, str>>,
-    content: BlocksRead<'de>,
-    blocks: BlocksRead<'de>,
+    content: BlocksRead,
+    blocks: BlocksRead,
 }
 
 impl<'de> Visitor<'de> for RootVisitor {
@@ -203,7 +203,7 @@ impl<'de> Visitor<'de> for RootVisitor {
                 }
             }
         }
-        Ok(root.into_rich_text())
+        Ok(root.into_rich_text(&self.copy))
     }
 
     fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
@@ -239,19 +239,20 @@ impl<'de> Root<'de> {
         }
     }
 
-    fn into_rich_text(self) -> Option<RichText> {
+    /// The rich text the root's members make, its parts in `copy`.
+    fn into_rich_text(self, copy: &CopyBuffers) -> Option<RichText> {
         if self.kind.as_deref() == Some("doc") {
             let (blocks, parts) = self.content.unwrap_or_default();
             let plain_text = match self.text {
                 Some(text) => text.into_owned(),
-                None => parts.join("\n"),
+                None => copy.joined(parts, "\n"),
             };
             return Some(RichText { blocks, plain_text });
         }
-        let (blocks, texts) = self.blocks?;
+        let (blocks, parts) = self.blocks?;
         Some(RichText {
             blocks,
-            plain_text: texts.join("\n"),
+            plain_text: copy.joined(parts, "\n"),
         })
     }
 }
@@ -302,7 +303,7 @@ struct Blocks<'c> {
 }
 
 impl<'de> DeserializeSeed<'de> for Blocks<'_> {
-    type Value = BlocksRead<'de>;
+    type Value = BlocksRead;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_any(self)
@@ -310,7 +311,7 @@ impl<'de> DeserializeSeed<'de> for Blocks<'_> {
 }
 
 impl<'de> Visitor<'de> for Blocks<'_> {
-    type Value = BlocksRead<'de>;
+    type Value = BlocksRead;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("rich-text blocks")
@@ -318,20 +319,18 @@ impl<'de> Visitor<'de> for Blocks<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        let mut parts = Vec::new();
+        let first_part = self.copy.spans.len();
         loop {
             self.copy.out.clear();
+            let from = self.copy.text.len();
             let item = Item::writing(self.copy, MAX_RAW_DEPTH, self.role);
-            let Some(seen) = seq.next_element_seed(item)? else {
+            if seq.next_element_seed(item)?.is_none() {
                 break;
-            };
-            match seen.info {
-                Info::Part(part) if !part.is_empty() => parts.push(part),
-                _ => {}
             }
+            self.copy.note_part(from);
             blocks.push(block_of(&self.copy.out).map_err(de::Error::custom)?);
         }
-        Ok(Some((blocks, parts)))
+        Ok(Some((blocks, first_part..self.copy.spans.len())))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {

@@ -2,7 +2,7 @@
 //! (the serde visitor, [`Item`], or the byte reader, [`super::bytes`]):
 //! [`Array`] and [`Object`] keep what their items and members reported and
 //! where their copy stands, take back what was dropped, and on closing
-//! report their plain-text part ([`NodeText`]). An object whose key
+//! write their plain-text part ([`NodeText`]). An object whose key
 //! repeated, or that is a mention, is rewritten from the spans of its
 //! members when it closes ([`CopyBuffers::rewrite`]).
 
@@ -17,7 +17,7 @@ use std::ops::Range;
 
 /// An array being read, whichever reader drives it: what its items
 /// report and where its copy is.
-pub(super) struct Array<'de> {
+pub(super) struct Array {
     /// Past the level bound: read, not written.
     dropped: bool,
     write: bool,
@@ -27,17 +27,15 @@ pub(super) struct Array<'de> {
     child_role: Role,
     /// Whether an item was written (the next one follows a comma).
     any: bool,
-    parts: Vec<Cow<'de, str>>,
+    /// Its first part in [`CopyBuffers::spans`], and where the item being
+    /// read started writing its part in [`CopyBuffers::text`].
+    spans_base: usize,
+    item_text: usize,
 }
 
-impl<'de> Array<'de> {
+impl Array {
     /// Opens an array read with `levels` levels left (counting itself).
-    pub(super) fn open(
-        copy: &mut CopyBuffers,
-        levels: usize,
-        write: bool,
-        role: Role,
-    ) -> Array<'de> {
+    pub(super) fn open(copy: &mut CopyBuffers, levels: usize, write: bool, role: Role) -> Array {
         let dropped = write && levels == 0;
         let write = write && !dropped;
         if write {
@@ -53,13 +51,15 @@ impl<'de> Array<'de> {
                 _ => Role::Plain,
             },
             any: false,
-            parts: Vec::new(),
+            spans_base: copy.spans.len(),
+            item_text: copy.text.len(),
         }
     }
 
     /// Before an item (or the end): where the copy stood, then the comma
     /// that follows a written item.
-    pub(super) fn before_item(&self, copy: &mut CopyBuffers) -> usize {
+    pub(super) fn before_item(&mut self, copy: &mut CopyBuffers) -> usize {
+        self.item_text = copy.text.len();
         let mark = copy.out.len();
         if self.write && self.any {
             copy.out.push(b',');
@@ -77,27 +77,27 @@ impl<'de> Array<'de> {
         }
     }
 
-    /// After an item: a dropped one is taken back (with its comma).
-    pub(super) fn after_item(&mut self, copy: &mut CopyBuffers, mark: usize, seen: Seen<'de>) {
+    /// After an item: a dropped one is taken back (with its comma); in a
+    /// node list, where its part is noted (a dropped node's too: the plain
+    /// text keeps what the copy leaves out).
+    pub(super) fn after_item(&mut self, copy: &mut CopyBuffers, mark: usize, seen: Seen<'_>) {
         if seen.dropped {
             copy.out.truncate(mark);
         } else {
             self.any = true;
         }
-        if let Info::Part(part) = seen.info {
-            if !part.is_empty() {
-                self.parts.push(part);
-            }
+        if self.role == Role::NodeList {
+            copy.note_part(self.item_text);
         }
     }
 
     /// Closes the array: what it reports for its role.
-    pub(super) fn close(self, copy: &mut CopyBuffers) -> Seen<'de> {
+    pub(super) fn close<'de>(self, copy: &mut CopyBuffers) -> Seen<'de> {
         if self.write {
             copy.out.push(b']');
         }
         let info = match self.role {
-            Role::NodeList => Info::Parts(self.parts),
+            Role::NodeList => Info::Parts(self.spans_base..copy.spans.len()),
             _ => Info::None,
         };
         Seen {
@@ -120,6 +120,10 @@ pub(super) struct Object<'de> {
     start: usize,
     /// Its first member in [`CopyBuffers::members`].
     base: usize,
+    /// Where its part goes in [`CopyBuffers::text`] (its children's parts
+    /// come first), and its children's first in [`CopyBuffers::spans`].
+    text_mark: usize,
+    spans_base: usize,
     repeated: bool,
     /// The [`Named`] keys among its written members, one bit each: a named
     /// key repeats when its bit is set, without comparing keys.
@@ -174,6 +178,8 @@ impl<'de> Object<'de> {
             kind: None,
             start,
             base: copy.members.len(),
+            text_mark: copy.text.len(),
+            spans_base: copy.spans.len(),
             repeated: false,
             named: 0,
             many: None,
@@ -254,7 +260,7 @@ impl<'de> Object<'de> {
             (Role::Node, Named::Content, info) => {
                 node.children = match info {
                     Info::Parts(parts) => parts,
-                    _ => Vec::new(),
+                    _ => 0..0,
                 }
             }
             (Role::Node, Named::Attrs, info) => {
@@ -279,11 +285,18 @@ impl<'de> Object<'de> {
         }
         copy.members.truncate(self.base);
         let info = match self.role {
-            Role::Node => Info::Part(self.node.part(self.kind)),
-            Role::DraftBlock => Info::Part(self.node.text.unwrap_or_default()),
+            Role::Node => {
+                self.node.write_part(self.kind, copy, self.text_mark);
+                Info::None
+            }
+            Role::DraftBlock => {
+                copy.write_part(self.text_mark, &self.node.text.unwrap_or_default());
+                Info::None
+            }
             Role::Attrs => Info::Attrs(self.node.label, self.node.title),
             _ => Info::None,
         };
+        copy.spans.truncate(self.spans_base);
         Seen {
             info,
             dropped: self.dropped,
@@ -298,48 +311,44 @@ struct NodeText<'de> {
     text: Option<Cow<'de, str>>,
     label: Option<Cow<'de, str>>,
     title: Option<Cow<'de, str>>,
-    children: Vec<Cow<'de, str>>,
+    /// Its last `content`'s parts, in [`CopyBuffers::spans`].
+    children: Range<usize>,
 }
 
-impl<'de> NodeText<'de> {
-    /// The node's part, by the rules of the module docs of `rich_text`.
-    fn part(self, kind: Option<Cow<'de, str>>) -> Cow<'de, str> {
+impl NodeText<'_> {
+    /// Writes the node's part, by the rules of the module docs of
+    /// `rich_text`, at `mark` in [`CopyBuffers::text`], in place of what its
+    /// children wrote there.
+    fn write_part(self, kind: Option<Cow<'_, str>>, copy: &mut CopyBuffers, mark: usize) {
         if let Some(text) = self.text {
-            return text;
+            return copy.write_part(mark, &text);
         }
         let kind = kind.as_deref().unwrap_or_default();
         match kind {
-            "hardBreak" => Cow::Borrowed("\n"),
-            "mention" => mention_part(self.label.unwrap_or_default()),
-            "inlineBoardLink" => self.title.unwrap_or_default(),
+            "hardBreak" => copy.write_part(mark, "\n"),
+            "mention" => write_mention(copy, mark, &self.label.unwrap_or_default()),
+            "inlineBoardLink" => copy.write_part(mark, &self.title.unwrap_or_default()),
             _ => {
                 let separator = match kind {
                     "paragraph" | "heading" | "smallText" | "codeBlock" | "listItem"
                     | "taskItem" => "",
                     _ => "\n",
                 };
-                let mut children = self.children;
-                if children.len() == 1 {
-                    return children.pop().unwrap_or_default();
-                }
-                Cow::Owned(children.join(separator))
+                copy.join_in_place(mark, self.children, separator);
             }
         }
     }
 }
 
 /// A mention's words: `@` and its label (trimmed), one `@` when the label
-/// has one; borrowed from the text where it can be.
-fn mention_part(label: Cow<'_, str>) -> Cow<'_, str> {
+/// has one (none when it is blank).
+fn write_mention(copy: &mut CopyBuffers, mark: usize, label: &str) {
     let trimmed = label.trim();
-    if trimmed.is_empty() || trimmed.starts_with('@') {
-        match label {
-            Cow::Borrowed(s) => Cow::Borrowed(s.trim()),
-            Cow::Owned(s) => Cow::Owned(s.trim().to_owned()),
-        }
-    } else {
-        Cow::Owned(format!("@{trimmed}"))
+    copy.text.truncate(mark);
+    if !(trimmed.is_empty() || trimmed.starts_with('@')) {
+        copy.text.push('@');
     }
+    copy.text.push_str(trimmed);
 }
 
 impl CopyBuffers {
