@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of five fuzz targets (run from anywhere; needs
+"""Writes the seed corpora of seven fuzz targets (run from anywhere; needs
 python3 and the `zstd` command):
 
 - fuzz/corpus/tier_value/: board documents as this service writes them
@@ -24,6 +24,12 @@ python3 and the `zstd` command):
 - fuzz/corpus/kept_version/: kept documents for /api/changes: the target's
   own document as stored (its mark and zstd), and bare, edited (a card's
   text, a move) and with repeated members; and tier_value's documents.
+- fuzz/corpus/normalize/ and fuzz/corpus/pipeline/: `/api/boards` answers:
+  the checked-in captured board, a generated 26-card board
+  (benches/gen_board.py --small), and a board of the rich-text shapes the
+  content reader's rules turn on (a mention, a break, a board link, lists,
+  a node with both `text` and `content`, `type` after `content`, repeated
+  keys, Draft.js text in a string, a table, sensitive keys).
 
 Existing files of the same names are overwritten; other corpus files are
 left alone. Then: cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run <target> ...
@@ -313,11 +319,53 @@ def kept_version():
         write("kept_version", f"doc-{name}", compact(doc))
 
 
+# ------------------------------------------------------- normalize, pipeline
+
+
+def rich_shapes():
+    """One answer whose cards hold the rich text the content reader's rules
+    turn on, written by hand so that repeated keys survive."""
+    para = '{"type":"paragraph","content":[{"type":"text","text":"Pack "},{"type":"text","text":"the tent","marks":[{"type":"bold"}]}]}'
+    mention = '{"type":"mention","attrs":{"id":"u1","label":" Ann ","mentionKey":"k"}}'
+    items = '{"type":"bulletList","content":[{"type":"listItem","content":[%s]},{"type":"listItem","content":[{"type":"paragraph","content":[%s,{"type":"hardBreak"},{"type":"inlineBoardLink","attrs":{"title":"Trip","permissionId":"p"}}]}]}]}' % (para, mention)
+    late_type = '{"content":[{"text":"late","type":"text"}],"type":"heading","attrs":{"level":2}}'
+    both = '{"type":"paragraph","text":"own","content":[{"type":"text","text":"hidden"}]}'
+    repeated = '{"type":"paragraph","content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"last"}],"type":"codeBlock"}'
+    draft = json.dumps(json.dumps({"blocks": [{"key": "a", "text": "Draft", "type": "unstyled"}, {"key": "b", "text": "two", "type": "unstyled"}], "entityMap": {}}))
+    cards = {
+        "c1": '{"type":"doc","content":[%s,%s,%s,%s,%s]}' % (para, items, late_type, both, repeated),
+        "c2": draft,
+        "c3": '{"type":"doc","text":"root text","content":[%s],"content":[%s]}' % (para, items),
+        "c4": '{"blocks":[{"text":"old"}],"type":"doc","content":[{"type":"text","text":"x","token":"t","userId":"u"}]}',
+    }
+    location = '"location":{"parentId":"root","section":"canvas","position":{"x":1,"y":2,"index":%d,"score":3}}'
+    elements = ['"root":{"id":"root","elementType":"BOARD","content":{"title":"Shapes","title":"Shapes again"}}']
+    for i, (key, text) in enumerate(cards.items()):
+        elements.append('"%s":{"id":"%s","elementType":"CARD",%s,"content":{"textContent":%s,"background":"#fff","background":"#000"},"meta":{"dateCreated":1700000000000}}' % (key, key, location % i, text))
+    table = '{"tableContent":{"data":[[{"value":"","textContent":{"type":"doc","content":[%s]}},"plain",{"draftContent":%s}]],"colWidthsGU":[4,4]},"width":2,"width":3}' % (para, draft)
+    elements.append('"t1":{"id":"t1","elementType":"TABLE",%s,"content":%s}' % (location % 9, table))
+    return ('{"elements":{%s},"rootId":"root"}' % ",".join(elements)).encode()
+
+
+def board_answers():
+    captured = (ROOT / "tests/fixtures/captured-board/02-boards.json").read_bytes()
+    small = subprocess.run(["python3", str(ROOT / "benches/gen_board.py"), "--small"],
+                           capture_output=True, check=True).stdout
+    shapes = rich_shapes()
+    json.loads(shapes)  # well-formed (json keeps the last of a repeated key)
+    for target in ("normalize", "pipeline"):
+        write(target, "captured-board", captured)
+        write(target, "small-board", small)
+        write(target, "rich-shapes", shapes)
+
+
 if __name__ == "__main__":
+    board_answers()
     kept_version()
     tier_value()
     select_depth()
     mcp_jsonrpc()
     capture_read()
-    for target in ("tier_value", "select_depth", "mcp_jsonrpc", "capture_read", "kept_version"):
+    for target in ("tier_value", "select_depth", "mcp_jsonrpc", "capture_read", "kept_version",
+                   "normalize", "pipeline"):
         print(target, len(list((CORPUS / target).iterdir())), "files")
