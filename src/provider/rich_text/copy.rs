@@ -26,8 +26,9 @@
 //! non-empty one is ([`CopyBuffers::spans`]), and the node, once it knows its
 //! `type` (which may come after its `content`), joins them in place with the
 //! separator the type asks for. A paragraph's runs of text, the usual node,
-//! are already joined as written: no part is kept apart, nothing is copied
-//! twice.
+//! are already joined as written; parts that need a separator between them
+//! are joined through a scratch buffer that, like the others, is grown once.
+//! No part is kept in a string of its own.
 
 mod bytes;
 mod states;
