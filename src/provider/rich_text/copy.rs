@@ -84,12 +84,7 @@ impl CopyBuffers {
         let parts = self.spans.get(spans).unwrap_or_default();
         let len = parts.iter().map(|p| p.len() + separator.len()).sum();
         let mut joined = String::with_capacity(len);
-        for (i, part) in parts.iter().enumerate() {
-            if i > 0 {
-                joined.push_str(separator);
-            }
-            joined.push_str(self.text.get(part.clone()).unwrap_or_default());
-        }
+        push_joined(&mut joined, &self.text, parts, separator);
         joined
     }
 
@@ -111,13 +106,7 @@ impl CopyBuffers {
             return;
         }
         self.scratch.clear();
-        for (i, part) in parts.iter().enumerate() {
-            if i > 0 {
-                self.scratch.push_str(separator);
-            }
-            self.scratch
-                .push_str(self.text.get(part.clone()).unwrap_or_default());
-        }
+        push_joined(&mut self.scratch, &self.text, parts, separator);
         self.text.truncate(mark);
         self.text.push_str(&self.scratch);
     }
@@ -126,6 +115,17 @@ impl CopyBuffers {
     fn write_part(&mut self, mark: usize, part: &str) {
         self.text.truncate(mark);
         self.text.push_str(part);
+    }
+}
+
+/// Appends to `out` the `parts` of `text` (ranges of it) joined by
+/// `separator`.
+fn push_joined(out: &mut String, text: &str, parts: &[Range<usize>], separator: &str) {
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(separator);
+        }
+        out.push_str(text.get(part.clone()).unwrap_or_default());
     }
 }
 
