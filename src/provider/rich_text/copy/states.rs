@@ -406,7 +406,7 @@ impl CopyBuffers {
         for (key, value) in order {
             let Some(value) = value else { continue };
             let key = key_of(&key);
-            let bare = key.get(1..key.len() - 1).unwrap_or_default();
+            let bare = key.get(1..key.len().saturating_sub(1)).unwrap_or_default();
             let bare = std::str::from_utf8(bare).unwrap_or_default();
             if mention && is_mention_person_key(bare) {
                 continue;
