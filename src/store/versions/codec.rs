@@ -25,14 +25,38 @@ pub const LEVEL: i32 = 1;
 
 /// The stored value of `document` (compact JSON).
 ///
+/// One call compresses the whole document into a buffer that has room
+/// for zstd's bound on it, which is what makes zstd compress it in one
+/// pass straight from `document` (its single-pass shortcut). A streaming
+/// encoder fed the same bytes copies them into its own window and, once
+/// that window wraps, matches through its slower external-dictionary
+/// path: 104 M instructions for the 5.7 MB bench document against 82 M
+/// here, for the same frame. The buffer's untouched room is address space
+/// until it is handed back, which the result does before it is kept.
+///
 /// # Errors
 /// The compressor's error text (it does not fail on memory input).
 pub fn seal(document: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(document.len() / 4 + 16);
+    use zstd::zstd_safe::{zstd_sys::ZSTD_EndDirective, CCtx, CParameter, InBuffer, OutBuffer};
+    let error = |code| zstd::zstd_safe::get_error_name(code).to_owned();
+    let room = MARK.len() + zstd::zstd_safe::compress_bound(document.len());
+    let mut out = Vec::with_capacity(room);
     out.extend_from_slice(MARK);
-    let mut encoder = zstd::stream::write::Encoder::new(out, LEVEL).map_err(|e| e.to_string())?;
-    std::io::Write::write_all(&mut encoder, document).map_err(|e| e.to_string())?;
-    encoder.finish().map_err(|e| e.to_string())
+    let mut cctx = CCtx::try_create().ok_or("zstd: no compression context")?;
+    cctx.set_parameter(CParameter::CompressionLevel(LEVEL))
+        .map_err(error)?;
+    let mut output = OutBuffer::around_pos(&mut out, MARK.len());
+    let mut input = InBuffer::around(document);
+    let left = cctx
+        .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_end)
+        .map_err(error)?;
+    // With the bound's room the frame is always finished in this call;
+    // anything else is refused rather than kept half-written.
+    if left != 0 || input.pos() != document.len() {
+        return Err("zstd: the frame did not end within its bound".to_owned());
+    }
+    out.shrink_to_fit();
+    Ok(out)
 }
 
 /// Why a stored value is not a version.
@@ -110,5 +134,47 @@ mod tests {
         let bomb = seal(&vec![b' '; 8 << 20]).expect("seals");
         assert!(bomb.len() < 4096);
         assert_eq!(open(&bomb, &version, 1 << 20), Err(Rejected::Inflate));
+        // The room zstd's bound asked for is handed back: 8 MiB of room
+        // for a value under 4 KiB is not what a store keeps.
+        assert!(bomb.capacity() < 2 * bomb.len() + 64, "{}", bomb.capacity());
+    }
+
+    #[test]
+    fn a_value_kept_by_the_streaming_encoder_still_opens() {
+        // What builds before the single-pass seal kept: the same mark and a
+        // zstd frame without the content size in its header.
+        let mut encoder =
+            zstd::stream::write::Encoder::new(MARK.to_vec(), LEVEL).expect("an encoder");
+        std::io::Write::write_all(&mut encoder, DOC).expect("writes");
+        let value = encoder.finish().expect("ends");
+        assert_ne!(value, seal(DOC).expect("seals"));
+        assert_eq!(open(&value, &version_of(DOC), 1 << 20).as_deref(), Ok(DOC));
+    }
+
+    #[test]
+    fn text_that_does_not_compress_seals_within_the_bound() {
+        // 1 MiB of xorshift bytes, escaped into a JSON string: zstd stores
+        // most of it raw, the case that needs the bound's room.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let noise: String = (0..1 << 20)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                char::from(b'!' + (state % 90) as u8)
+            })
+            .filter(|c| !matches!(c, '"' | '\\'))
+            .collect();
+        let document = format!(r#"{{"board":{{"id":"b","title":"{noise}"}}}}"#);
+        let value = seal(document.as_bytes()).expect("seals");
+        assert!(
+            value.len() > document.len() / 2,
+            "noise compressed too well"
+        );
+        let version = version_of(document.as_bytes());
+        assert_eq!(
+            open(&value, &version, 2 << 20).as_deref(),
+            Ok(document.as_bytes())
+        );
     }
 }
