@@ -128,14 +128,24 @@ fn the_container_file_builds_checks_and_exposes_what_its_configuration_uses() {
         .map(|(_, a)| continued(&text, a))
         .find(|run| run.contains("cargo build"))
         .expect("a cargo build");
+    // The production profile, declared in Cargo.toml, and its binary is
+    // what the runtime stage copies.
     for part in [
-        "--release",
+        "--profile production",
         "--locked",
-        "CARGO_PROFILE_RELEASE_DEBUG=false",
-        "CARGO_PROFILE_RELEASE_STRIP=symbols",
+        "CARGO_PROFILE_PRODUCTION_DEBUG=false",
+        "CARGO_PROFILE_PRODUCTION_STRIP=symbols",
     ] {
         assert!(build.contains(part), "{part} missing from {build}");
     }
+    assert!(
+        cargo.contains("\n[profile.production]\n"),
+        "Cargo.toml declares it"
+    );
+    assert!(
+        text.contains("COPY --from=build /src/target/production/shared-board-api "),
+        "the runtime stage copies the production binary"
+    );
     // Files copied from the repository exist; the configuration is checked.
     let mut config = None;
     for (_, args) in instructions.iter().filter(|(i, _)| *i == "COPY") {
