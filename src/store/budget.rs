@@ -290,7 +290,6 @@ mod tests {
                 budget.limit_bytes()
             );
         }
-        eprintln!("KEPT {kept}");
         assert!(budget.limit_bytes() <= 1 << 20);
         assert!(kept > 0 && budget.entries() > 0);
         // Something recent is readable; the accounting matches what is held.

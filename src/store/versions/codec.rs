@@ -31,8 +31,9 @@ pub const LEVEL: i32 = 1;
 /// encoder fed the same bytes copies them into its own window and, once
 /// that window wraps, matches through its slower external-dictionary
 /// path: 104 M instructions for the 5.7 MB bench document against 82 M
-/// here, for the same frame. The buffer's untouched room is address space
-/// until it is handed back, which the result does before it is kept.
+/// here, for a frame of the same size to a few bytes (this one's header
+/// also holds the content size). The buffer's untouched room is address
+/// space until it is handed back, which the result does before it is kept.
 ///
 /// # Errors
 /// The compressor's error text (it does not fail on memory input).
