@@ -3,9 +3,11 @@
 # the server (user space only: callgrind cannot see the kernel's side),
 # ours against the bare responder (examples/bare_responder: a bare Pingora
 # `ProxyHttp` writing the same body and ETag from `request_filter`, with the
-# same compression module). A count does not move with the machine's load,
-# so a change of a few hundred instructions per answer shows, where
-# `hot_profile.sh`'s CPU time per answer moves by 10 % from run to run.
+# same compression module). A count moves by about 1 % from run to run
+# (timing changes how the h2 and epoll loops batch), where
+# `hot_profile.sh`'s CPU time per answer moves by 10 to 20 %; for a change
+# smaller than that, compare the changed function's inclusive count in the
+# callgrind files `KEEP_TMP=1` keeps (`<name>.cg.*`).
 #
 #   benches/hot_callgrind.sh [proto=h2c|h1] [kind=search|detail] [answers=3000]
 #   BEFORE=<binary> benches/hot_callgrind.sh   # another build of ours first
