@@ -1,5 +1,5 @@
 //! Eight bytes of JSON text tested at a time, for the scans that look for
-//! the end of a string's plain run (`answer::check`, `rich_text::cursor`)
+//! the end of a string's plain run (`answer::scan`, `rich_text::cursor`)
 //! and the writer that escapes a string (`rich_text::write_str`).
 //!
 //! `x - 0x01..01 & !x` sets the high bit of each zero byte of `x`, exact

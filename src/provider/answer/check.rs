@@ -1,21 +1,10 @@
-//! Holding text that was captured or skipped to what a whole-value parse
-//! accepts.
-//!
-//! serde_json's capture of a [`RawValue`] (and its skipping of a value)
-//! checks the syntax and the UTF-8 of the text only. A parse into a value
-//! refuses three more things: a `\u` escape that is a lone surrogate, a
-//! number out of range of an `f64`, and nesting past its limit. [`checked`]
-//! first scans the text for anything that could be one of the three
-//! ([`plain`]: a `\u` escape in `D800..=DFFF`'s range of leading digits, a
-//! number with an exponent or of more than [`SHORT_NUMBER`] bytes, nesting
-//! near the limit); text without any (nearly all of it) is what a value
-//! parse accepts, since it passed the capture's syntax check. Text with one
-//! is read once more as a value would be, building nothing ([`Check`]), so
-//! the verdict is always serde_json's own.
+//! What a parse into a value refuses besides syntax, judged by serde_json
+//! itself: the reader's scan ([`super::scan`]) hands the texts it cannot
+//! judge on its own (a possible lone surrogate escape, a number that may be
+//! out of an `f64`'s range) to [`check_as_value`], which reads them as a
+//! value parse would, building nothing.
 
-use crate::provider::words::{bytes_equal, first_marked, word_at};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
 use std::fmt;
 
 /// Most nested array/object levels a body may have: what parsing it as one
@@ -27,91 +16,13 @@ pub(super) const MAX_LEVELS: usize = 127;
 /// Numbers of at most this many bytes and without an exponent are below
 /// 10^300 in magnitude, so within an `f64`'s range (a value parse turns a
 /// long integer into an `f64`, and refuses only one that is infinite).
-const SHORT_NUMBER: usize = 300;
-
-/// JSON text read as a [`RawValue`] below `levels` enclosing levels, held to
-/// what a whole-value parse would accept there.
-pub(super) fn checked<E: de::Error>(raw: &RawValue, levels: usize) -> Result<&RawValue, E> {
-    let levels = MAX_LEVELS.saturating_sub(levels);
-    if plain(raw.get().as_bytes(), levels) {
-        return Ok(raw);
-    }
-    check_as_value(raw.get(), levels).map_err(E::custom)?;
-    Ok(raw)
-}
+pub(super) const SHORT_NUMBER: usize = 300;
 
 /// Reads `text` as a value parse would, with at most `levels` nested levels.
 pub(super) fn check_as_value(text: &str, levels: usize) -> Result<(), serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(text);
     Check { levels }.deserialize(&mut de)?;
     de.end()
-}
-
-/// Whether `text`, valid JSON syntax as a capture checks it, holds none of
-/// what a value parse with `levels` levels could refuse: no `\u` escape
-/// starting with `d` or `D` (every surrogate does, and so do some valid
-/// escapes, which are then checked in full), no number with an exponent or
-/// longer than [`SHORT_NUMBER`] bytes, and fewer than `levels` nested
-/// levels. `false` means "read it as a value", not "refused".
-pub(super) fn plain(text: &[u8], levels: usize) -> bool {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while let Some(&b) = text.get(i) {
-        match b {
-            b'"' => match string_end(text, i + 1) {
-                Some(end) => i = end,
-                None => return false,
-            },
-            b'[' | b'{' => {
-                depth += 1;
-                if depth >= levels {
-                    return false;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            b'-' | b'0'..=b'9' => {
-                let len = text[i..]
-                    .iter()
-                    .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
-                    .unwrap_or(text.len() - i);
-                let number = &text[i..i + len];
-                if len > SHORT_NUMBER || number.iter().any(|c| matches!(c, b'e' | b'E')) {
-                    return false;
-                }
-                i += len - 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    true
-}
-
-/// The index of the closing quote of the string whose text starts at
-/// `start`, eight bytes at a time between escapes; `None` when an escape
-/// could be a surrogate (`\u` then `d` or `D`) or the string does not end.
-fn string_end(text: &[u8], start: usize) -> Option<usize> {
-    let mut i = start;
-    loop {
-        while let Some(word) = word_at(text, i) {
-            let found = bytes_equal(word, b'"') | bytes_equal(word, b'\\');
-            if found != 0 {
-                i += first_marked(found);
-                break;
-            }
-            i += 8;
-        }
-        match *text.get(i)? {
-            b'"' => return Some(i),
-            b'\\' => {
-                if text.get(i + 1) == Some(&b'u') && matches!(text.get(i + 2), Some(b'd' | b'D')) {
-                    return None;
-                }
-                i += 2;
-            }
-            _ => i += 1,
-        }
-    }
 }
 
 /// Reads a value as a whole-value parse does (strings decoded, numbers
@@ -182,6 +93,7 @@ impl Check {
 
 #[cfg(test)]
 pub(super) mod tests {
+    use super::super::scan::Scan;
     use super::*;
     use proptest::prelude::*;
 
@@ -246,28 +158,21 @@ pub(super) mod tests {
         })
     }
 
-    /// What [`checked`] answers for `text` with `levels` left.
-    fn verdict(text: &str, levels: usize) -> Option<bool> {
-        let raw: &RawValue = serde_json::from_str(text).ok()?;
-        let held = MAX_LEVELS - levels.min(MAX_LEVELS);
-        Some(checked::<serde_json::Error>(raw, held).is_ok())
+    /// What the scan answers for `text` as a whole value with `levels` left.
+    fn verdict(text: &str, levels: usize) -> bool {
+        let mut scan = Scan::new(text);
+        scan.value(MAX_LEVELS - levels.min(MAX_LEVELS)).is_ok() && scan.at_end()
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
 
-        /// The scan passes only text that a value parse accepts, and
-        /// [`checked`] gives a value parse's verdict whatever the scan says.
+        /// The scan accepts exactly what a value parse accepts, nesting
+        /// limit included.
         #[test]
-        fn checked_is_a_value_parse(text in json_text(), levels in 0usize..12) {
-            let Some(got) = verdict(&text, levels) else {
-                return Ok(());
-            };
+        fn the_scan_is_a_value_parse(text in json_text(), levels in 0usize..12) {
             let want = check_as_value(&text, levels).is_ok();
-            prop_assert_eq!(got, want, "{}", text);
-            if plain(text.as_bytes(), levels) {
-                prop_assert!(want, "scan passed {}", text);
-            }
+            prop_assert_eq!(verdict(&text, levels), want, "{}", text);
             // The value parse itself (serde_json's own limit is deeper).
             if levels >= 11 {
                 prop_assert_eq!(serde_json::from_str::<serde_json::Value>(&text).is_ok(), want);
@@ -275,24 +180,30 @@ pub(super) mod tests {
         }
     }
 
-    #[test]
-    fn what_the_scan_leaves_to_a_value_parse() {
-        for (text, plain_text) in [
-            (r#"{"a":[1,"x\"y",{"b":null}],"c":-1.25}"#, true),
-            (r#""\u00e9\\ud800""#, true),
-            (r#""\ud83d\ude00""#, false),
-            (r#""\uDC00""#, false),
-            ("1e3", false),
-            ("[1E3]", false),
-            (&"9".repeat(SHORT_NUMBER), true),
-            (&"9".repeat(SHORT_NUMBER + 1), false),
-            ("[[[]]]", true),
-        ] {
-            assert_eq!(plain(text.as_bytes(), 4), plain_text, "{text}");
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// One JSON byte put in, put over or taken out of a value: the scan
+        /// still refuses exactly what a value parse refuses.
+        #[test]
+        fn a_broken_value_is_refused_as_a_value_parse_refuses_it(
+            text in json_text(),
+            at in any::<prop::sample::Index>(),
+            byte in prop::sample::select(b"\"\\,:[]{}0-.eE+ \tx\x01u".to_vec()),
+            edit in 0u8..3,
+        ) {
+            let mut bytes = text.into_bytes();
+            let at = at.index(bytes.len() + 1);
+            match edit {
+                0 => bytes.insert(at, byte),
+                1 if at < bytes.len() => bytes[at] = byte,
+                _ if at < bytes.len() => { bytes.remove(at); }
+                _ => bytes.push(byte),
+            }
+            // Only texts that are still UTF-8 reach the scan.
+            let Ok(text) = String::from_utf8(bytes) else { return Ok(()); };
+            let want = serde_json::from_str::<serde_json::Value>(&text).is_ok();
+            prop_assert_eq!(verdict(&text, MAX_LEVELS), want, "{:?}", text);
         }
-        assert!(plain(b"[[[]]]", 4));
-        assert!(!plain(b"[[[[]]]]", 4));
-        assert!(check_as_value("[[[[]]]]", 4).is_ok());
-        assert!(check_as_value("[[[[[]]]]]", 4).is_err());
     }
 }

@@ -11,7 +11,15 @@
 //! as text. A cold load then holds the content once, inside the body it came
 //! in, instead of as a tree that costs several times its size.
 //!
-//! Members outside [`ELEMENT_KEYS`] are checked and skipped, never built.
+//! Other members are checked and skipped, never built.
+//!
+//! The body is walked by a cursor of its own ([`scan`]) rather than through
+//! serde: the objects it reads member by member, and every value it keeps
+//! as text or skips in one pass that finds the value's end and checks it.
+//! Through serde_json, each such value was skipped by serde_json and then
+//! scanned once more for what a value parse refuses beyond syntax. The
+//! scalars of a [`Head`] are read by serde_json from their own text, so
+//! they mean what they mean in a value.
 //!
 //! What is accepted is exactly what parsing the whole body as one value
 //! accepts (same syntax, same nesting limit), and a repeated key means what
@@ -19,24 +27,26 @@
 
 mod check;
 mod comments;
+mod scan;
 
 use crate::provider::head::{
     Head, HeadFields, HeldField, HeldScalar, IdField, IdRead, LocationFields, MetaTimes,
     ParentField, SharedField, SharedStr, TypeField, POSITION_KEYS, TIME_KEYS,
 };
 use bytes::Bytes;
-use check::checked;
 #[cfg(any(test, feature = "internals"))]
 use check::MAX_LEVELS;
 #[cfg(any(test, feature = "internals"))]
 pub use comments::comments_of;
 pub use comments::{Comments, IdHasher, RawComment};
 use indexmap::IndexMap;
+use scan::{Bad, Scan};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+use std::marker::PhantomData;
 
 /// Most nested levels an element's `content` (or any other field of an
 /// element) may have, counting itself: it sits below three levels (the
@@ -105,19 +115,6 @@ impl JsonText {
         JsonText(Bytes::copy_from_slice(text.as_bytes()))
     }
 
-    /// The text of a value read from `body`: a slice of `body` (it always
-    /// is one; a copy otherwise).
-    fn within(body: &Bytes, raw: &RawValue) -> JsonText {
-        let text = raw.get().as_bytes();
-        let start = (text.as_ptr() as usize).checked_sub(body.as_ptr() as usize);
-        match start {
-            Some(start) if start <= body.len() && text.len() <= body.len() - start => {
-                JsonText(body.slice(start..start + text.len()))
-            }
-            _ => JsonText(Bytes::copy_from_slice(text)),
-        }
-    }
-
     /// The JSON text.
     pub fn bytes(&self) -> &[u8] {
         &self.0
@@ -170,12 +167,15 @@ impl Answer {
     /// [`AnswerError`] when the body is not a JSON object.
     pub fn parse_bytes(body: &Bytes) -> Result<Answer, AnswerError> {
         let text = std::str::from_utf8(body).map_err(|_| AnswerError::NotJson)?;
-        let mut de = serde_json::Deserializer::from_str(text);
-        let top = ObjectOnly(AnswerReader { body }).deserialize(&mut de);
-        match top.and_then(|top| de.end().map(|()| top)) {
-            Ok(Some(answer)) => Ok(answer),
-            Ok(None) => Err(AnswerError::NotObject),
-            Err(_) => Err(AnswerError::NotJson),
+        let mut scan = Scan::new(text);
+        let answer = if scan.open_object() {
+            read_answer(&mut scan, body).map(Some)
+        } else {
+            scan.value(0).map(|_| None)
+        };
+        match answer {
+            Ok(answer) if scan.at_end() => answer.ok_or(AnswerError::NotObject),
+            _ => Err(AnswerError::NotJson),
         }
     }
 
@@ -201,310 +201,245 @@ impl Answer {
     }
 }
 
-/// The body's top level, an answer; the kept texts are slices of `body`.
-struct AnswerReader<'b> {
-    body: &'b Bytes,
-}
-
-impl<'de> MapReader<'de> for AnswerReader<'_> {
-    type Out = Answer;
-
-    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Answer, A::Error> {
-        let mut answer = Answer::default();
-        while let Some(key) = map.next_key::<String>()? {
-            // A repeated `elements` or `comments` replaces the earlier one,
-            // as in a value.
-            if key == "elements" {
-                let reader = ElementsReader { body: self.body };
-                answer.elements = map.next_value_seed(ObjectOnly(reader))?;
-            } else if key == "comments" {
-                let reader = CommentsReader { body: self.body };
-                answer.comments = map.next_value_seed(ObjectOnly(reader))?;
-            } else if key == "canvasOrder" {
-                let reader = CanvasOrderReader { body: self.body };
-                answer.canvas_order = map.next_value_seed(ObjectOnly(reader))?;
-            } else {
-                answer.fields.insert(key, map.next_value()?);
+/// Reads the answer's members (the cursor is past its `{`). A repeated
+/// member replaces the earlier one, as in a value.
+fn read_answer(scan: &mut Scan, body: &Bytes) -> Result<Answer, Bad> {
+    let mut answer = Answer::default();
+    let mut first = true;
+    while let Some(key) = scan.next_key(&mut first)? {
+        match &*key {
+            "elements" => answer.elements = read_elements(scan, body)?,
+            "comments" => answer.comments = read_comments(scan, body)?,
+            "canvasOrder" => answer.canvas_order = read_canvas_order(scan, body)?,
+            _ => {
+                let value = scan.read(TOP_LEVELS, PhantomData::<Value>)?;
+                answer.fields.insert(key.into_owned(), value);
             }
         }
-        Ok(answer)
     }
+    Ok(answer)
+}
+
+/// The levels around a top-level member: the answer.
+const TOP_LEVELS: usize = 1;
+
+/// Reads the members of the object that comes next with `member`, which
+/// reads each value; `None` (the value skipped, checked as a value) when it
+/// is not an object. `levels` are the levels around the object.
+fn object_of<'b, T>(
+    scan: &mut Scan<'b>,
+    levels: usize,
+    mut out: T,
+    mut member: impl FnMut(&mut Scan<'b>, Cow<'b, str>, &mut T) -> Result<(), Bad>,
+) -> Result<Option<T>, Bad> {
+    if !scan.open_object() {
+        scan.value(levels)?;
+        return Ok(None);
+    }
+    let mut first = true;
+    while let Some(key) = scan.next_key(&mut first)? {
+        member(scan, key, &mut out)?;
+    }
+    Ok(Some(out))
+}
+
+/// The text of the next value (below `levels` enclosing levels): a slice
+/// of `body`, whose text the scan reads.
+fn text_of(scan: &mut Scan, levels: usize, body: &Bytes) -> Result<JsonText, Bad> {
+    let (start, end) = scan.value(levels)?;
+    Ok(JsonText(body.slice(start..end)))
 }
 
 /// `elements`, by key.
-struct ElementsReader<'b> {
-    body: &'b Bytes,
-}
-
-impl<'de> MapReader<'de> for ElementsReader<'_> {
-    type Out = Elements;
-
-    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Elements, A::Error> {
-        let hint = map.size_hint().unwrap_or(0);
-        let mut elements = Elements::with_capacity_and_hasher(hint, IdHasher::default());
-        // The parent and root board ids read so far, each held once for
-        // all the elements that name it.
-        let mut parents = HashSet::default();
-        while let Some(key) = map.next_key::<Box<str>>()? {
-            let seed = ElementSeed {
-                body: self.body,
-                key: &key,
-                parents: &mut parents,
-            };
-            let (head, content) = map.next_value_seed(seed)?;
-            // Grown by doubling, explicitly: serde_json gives no count, and
-            // left to itself the map's list of entries grew by one element
-            // at a time (reallocated on most inserts of a 7,000-element board).
-            if elements.len() == elements.capacity() {
-                elements.reserve(elements.len().max(16));
-            }
-            // A repeated key replaces the earlier element in its place, as
-            // in a value.
-            elements.insert(key, Element { head, content });
+fn read_elements(scan: &mut Scan, body: &Bytes) -> Result<Option<Elements>, Bad> {
+    // The parent and root board ids read so far, each held once for all
+    // the elements that name it.
+    let mut parents = HashSet::default();
+    let elements = Elements::with_capacity_and_hasher(0, IdHasher::default());
+    let elements = object_of(scan, TOP_LEVELS, elements, |scan, key, elements| {
+        let key: Box<str> = key.into();
+        let element = read_element(scan, body, &key, &mut parents)?;
+        // Grown by doubling, explicitly: left to itself the map's list of
+        // entries grew by one element at a time (reallocated on most
+        // inserts of a 7,000-element board).
+        if elements.len() == elements.capacity() {
+            elements.reserve(elements.len().max(16));
         }
-        // Up to half of it is empty room, and the merged board may keep it.
+        // A repeated key replaces the earlier element in its place, as in
+        // a value.
+        elements.insert(key, element);
+        Ok(())
+    })?;
+    // Up to half of it is empty room, and the merged board may keep it.
+    Ok(elements.map(|mut elements| {
         elements.shrink_to_fit();
-        Ok(elements)
-    }
+        elements
+    }))
 }
-
-/// One element: its [`Head`], read member by member, and `content` as text.
-struct ElementSeed<'b> {
-    body: &'b Bytes,
-    /// The element's map key.
-    key: &'b str,
-    parents: &'b mut HashSet<SharedStr, IdHasher>,
-}
-
-impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
-    type Value = (Head, Option<JsonText>);
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        let reader = ElementReader {
-            body: self.body,
-            key: self.key,
-            parents: self.parents,
-        };
-        let element = deserializer.deserialize_any(ObjectOnly(reader))?;
-        Ok(element.unwrap_or_default())
-    }
-}
-
-/// The members of an element that are read: `content`, then the fields the
-/// provider client and the normalizer read across elements (ids, type,
-/// placement, times, the thread id), in the order the element reader matches
-/// them. A reader of another element field must add it here; the
-/// differential tests build every fixture both through this reader and from
-/// whole values and require the same document.
-pub const ELEMENT_KEYS: [&str; 11] = [
-    "content",
-    "id",
-    "_id",
-    "elementType",
-    "location",
-    "meta",
-    "threadId",
-    "positionX",
-    "positionY",
-    "positionIndex",
-    "positionScore",
-];
 
 /// The levels around an element's members: the answer, `elements`, the element.
 const ELEMENT_LEVELS: usize = 3;
 
-struct ElementReader<'b> {
-    body: &'b Bytes,
-    key: &'b str,
-    parents: &'b mut HashSet<SharedStr, IdHasher>,
+/// One element: its [`Head`], read member by member, and `content` as text.
+/// An element that is not an object is kept too, since it still claims its
+/// key.
+///
+/// The members read are `content`, then the fields the provider client and
+/// the normalizer read across elements (ids, type, placement, times, the
+/// thread id). A reader of another element field must add it here; the
+/// differential tests build every fixture both through this reader and from
+/// whole values and require the same document.
+fn read_element(
+    scan: &mut Scan,
+    body: &Bytes,
+    key: &str,
+    parents: &mut HashSet<SharedStr, IdHasher>,
+) -> Result<Element, Bad> {
+    const LEVELS: usize = ELEMENT_LEVELS;
+    let read = (HeadFields::default(), None);
+    let read = object_of(scan, LEVELS - 1, read, |scan, name, (fields, content)| {
+        let flat = |name: &str| POSITION_NAMES.iter().position(|n| *n == name);
+        match &*name {
+            "content" => *content = Some(text_of(scan, LEVELS, body)?),
+            // A repeated `id` replaces the earlier one, as in a value.
+            "id" => match scan.read(LEVELS, IdField(key))? {
+                IdRead::Key => (fields.id, fields.id_is_key) = (None, true),
+                IdRead::Held(id) => (fields.id, fields.id_is_key) = (id, false),
+            },
+            "_id" => fields.underscore_id = scan.read(LEVELS, held())?.0,
+            "elementType" => fields.element_type = scan.read(LEVELS, PhantomData::<TypeField>)?.0,
+            "location" => fields.location = read_location(scan, parents)?,
+            "meta" => {
+                let times = read_picked(scan, &TIME_KEYS, LEVELS)?;
+                fields.meta = times.map(MetaTimes::new);
+            }
+            "threadId" => fields.thread_id = scan.read(LEVELS, held())?.0,
+            other => match flat(other) {
+                Some(i) => fields.flat[i] = scan.read(LEVELS, held())?.0,
+                None => {
+                    scan.value(LEVELS)?;
+                }
+            },
+        }
+        Ok(())
+    })?;
+    Ok(match read {
+        Some((fields, content)) => Element {
+            head: Head::from_fields(fields, Some(key)),
+            content,
+        },
+        None => Element::default(),
+    })
 }
 
-impl<'de> MapReader<'de> for ElementReader<'_> {
-    type Out = (Head, Option<JsonText>);
+/// The flat placement members an element and its `location` may have, in
+/// the order of their `flat` fields.
+const POSITION_NAMES: [&str; 4] = ["positionX", "positionY", "positionIndex", "positionScore"];
 
-    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut fields = HeadFields::default();
-        let mut content = None;
-        while let Some(key) = map.next_key_seed(NameIn(&ELEMENT_KEYS))? {
-            match key {
-                Some(0) => {
-                    let raw = checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS)?;
-                    content = Some(JsonText::within(self.body, raw));
+/// Reads a [`HeldField`].
+fn held() -> PhantomData<HeldField> {
+    PhantomData
+}
+
+/// `location`: the keys [`Head`] reads, the others checked and skipped.
+fn read_location(
+    scan: &mut Scan,
+    parents: &mut HashSet<SharedStr, IdHasher>,
+) -> Result<Option<LocationFields>, Bad> {
+    const LEVELS: usize = ELEMENT_LEVELS + 1;
+    object_of(
+        scan,
+        ELEMENT_LEVELS,
+        LocationFields::default(),
+        |scan, name, location| {
+            match &*name {
+                "parentId" => location.parent_id = scan.read(LEVELS, ParentField(&mut *parents))?,
+                "section" => location.section = scan.read(LEVELS, held())?.0,
+                "rootBoard" => {
+                    location.root_board = scan.read(LEVELS, SharedField(&mut *parents))?
                 }
-                // A repeated `id` replaces the earlier one, as in a value.
-                Some(1) => match map.next_value_seed(IdField(self.key))? {
-                    IdRead::Key => (fields.id, fields.id_is_key) = (None, true),
-                    IdRead::Held(id) => (fields.id, fields.id_is_key) = (id, false),
+                "position" => location.position = read_picked(scan, &POSITION_KEYS, LEVELS)?,
+                other => match POSITION_NAMES.iter().position(|n| *n == other) {
+                    Some(i) => location.flat[i] = scan.read(LEVELS, held())?.0,
+                    None => {
+                        scan.value(LEVELS)?;
+                    }
                 },
-                Some(2) => fields.underscore_id = map.next_value::<HeldField>()?.0,
-                Some(3) => fields.element_type = map.next_value::<TypeField>()?.0,
-                Some(4) => {
-                    let reader = LocationReader {
-                        parents: &mut *self.parents,
-                    };
-                    fields.location = map.next_value_seed(ObjectOnly(reader))?;
-                }
-                Some(5) => {
-                    let times = map.next_value_seed(ObjectOnly(Picked {
-                        keys: &TIME_KEYS,
-                        levels: ELEMENT_LEVELS + 1,
-                    }))?;
-                    fields.meta = times.map(MetaTimes::new);
-                }
-                Some(6) => fields.thread_id = map.next_value::<HeldField>()?.0,
-                Some(i @ 7..=10) => fields.flat[i - 7] = map.next_value::<HeldField>()?.0,
-                _ => {
-                    checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS)?;
-                }
+            }
+            Ok(())
+        },
+    )
+}
+
+/// An object's scalars under four names, as sent (the object below
+/// `levels` enclosing levels); other members are checked and skipped.
+fn read_picked(
+    scan: &mut Scan,
+    keys: &[&str; 4],
+    levels: usize,
+) -> Result<Option<[Option<HeldScalar>; 4]>, Bad> {
+    object_of(scan, levels, Default::default(), |scan, name, values| {
+        match keys.iter().position(|k| **k == *name) {
+            Some(i) => values[i] = scan.read(levels + 1, held())?.0,
+            None => {
+                scan.value(levels + 1)?;
             }
         }
-        Ok((Head::from_fields(fields, Some(self.key)), content))
-    }
+        Ok(())
+    })
 }
 
 /// `canvasOrder`: each entry's text, checked as a value parse would check
 /// it there; a repeated key replaces the earlier entry, as in a value.
-struct CanvasOrderReader<'b> {
-    body: &'b Bytes,
-}
-
-/// The levels around a `canvasOrder` entry: the answer, `canvasOrder`.
-const CANVAS_ORDER_LEVELS: usize = 2;
-
-impl<'de> MapReader<'de> for CanvasOrderReader<'_> {
-    type Out = CanvasOrder;
-
-    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut order = CanvasOrder::default();
-        while let Some(key) = map.next_key::<String>()? {
-            let raw = checked::<A::Error>(map.next_value()?, CANVAS_ORDER_LEVELS)?;
-            order.insert(key, JsonText::within(self.body, raw));
-        }
-        Ok(order)
-    }
+fn read_canvas_order(scan: &mut Scan, body: &Bytes) -> Result<Option<CanvasOrder>, Bad> {
+    // The levels around an entry: the answer, `canvasOrder`.
+    const LEVELS: usize = 2;
+    object_of(
+        scan,
+        TOP_LEVELS,
+        CanvasOrder::default(),
+        |scan, key, order| {
+            let text = text_of(scan, LEVELS, body)?;
+            order.insert(key.into_owned(), text);
+            Ok(())
+        },
+    )
 }
 
 /// `comments`: each entry as a [`RawComment`]; a repeated key replaces the
 /// earlier entry in its place, as in a value.
-struct CommentsReader<'b> {
-    body: &'b Bytes,
+fn read_comments(scan: &mut Scan, body: &Bytes) -> Result<Option<Comments>, Bad> {
+    let comments = Comments::with_hasher(IdHasher::default());
+    object_of(scan, TOP_LEVELS, comments, |scan, key, comments| {
+        let comment = read_comment(scan, body)?;
+        comments.insert(key.into_owned(), comment.unwrap_or_default());
+        Ok(())
+    })
 }
 
-impl<'de> MapReader<'de> for CommentsReader<'_> {
-    type Out = Comments;
-
-    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut comments =
-            Comments::with_capacity_and_hasher(map.size_hint().unwrap_or(0), IdHasher::default());
-        while let Some(key) = map.next_key::<String>()? {
-            let comment = map.next_value_seed(ObjectOnly(CommentReader { body: self.body }))?;
-            comments.insert(key, comment.unwrap_or_default());
-        }
-        Ok(comments)
-    }
-}
-
-const COMMENT_KEYS: [&str; 6] = ["text", "id", "_id", "threadId", "createdAt", "updatedAt"];
-
-/// The levels around a comment's members: the answer, `comments`, the comment.
-const COMMENT_LEVELS: usize = 3;
-
-struct CommentReader<'b> {
-    body: &'b Bytes,
-}
-
-impl<'de> MapReader<'de> for CommentReader<'_> {
-    type Out = RawComment;
-
-    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut comment = RawComment {
-            is_object: true,
-            ..RawComment::default()
-        };
-        while let Some(key) = map.next_key_seed(NameIn(&COMMENT_KEYS))? {
-            match key {
-                Some(0) => {
-                    let raw = checked::<A::Error>(map.next_value()?, COMMENT_LEVELS)?;
-                    comment.text = Some(JsonText::within(self.body, raw));
-                }
-                Some(1) => comment.id = Some(map.next_value()?),
-                Some(2) => comment.underscore_id = Some(map.next_value()?),
-                Some(3) => comment.thread_id = Some(map.next_value()?),
-                Some(4) => comment.created_at = Some(map.next_value()?),
-                Some(5) => comment.updated_at = Some(map.next_value()?),
-                _ => {
-                    checked::<A::Error>(map.next_value()?, COMMENT_LEVELS)?;
-                }
+/// One comment: the fields the normalizer reads, its `text` as text.
+fn read_comment(scan: &mut Scan, body: &Bytes) -> Result<Option<RawComment>, Bad> {
+    // The levels around a comment's members: the answer, `comments`, the comment.
+    const LEVELS: usize = 3;
+    let comment = RawComment {
+        is_object: true,
+        ..RawComment::default()
+    };
+    object_of(scan, LEVELS - 1, comment, |scan, name, comment| {
+        let value = |scan: &mut Scan| scan.read(LEVELS, PhantomData::<Value>).map(Some);
+        match &*name {
+            "text" => comment.text = Some(text_of(scan, LEVELS, body)?),
+            "id" => comment.id = value(scan)?,
+            "_id" => comment.underscore_id = value(scan)?,
+            "threadId" => comment.thread_id = value(scan)?,
+            "createdAt" => comment.created_at = value(scan)?,
+            "updatedAt" => comment.updated_at = value(scan)?,
+            _ => {
+                scan.value(LEVELS)?;
             }
         }
-        Ok(comment)
-    }
-}
-
-/// `location`: the keys [`Head`] reads, the others checked and skipped.
-struct LocationReader<'p> {
-    parents: &'p mut HashSet<SharedStr, IdHasher>,
-}
-
-const LOCATION_KEYS: [&str; 8] = [
-    "parentId",
-    "section",
-    "rootBoard",
-    "position",
-    "positionX",
-    "positionY",
-    "positionIndex",
-    "positionScore",
-];
-
-impl<'de> MapReader<'de> for LocationReader<'_> {
-    type Out = LocationFields;
-
-    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut location = LocationFields::default();
-        while let Some(key) = map.next_key_seed(NameIn(&LOCATION_KEYS))? {
-            match key {
-                Some(0) => location.parent_id = map.next_value_seed(ParentField(self.parents))?,
-                Some(1) => location.section = map.next_value::<HeldField>()?.0,
-                Some(2) => location.root_board = map.next_value_seed(SharedField(self.parents))?,
-                Some(3) => {
-                    location.position = map.next_value_seed(ObjectOnly(Picked {
-                        keys: &POSITION_KEYS,
-                        levels: ELEMENT_LEVELS + 2,
-                    }))?;
-                }
-                Some(i @ 4..=7) => location.flat[i - 4] = map.next_value::<HeldField>()?.0,
-                _ => {
-                    checked::<A::Error>(map.next_value()?, ELEMENT_LEVELS + 1)?;
-                }
-            }
-        }
-        Ok(location)
-    }
-}
-
-/// An object's scalars under four names, as sent; other members are
-/// checked (below `levels` enclosing levels) and skipped.
-struct Picked {
-    keys: &'static [&'static str; 4],
-    levels: usize,
-}
-
-impl<'de> MapReader<'de> for Picked {
-    type Out = [Option<HeldScalar>; 4];
-
-    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut values: [Option<HeldScalar>; 4] = Default::default();
-        while let Some(key) = map.next_key_seed(NameIn(self.keys))? {
-            match key {
-                Some(i) => values[i] = map.next_value::<HeldField>()?.0,
-                None => {
-                    checked::<A::Error>(map.next_value()?, self.levels)?;
-                }
-            }
-        }
-        Ok(values)
-    }
+        Ok(())
+    })
 }
 
 /// Reads the members of an object. A repeated member is read again, so
@@ -546,30 +481,6 @@ impl<'de, R: MapReader<'de>> Visitor<'de> for ObjectOnly<R> {
         Ok(None)
     }
     crate::provider::scalars_are_none!();
-}
-
-/// A member name: its position in a table of names, `None` for any other,
-/// read without allocating (escaped names are unescaped by serde_json).
-struct NameIn<const N: usize>(&'static [&'static str; N]);
-
-impl<'de, const N: usize> DeserializeSeed<'de> for NameIn<N> {
-    type Value = Option<usize>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_str(self)
-    }
-}
-
-impl<'de, const N: usize> Visitor<'de> for NameIn<N> {
-    type Value = Option<usize>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_str<E>(self, name: &str) -> Result<Self::Value, E> {
-        Ok(self.0.iter().position(|k| *k == name))
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,500 @@
+//! A cursor over an answer body: the members of the objects the reader
+//! walks, and every other value skipped in one pass that finds its end,
+//! checks its syntax and checks it as a value parse would.
+//!
+//! serde_json's own skip (what capturing a `RawValue` does) checks syntax
+//! only, so the reader used to scan each kept or skipped text a second time
+//! for what a parse into a value refuses besides (a `\u` escape that is a
+//! lone surrogate, a number out of an `f64`'s range, nesting past the
+//! limit). Here the skip notes those as it goes: nesting is counted exactly,
+//! and a text with a `\u` escape starting with `d` or `D` (every surrogate
+//! does), or a number with an exponent or of more than
+//! [`SHORT_NUMBER`] bytes, is read once more by serde_json as a value
+//! ([`check_as_value`]), so the verdict on those is serde_json's own. Nearly
+//! no text has one.
+//!
+//! The syntax is serde_json's: whitespace is space, tab, line feed and
+//! carriage return; a string holds no control character and only the
+//! escapes `\" \\ \/ \b \f \n \r \t \uXXXX`; a number has no leading zero,
+//! and digits after its point and in its exponent; no trailing commas.
+
+use super::check::{check_as_value, MAX_LEVELS, SHORT_NUMBER};
+use crate::provider::words::plain_run_end;
+use serde::de::value::{BorrowedStrDeserializer, U64Deserializer};
+use serde::de::DeserializeSeed;
+use std::borrow::Cow;
+
+/// The body is not what a value parse accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Bad;
+
+/// A position in a body's text.
+pub(super) struct Scan<'b> {
+    text: &'b str,
+    at: usize,
+}
+
+impl<'b> Scan<'b> {
+    pub(super) fn new(text: &'b str) -> Scan<'b> {
+        Scan { text, at: 0 }
+    }
+
+    fn bytes(&self) -> &'b [u8] {
+        self.text.as_bytes()
+    }
+
+    /// The next byte after whitespace, not taken.
+    pub(super) fn peek(&mut self) -> Option<u8> {
+        self.at = skip_ws(self.bytes(), self.at);
+        self.bytes().get(self.at).copied()
+    }
+
+    /// Whether only whitespace is left.
+    pub(super) fn at_end(&mut self) -> bool {
+        self.peek().is_none()
+    }
+
+    /// Takes the `{` of an object when the next value is one.
+    pub(super) fn open_object(&mut self) -> bool {
+        let open = self.peek() == Some(b'{');
+        self.at += usize::from(open);
+        open
+    }
+
+    /// The name of the next member of the object being read, its `:` taken;
+    /// `None` once its `}` is taken. `first` is true until a member is read.
+    pub(super) fn next_key(&mut self, first: &mut bool) -> Result<Option<Cow<'b, str>>, Bad> {
+        match self.peek() {
+            Some(b'}') => {
+                self.at += 1;
+                return Ok(None);
+            }
+            Some(b',') if !*first => {
+                self.at += 1;
+                self.peek();
+            }
+            Some(b'"') if *first => {}
+            _ => return Err(Bad),
+        }
+        *first = false;
+        let bytes = self.bytes();
+        if bytes.get(self.at) != Some(&b'"') {
+            return Err(Bad);
+        }
+        let start = self.at + 1;
+        let (end, escaped) = string_end(bytes, start)?;
+        self.at = end + 1;
+        if self.peek() != Some(b':') {
+            return Err(Bad);
+        }
+        self.at += 1;
+        if !escaped {
+            return Ok(Some(Cow::Borrowed(&self.text[start..end])));
+        }
+        // Unescaped as a value parse would, a lone surrogate refused.
+        serde_json::from_str::<String>(&self.text[start - 1..=end])
+            .map(|name| Some(Cow::Owned(name)))
+            .map_err(|_| Bad)
+    }
+
+    /// Skips the next value, held to what a value parse accepts below
+    /// `levels` enclosing levels; the bounds of its text.
+    pub(super) fn value(&mut self, levels: usize) -> Result<(usize, usize), Bad> {
+        let left = MAX_LEVELS.saturating_sub(levels);
+        self.peek();
+        let start = self.at;
+        let (end, suspect) = skip_value(self.bytes(), start, left)?;
+        self.at = end;
+        if suspect {
+            check_as_value(&self.text[start..end], left).map_err(|_| Bad)?;
+        }
+        Ok((start, end))
+    }
+
+    /// Reads the next value (below `levels` enclosing levels) with `seed`,
+    /// through serde_json, as a value parse of the whole body would.
+    pub(super) fn read<S: DeserializeSeed<'b>>(
+        &mut self,
+        levels: usize,
+        seed: S,
+    ) -> Result<S::Value, Bad> {
+        let (start, end) = self.value(levels)?;
+        let text = &self.text[start..end];
+        // The scalars a head holds most (ids, times, places) as serde_json
+        // would hand them over: a string without escapes as itself, a
+        // non-negative integer of at most 19 digits (below 2^64) as a
+        // `u64`. Everything else is read by serde_json itself.
+        match text.as_bytes() {
+            [b'"', inner @ .., b'"'] if !inner.contains(&b'\\') => {
+                seed.deserialize(BorrowedStrDeserializer::new(&text[1..text.len() - 1]))
+            }
+            digits @ [b'1'..=b'9', ..] | digits @ [b'0']
+                if digits.len() <= 19 && digits.iter().all(u8::is_ascii_digit) =>
+            {
+                let n = digits
+                    .iter()
+                    .fold(0, |n: u64, d| n * 10 + u64::from(d - b'0'));
+                seed.deserialize(U64Deserializer::new(n))
+            }
+            _ => seed.deserialize(&mut serde_json::Deserializer::from_str(text)),
+        }
+        .map_err(|_: serde_json::Error| Bad)
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\t' | b'\r') = bytes.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The end of the value that starts at `start` (no whitespace before it),
+/// with at most `left` nested levels, and whether it holds something only
+/// a value parse can judge.
+fn skip_value(bytes: &[u8], start: usize, left: usize) -> Result<(usize, bool), Bad> {
+    let mut i = start;
+    let mut suspect = false;
+    // Bit n set: level n + 1 is an object. `left` is at most MAX_LEVELS.
+    let mut objects: u128 = 0;
+    let mut depth = 0usize;
+    loop {
+        // A value starts at `i`.
+        match bytes.get(i) {
+            Some(&open @ (b'{' | b'[')) => {
+                depth += 1;
+                if depth > left {
+                    return Err(Bad);
+                }
+                i = skip_ws(bytes, i + 1);
+                if open == b'{' {
+                    objects |= 1 << (depth - 1);
+                    if bytes.get(i) == Some(&b'}') {
+                        i += 1;
+                        depth -= 1;
+                    } else {
+                        i = member_name(bytes, i, &mut suspect)?;
+                        continue;
+                    }
+                } else {
+                    objects &= !(1 << (depth - 1));
+                    if bytes.get(i) == Some(&b']') {
+                        i += 1;
+                        depth -= 1;
+                    } else {
+                        continue;
+                    }
+                }
+            }
+            Some(b'"') => {
+                let (end, escaped) = string_end(bytes, i + 1)?;
+                suspect |= escaped && maybe_surrogate(&bytes[i + 1..end]);
+                i = end + 1;
+            }
+            Some(b'-' | b'0'..=b'9') => {
+                let end = number_end(bytes, i)?;
+                suspect |= end - i > SHORT_NUMBER
+                    || bytes[i..end].iter().any(|&b| matches!(b, b'e' | b'E'));
+                i = end;
+            }
+            Some(b't') => i = literal(bytes, i, b"true")?,
+            Some(b'f') => i = literal(bytes, i, b"false")?,
+            Some(b'n') => i = literal(bytes, i, b"null")?,
+            _ => return Err(Bad),
+        }
+        // After a value: close what it ends, until the next value starts.
+        loop {
+            if depth == 0 {
+                return Ok((i, suspect));
+            }
+            let in_object = objects & (1 << (depth - 1)) != 0;
+            i = skip_ws(bytes, i);
+            match (bytes.get(i), in_object) {
+                (Some(b','), true) => {
+                    i = member_name(bytes, skip_ws(bytes, i + 1), &mut suspect)?;
+                    break;
+                }
+                (Some(b','), false) => {
+                    i = skip_ws(bytes, i + 1);
+                    break;
+                }
+                (Some(b'}'), true) | (Some(b']'), false) => {
+                    i += 1;
+                    depth -= 1;
+                }
+                _ => return Err(Bad),
+            }
+        }
+    }
+}
+
+/// A member's name at `i` and its `:`; where its value starts.
+#[inline]
+fn member_name(bytes: &[u8], i: usize, suspect: &mut bool) -> Result<usize, Bad> {
+    if bytes.get(i) != Some(&b'"') {
+        return Err(Bad);
+    }
+    let (end, escaped) = string_end(bytes, i + 1)?;
+    *suspect |= escaped && maybe_surrogate(&bytes[i + 1..end]);
+    let colon = skip_ws(bytes, end + 1);
+    if bytes.get(colon) != Some(&b':') {
+        return Err(Bad);
+    }
+    Ok(skip_ws(bytes, colon + 1))
+}
+
+/// The index of the closing quote of the string whose text starts at
+/// `start`, and whether it holds an escape; its escapes are checked.
+#[inline]
+fn string_end(bytes: &[u8], start: usize) -> Result<(usize, bool), Bad> {
+    let mut i = start;
+    let mut escaped = false;
+    loop {
+        i = plain_run_end(bytes, i);
+        match bytes.get(i) {
+            Some(b'"') => return Ok((i, escaped)),
+            Some(b'\\') => {
+                escaped = true;
+                i += match bytes.get(i + 1) {
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
+                    Some(b'u') => {
+                        let hex = bytes.get(i + 2..i + 6).ok_or(Bad)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return Err(Bad);
+                        }
+                        6
+                    }
+                    _ => return Err(Bad),
+                };
+            }
+            // A control character, or the end of the text.
+            _ => return Err(Bad),
+        }
+    }
+}
+
+/// Whether a string's escaped text has a `\u` escape starting with `d` or
+/// `D`, as every surrogate does (so do some other escapes).
+fn maybe_surrogate(text: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(at) = text
+        .get(i..)
+        .and_then(|rest| rest.iter().position(|&b| b == b'\\'))
+    {
+        i += at;
+        if text.get(i + 1) == Some(&b'u') && matches!(text.get(i + 2), Some(b'd' | b'D')) {
+            return true;
+        }
+        i += 2;
+    }
+    false
+}
+
+/// The end of the number that starts at `i`, in JSON's grammar.
+fn number_end(bytes: &[u8], mut i: usize) -> Result<usize, Bad> {
+    let digits = |bytes: &[u8], i: usize| {
+        i + bytes.get(i..).map_or(0, |rest| {
+            rest.iter().take_while(|b| b.is_ascii_digit()).count()
+        })
+    };
+    if bytes.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match bytes.get(i) {
+        Some(b'0') => {
+            i += 1;
+            if bytes.get(i).is_some_and(u8::is_ascii_digit) {
+                return Err(Bad);
+            }
+        }
+        Some(b'1'..=b'9') => i = digits(bytes, i + 1),
+        _ => return Err(Bad),
+    }
+    if bytes.get(i) == Some(&b'.') {
+        let end = digits(bytes, i + 1);
+        if end == i + 1 {
+            return Err(Bad);
+        }
+        i = end;
+    }
+    if let Some(b'e' | b'E') = bytes.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = bytes.get(i) {
+            i += 1;
+        }
+        let end = digits(bytes, i);
+        if end == i {
+            return Err(Bad);
+        }
+        i = end;
+    }
+    Ok(i)
+}
+
+fn literal(bytes: &[u8], i: usize, word: &[u8]) -> Result<usize, Bad> {
+    match bytes.get(i..i + word.len()) {
+        Some(found) if found == word => Ok(i + word.len()),
+        _ => Err(Bad),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scan's verdict on `text` as a whole value with `levels` left.
+    fn scanned(text: &str, levels: usize) -> bool {
+        let mut scan = Scan::new(text);
+        scan.value(MAX_LEVELS - levels).is_ok() && scan.at_end()
+    }
+
+    #[test]
+    fn syntax_is_serde_jsons() {
+        for text in [
+            "",
+            " ",
+            "{",
+            "}",
+            "[",
+            "[1,]",
+            "[,1]",
+            "{\"a\":1,}",
+            "{,}",
+            "{\"a\" 1}",
+            "{1:2}",
+            "{\"a\":}",
+            "01",
+            "-",
+            "-01",
+            "1.",
+            ".5",
+            "1e",
+            "1e+",
+            "1.5e-",
+            "+1",
+            "0x1",
+            "tru",
+            "truex",
+            "nul",
+            "NaN",
+            "\"a",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"\\u12g4\"",
+            "\"\t\"",
+            "\"\u{1f}\"",
+            "[1 2]",
+            "{\"a\":1 \"b\":2}",
+            "[]]",
+            "{}}",
+            "1 2",
+            "\"a\"\"b\"",
+            "-0",
+            "0",
+            "0.5e10",
+            "1E-2",
+            "-12.25",
+            "[ ]",
+            "{ }",
+            " [1 , 2 ] ",
+            "\"\\/\\b\"",
+            "{\"\":[{}]}",
+            "\"\\uD83D\\uDE00\"",
+            "\"\\ud800\"",
+            "[\"é\", null, true, false]",
+            "\r\n\t[1]\r\n\t",
+            "[\u{a0}1]",
+            "[1]\u{0}",
+        ] {
+            let want = serde_json::from_str::<serde_json::Value>(text).is_ok();
+            assert_eq!(scanned(text, MAX_LEVELS), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn keys_are_unescaped_and_held_to_a_value_parse() {
+        let mut scan = Scan::new(r#"{"a\u0062": 1, "c": 2}"#);
+        let mut first = true;
+        assert!(scan.open_object());
+        assert_eq!(scan.next_key(&mut first).unwrap().as_deref(), Some("ab"));
+        assert_eq!(scan.value(1), Ok((12, 13)));
+        let key = scan.next_key(&mut first).unwrap();
+        assert!(matches!(key, Some(Cow::Borrowed("c"))));
+        scan.value(1).unwrap();
+        assert_eq!(scan.next_key(&mut first), Ok(None));
+        assert!(scan.at_end());
+        for bad in [
+            r#"{"\ud800": 1}"#,
+            r#"{"a": 1,}"#,
+            r#"{"a" 1}"#,
+            r#"{1: 1}"#,
+        ] {
+            let mut scan = Scan::new(bad);
+            let mut first = true;
+            assert!(scan.open_object());
+            let read = scan.next_key(&mut first).and_then(|_| scan.value(1));
+            let read = read.and_then(|_| scan.next_key(&mut first));
+            assert_eq!(read.err(), Some(Bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_scalar_is_read_as_serde_json_reads_it() {
+        for text in [
+            "0",
+            "7",
+            "-0",
+            "-5",
+            "1234567890123456789",
+            "9999999999999999999",
+            "18446744073709551615",
+            "18446744073709551616",
+            "1.0",
+            "2e3",
+            r#""""#,
+            r#""id""#,
+            r#""a\"b""#,
+            r#""\u00e9""#,
+            "true",
+            "null",
+            "[1]",
+            r#"{"a":"b"}"#,
+        ] {
+            let mut scan = Scan::new(text);
+            let got = scan.read(0, std::marker::PhantomData::<serde_json::Value>);
+            let want = serde_json::from_str::<serde_json::Value>(text).map_err(|_| Bad);
+            assert_eq!(got, want, "{text}");
+            if let Ok(serde_json::Value::Number(n)) = &got {
+                let same = serde_json::from_str::<serde_json::Number>(text).unwrap();
+                assert_eq!(
+                    (n.as_u64(), n.as_i64(), n.is_f64()),
+                    (same.as_u64(), same.as_i64(), same.is_f64())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn what_the_scan_leaves_to_a_value_parse() {
+        for (text, suspect) in [
+            (r#"{"a":[1,"x\"y",{"b":null}],"c":-1.25}"#, false),
+            (r#""\u00e9\\ud800""#, false),
+            (r#""\ud83d\ude00""#, true),
+            (r#"{"\uDC00":1}"#, true),
+            ("1e3", true),
+            ("[1E3]", true),
+            (&"9".repeat(SHORT_NUMBER), false),
+            (&"9".repeat(SHORT_NUMBER + 1), true),
+        ] {
+            assert_eq!(
+                skip_value(text.as_bytes(), 0, 4).map(|(_, s)| s),
+                Ok(suspect),
+                "{text}"
+            );
+        }
+        assert!(skip_value(b"[[[[]]]]", 0, 4).is_ok());
+        assert_eq!(skip_value(b"[[[[[]]]]]", 0, 4), Err(Bad));
+        assert!(check_as_value("[[[[]]]]", 4).is_ok());
+        assert!(check_as_value("[[[[[]]]]]", 4).is_err());
+    }
+}
