@@ -10,6 +10,7 @@
 //! is also removed by a drop guard when the load ends or panics.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -58,6 +59,10 @@ impl<K: Hash + Eq, V> Drop for Joined<K, V> {
         }
     }
 }
+
+/// What [`Coalescer::join_or_stored`] found stored instead of a load.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Stored<S>(pub S);
 
 /// One load in flight: its result channel, how many callers wait for it,
 /// and how to stop it.
@@ -116,9 +121,33 @@ where
     where
         F: std::future::Future<Output = V> + Send + 'static,
     {
+        match self.join_or_stored(key, || None::<Infallible>, load) {
+            Ok(joined) => joined,
+            Err(Stored(never)) => match never {},
+        }
+    }
+
+    /// As [`Coalescer::join`], but when no load of `key` is in flight,
+    /// `stored` is asked first, under the lock a load's end takes to leave
+    /// the in-flight map, for what a load stored before leaving it. A caller
+    /// that looked where loads store their results before a load ended,
+    /// and for the load after it ended, gets the result here (`Err`) rather
+    /// than starting the same load again.
+    pub fn join_or_stored<F, S>(
+        &self,
+        key: K,
+        stored: impl FnOnce() -> Option<S>,
+        load: impl FnOnce() -> F,
+    ) -> Result<Joined<K, V>, Stored<S>>
+    where
+        F: std::future::Future<Output = V> + Send + 'static,
+    {
         let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(joined) = self.share(&mut map, &key) {
-            return joined;
+            return Ok(joined);
+        }
+        if let Some(value) = stored() {
+            return Err(Stored(value));
         }
         let (tx, rx) = watch::channel(None);
         let guard = InFlight {
@@ -148,12 +177,12 @@ where
                 abort: task.abort_handle(),
             },
         );
-        Joined {
+        Ok(Joined {
             rx,
             joined: false,
             key,
             map: Arc::clone(&self.in_flight),
-        }
+        })
     }
 
     /// Joins the load of `key` if one is in flight.
@@ -269,6 +298,40 @@ mod tests {
         let again = coalescer.join("k", || async { 5 });
         assert!(!again.joined);
         assert_eq!(again.value().await, Some(5));
+    }
+
+    /// A caller that missed the stored result before a load ended, and
+    /// the load after it ended (the two looks are not one step), finds the
+    /// result under the in-flight lock and starts no second load.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_load_that_ended_between_a_look_and_a_join_is_not_repeated() {
+        let coalescer: Coalescer<&'static str, u32> = Coalescer::default();
+        let store = Arc::new(Mutex::new(None::<u32>));
+        let loads = Arc::new(AtomicU32::new(0));
+        let start = |store: Arc<Mutex<Option<u32>>>, loads: Arc<AtomicU32>| {
+            move || async move {
+                loads.fetch_add(1, Ordering::SeqCst);
+                // A load stores its result before it leaves the map.
+                *store.lock().unwrap() = Some(7);
+                7
+            }
+        };
+        let stored = || *store.lock().unwrap();
+        // The caller's look: nothing stored yet.
+        assert_eq!(stored(), None);
+        // Meanwhile a load starts and ends.
+        let first = coalescer
+            .join_or_stored("k", stored, start(store.clone(), loads.clone()))
+            .expect("nothing stored, nothing in flight: a load");
+        assert_eq!(first.value().await, Some(7));
+        while coalescer.in_flight() != 0 {
+            tokio::task::yield_now().await;
+        }
+        // The caller joins after the load left the map: it gets the result.
+        let late = coalescer.join_or_stored("k", stored, start(store.clone(), loads.clone()));
+        assert_eq!(late.err(), Some(Stored(7)));
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+        assert_eq!(coalescer.in_flight(), 0);
     }
 
     #[tokio::test]

@@ -40,7 +40,7 @@ pub mod sqlite;
 pub mod versions;
 
 pub use budget::{Budget, CacheSettings, DEFAULT_BUDGET_BYTES};
-pub use coalesce::Coalescer;
+pub use coalesce::{Coalescer, Stored};
 pub use fresh::board_tag;
 use outcome::loaded;
 pub use outcome::{LoadError, LoadTiming, Source};
@@ -285,11 +285,8 @@ impl Boards {
             return (outcome, Source::Miss);
         };
         let key = (board_id.to_owned(), permission_id.to_owned());
-        if let Some(doc) = cache.document(&key, coverage) {
-            return (Ok(doc), Source::Hit);
-        }
-        if let Some(failure) = cache.failures.get(&key) {
-            return (Err(LoadError::Fetch(failure)), Source::Hit);
+        if let Some(outcome) = cache.stored(&key, coverage) {
+            return (outcome, Source::Hit);
         }
         let full_loading = (coverage == Coverage::Outline)
             .then(|| cache.loads.joining(&(key.clone(), Coverage::Full)))
@@ -301,14 +298,26 @@ impl Boards {
                 // The load runs in a task of its own: its span is opened
                 // here, a child of the request that started it.
                 let span = spans::load(board_id);
-                cache.loads.join((key.clone(), coverage), move || {
+                let load_key = key.clone();
+                let load = move || {
                     async move {
-                        let outcome = inner.below_process(key, coverage).await;
+                        let outcome = inner.below_process(load_key, coverage).await;
                         loaded(&outcome);
                         outcome
                     }
                     .instrument(span)
-                })
+                };
+                // A load of this key may have ended since the look above:
+                // what it stored is looked for again where no load can end
+                // unseen, so its outcome is not loaded a second time.
+                let stored = || cache.stored(&key, coverage);
+                match cache
+                    .loads
+                    .join_or_stored((key.clone(), coverage), stored, load)
+                {
+                    Ok(joined) => joined,
+                    Err(Stored(outcome)) => return (outcome, Source::Hit),
+                }
             }
         };
         let joined_load = joined.joined;
@@ -372,6 +381,16 @@ impl Boards {
 }
 
 impl Cached {
+    /// What the process cache holds for `key`: a document with at least
+    /// `coverage`, or a remembered provider failure.
+    fn stored(&self, key: &DocKey, coverage: Coverage) -> Option<Loaded> {
+        if let Some(doc) = self.document(key, coverage) {
+            return Some(Ok(doc));
+        }
+        let failure = self.failures.get(key)?;
+        Some(Err(LoadError::Fetch(failure)))
+    }
+
     /// A cached document holding at least `coverage`: an outline request
     /// looks for an outline first, then for a full document (either serves
     /// it); a full request only for the latter.
