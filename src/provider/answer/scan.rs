@@ -112,7 +112,8 @@ impl<'b> Scan<'b> {
     }
 
     /// Reads the next value (below `levels` enclosing levels) with `seed`,
-    /// through serde_json, as a value parse of the whole body would.
+    /// as a value parse of the whole body would hand it over: by serde_json
+    /// from the value's own text, or for the commonest scalars directly.
     pub(super) fn read<S: DeserializeSeed<'b>>(
         &mut self,
         levels: usize,

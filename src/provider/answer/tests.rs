@@ -145,6 +145,14 @@ fn the_nesting_limit_is_the_one_of_a_value() {
             check(&format!(r#"{{"canvasOrder": {{"p": {value}}}}}"#));
         }
     }
+    // A top-level member sits below one level, the answer: its limit is
+    // the body's, less one.
+    for depth in [MAX_LEVELS - 2, MAX_LEVELS - 1, MAX_LEVELS] {
+        for value in [nest(depth), objects(depth)] {
+            check(&format!(r#"{{"x": {value}}}"#));
+            check(&format!(r#"{{"errors": [{value}], "elements": {{}}}}"#));
+        }
+    }
     let too_deep = format!(
         r#"{{"elements": {{"a": {{"content": {}}}}}}}"#,
         objects(MAX_CONTENT_DEPTH + 1)
