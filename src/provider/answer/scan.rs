@@ -230,7 +230,6 @@ fn skip_value(bytes: &[u8], start: usize, left: usize) -> Result<(usize, bool), 
 }
 
 /// A member's name at `i` and its `:`; where its value starts.
-#[inline]
 fn member_name(bytes: &[u8], i: usize, suspect: &mut bool) -> Result<usize, Bad> {
     if bytes.get(i) != Some(&b'"') {
         return Err(Bad);
@@ -246,7 +245,6 @@ fn member_name(bytes: &[u8], i: usize, suspect: &mut bool) -> Result<usize, Bad>
 
 /// The index of the closing quote of the string whose text starts at
 /// `start`, and whether it holds an escape; its escapes are checked.
-#[inline]
 fn string_end(bytes: &[u8], start: usize) -> Result<(usize, bool), Bad> {
     let mut i = start;
     let mut escaped = false;
