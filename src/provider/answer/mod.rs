@@ -47,6 +47,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::Range;
 
 /// Most nested levels an element's `content` (or any other field of an
 /// element) may have, counting itself: it sits below three levels (the
@@ -98,6 +99,10 @@ pub struct Element {
 /// One JSON value as the provider wrote it: a slice of the answer body it
 /// was read from, shared with the body rather than copied out of it, and
 /// checked when the body was read as a whole-value parse would check it.
+///
+/// Its bytes are always UTF-8: each constructor takes them from a str
+/// ([`JsonText::slice_of`] from a body already read as one, on the str's
+/// char boundaries), so [`JsonText::text`] does not check them again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonText(Bytes);
 
@@ -115,23 +120,33 @@ impl JsonText {
         JsonText(Bytes::copy_from_slice(text.as_bytes()))
     }
 
+    /// `body[range]`, where `text` is `body` read as a str (the same
+    /// bytes, not a copy) and `range` lies on its char boundaries; `None`
+    /// otherwise. Both are checked in constant time.
+    fn slice_of(body: &Bytes, text: &str, range: Range<usize>) -> Option<JsonText> {
+        let same = text.as_ptr() == body.as_ptr() && text.len() == body.len();
+        (same && text.get(range.clone()).is_some()).then(|| JsonText(body.slice(range)))
+    }
+
     /// The JSON text.
     pub fn bytes(&self) -> &[u8] {
         &self.0
     }
 
-    /// The text as a str: UTF-8 is checked once for the whole text, in
-    /// one pass, rather than string by string while it is parsed (a
-    /// slice parse validates each string on its own; a rich text is
-    /// thousands of short ones). `None` exactly when a slice parse would
-    /// refuse the text for its encoding.
-    pub fn text(&self) -> Option<&str> {
-        std::str::from_utf8(&self.0).ok()
+    /// The text as a str. Its UTF-8 was checked once, with the whole body
+    /// it came from, rather than again here (the content texts of a large
+    /// board are most of its body).
+    pub fn text(&self) -> &str {
+        // SAFETY: every constructor takes these bytes from a str, whole
+        // (`of`, `from_text`) or as a slice between two of its char
+        // boundaries (`slice_of` checks both, and that the str is the
+        // body's own bytes). A slice of UTF-8 on char boundaries is UTF-8.
+        unsafe { std::str::from_utf8_unchecked(&self.0) }
     }
 
     /// The text as a value.
     pub fn value(&self) -> Option<Value> {
-        serde_json::from_str(self.text()?).ok()
+        serde_json::from_str(self.text()).ok()
     }
 }
 
@@ -247,7 +262,7 @@ fn object_of<'b, T>(
 /// of `body`, whose text the scan reads.
 fn text_of(scan: &mut Scan, levels: usize, body: &Bytes) -> Result<JsonText, Bad> {
     let (start, end) = scan.value(levels)?;
-    Ok(JsonText(body.slice(start..end)))
+    JsonText::slice_of(body, scan.text(), start..end).ok_or(Bad)
 }
 
 /// `elements`, by key.

@@ -39,6 +39,11 @@ impl<'b> Scan<'b> {
         Scan { text, at: 0 }
     }
 
+    /// The whole text being scanned.
+    pub(super) fn text(&self) -> &'b str {
+        self.text
+    }
+
     fn bytes(&self) -> &'b [u8] {
         self.text.as_bytes()
     }

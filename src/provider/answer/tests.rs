@@ -292,3 +292,20 @@ fn a_body_that_is_not_utf8_is_refused_as_one_value_refuses_it() {
         }
     }
 }
+
+#[test]
+fn a_kept_text_is_a_slice_of_the_bodys_own_str_on_char_boundaries() {
+    let body = Bytes::from_static("{\"a\":\"é\"}".as_bytes());
+    let text = std::str::from_utf8(&body).unwrap();
+    let kept = JsonText::slice_of(&body, text, 5..9).expect("a string value");
+    assert_eq!(kept.text(), "\"é\"");
+    // Inside the two bytes of `é`.
+    assert_eq!(JsonText::slice_of(&body, text, 5..7), None);
+    assert_eq!(JsonText::slice_of(&body, text, 7..9), None);
+    // Past the end.
+    assert_eq!(JsonText::slice_of(&body, text, 5..11), None);
+    // The same text in other bytes is not the body's own.
+    let copy = String::from(text);
+    assert_eq!(JsonText::slice_of(&body, &copy, 5..9), None);
+    assert_eq!(JsonText::slice_of(&body, &text[..8], 5..8), None);
+}

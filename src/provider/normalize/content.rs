@@ -68,9 +68,7 @@ impl Lookup for Members<'_> {
 /// content; the tests hold them to it, and to the value reader. `copy`:
 /// the rich-text copy's buffers, reused from one element to the next.
 pub fn read<'a>(raw: &'a JsonText, rich_key: &str, copy: &mut CopyBuffers) -> Content<'a> {
-    let Some(text) = raw.text() else {
-        return Content::default();
-    };
+    let text = raw.text();
     if let Ok(content) = from_bytes(text, rich_key, copy) {
         return content;
     }

@@ -385,7 +385,7 @@ pub fn comment(key: &str, raw: &RawComment, bodies: bool, reader: ContentReader)
         rich_text: match (bodies, reader) {
             (false, _) => None,
             (true, ContentReader::Text) => {
-                let text = raw.text.as_ref().and_then(|t| t.text());
+                let text = raw.text.as_ref().map(|t| t.text());
                 text.and_then(|t| rich_text_from_text(t).ok().flatten())
             }
             #[cfg(any(test, feature = "internals"))]

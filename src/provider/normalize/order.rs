@@ -150,8 +150,7 @@ pub fn order_children<'a>(
 /// nothing, and so does an entry that is not an array. The text was
 /// checked as a value parse would check it when the answer was read.
 fn listed_ids(text: &JsonText, each: impl FnMut(&str)) {
-    let Some(text) = text.text() else { return };
-    let mut de = serde_json::Deserializer::from_str(text);
+    let mut de = serde_json::Deserializer::from_str(text.text());
     // An entry that is not an array (or, never after the answer's check,
     // bad JSON) lists nothing more.
     let _ = de.deserialize_any(Listed(each));
