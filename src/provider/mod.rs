@@ -35,6 +35,5 @@ pub mod normalize;
 pub mod raw;
 pub mod rich_text;
 pub mod time;
-mod words;
 
 pub use fetched::Fetched;

@@ -19,7 +19,7 @@
 //! and digits after its point and in its exponent; no trailing commas.
 
 use super::check::{check_as_value, MAX_LEVELS, SHORT_NUMBER};
-use crate::provider::words::plain_run_end;
+use crate::select::stream::json_text_run;
 use serde::de::value::{BorrowedStrDeserializer, U64Deserializer};
 use serde::de::DeserializeSeed;
 use std::borrow::Cow;
@@ -254,7 +254,7 @@ fn string_end(bytes: &[u8], start: usize) -> Result<(usize, bool), Bad> {
     let mut i = start;
     let mut escaped = false;
     loop {
-        i = plain_run_end(bytes, i);
+        i = json_text_run(bytes, i);
         match bytes.get(i) {
             Some(b'"') => return Ok((i, escaped)),
             Some(b'\\') => {

@@ -35,7 +35,7 @@ mod states;
 
 pub(super) use bytes::read_item;
 
-use crate::provider::words::plain_run_end;
+use crate::select::stream::json_text_run;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use states::{Array, Object};
 use std::borrow::Cow;
@@ -254,7 +254,7 @@ fn write_string(out: &mut Vec<u8>, s: &str, borrowed: bool) {
 }
 
 /// A string as serde_json writes it, in one pass: each run of bytes with
-/// nothing to escape (found eight bytes at a time) is copied whole, and
+/// nothing to escape (found sixteen bytes at a time) is copied whole, and
 /// each quote, backslash or control character after one is escaped as
 /// serde_json escapes it ([`write_escape`]). Most strings (ids, times,
 /// words) are one run; a plain text's newlines are the usual escapes.
@@ -265,7 +265,7 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let mut from = 0;
     loop {
-        let stop = plain_run_end(bytes, from);
+        let stop = json_text_run(bytes, from);
         out.extend_from_slice(bytes.get(from..stop).unwrap_or_default());
         let Some(&special) = bytes.get(stop) else {
             break;

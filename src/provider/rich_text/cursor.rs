@@ -12,7 +12,7 @@
 //! stands. So a reader built on it only ever speeds up a read, and gives
 //! whatever the serde reader would have given.
 
-use crate::provider::words::plain_run_end;
+use crate::select::stream::json_text_run;
 use std::borrow::Cow;
 
 /// The text holds something the cursor does not read; read it with
@@ -114,7 +114,7 @@ impl<'a> Cursor<'a> {
         }
         let open = self.at;
         let start = open + 1;
-        let i = plain_run_end(self.bytes(), start);
+        let i = json_text_run(self.bytes(), start);
         match self.bytes().get(i) {
             Some(b'"') => {
                 let s = self.text.get(start..i).ok_or(Unsupported)?;

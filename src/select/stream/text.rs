@@ -1,7 +1,8 @@
 //! Finding the end of a run of plain string text in compact JSON, sixteen
 //! or eight bytes at a time: shared by the selection walks (here), the
-//! fleet tier's document check and the Markdown reader, which all spend
-//! most of their time in strings.
+//! fleet tier's document check, the Markdown reader, and on the cold path
+//! the provider answer's scan, the rich-text cursor and the string writer
+//! of the normalizer, which all spend most of their time in strings.
 
 /// The index of the first byte at or after `i` that ends a run of plain
 /// string text, a quote or a backslash; `b.len()` when there is none.
