@@ -384,10 +384,10 @@ pub fn comment(key: &str, raw: &RawComment, bodies: bool, reader: ContentReader)
         thread_id: ident(raw.thread_id.as_ref()),
         rich_text: match (bodies, reader) {
             (false, _) => None,
-            (true, ContentReader::Text) => {
-                let text = raw.text.as_ref().map(|t| t.text());
-                text.and_then(|t| rich_text_from_text(t).ok().flatten())
-            }
+            (true, ContentReader::Text) => raw
+                .text
+                .as_ref()
+                .and_then(|t| rich_text_from_text(t.text()).ok().flatten()),
             #[cfg(any(test, feature = "internals"))]
             (true, ContentReader::Tree) => raw.text().as_ref().and_then(rich_text),
         },
