@@ -24,9 +24,9 @@ fn scalar(v: impl Into<Value>) -> Scalar {
 
 fn rich(text: &str) -> RichText {
     RichText {
-        blocks: vec![Raw::verbatim(
+        blocks: Blocks::of(&[Raw::verbatim(
             &json!({"type": "paragraph", "content": [{"type": "text", "text": text}]}),
-        )],
+        )]),
         plain_text: text.to_owned(),
     }
 }

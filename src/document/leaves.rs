@@ -214,6 +214,84 @@ pub struct File {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RichText {
-    pub blocks: Vec<Raw>,
+    pub blocks: Blocks,
     pub plain_text: String,
+}
+
+/// A rich text's raw blocks: one JSON array, held as its compact text.
+///
+/// The blocks are only ever written out whole, so they are kept as the
+/// array the reader copied them into: one string per rich text rather than
+/// one per block (a 7,000-card board has about 12,500 blocks). It
+/// serializes as that array, exactly as a list of [`Raw`] blocks would.
+#[derive(Debug, Clone, Default)]
+pub struct Blocks(Option<Box<RawValue>>);
+
+impl Blocks {
+    /// Blocks from the compact text of a JSON array whose items the caller
+    /// has already depth-bounded and sanitized (the rich-text reader).
+    pub fn from_json(json: Box<RawValue>) -> Blocks {
+        Blocks(Some(json))
+    }
+
+    /// `blocks` as one array (the value reader, tests).
+    pub fn of(blocks: &[Raw]) -> Blocks {
+        if blocks.is_empty() {
+            return Blocks::default();
+        }
+        let len = blocks.iter().map(|b| b.json().len() + 1).sum::<usize>() + 1;
+        let mut text = String::with_capacity(len);
+        text.push('[');
+        for (i, block) in blocks.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(block.json());
+        }
+        text.push(']');
+        // Each block is one JSON value, so the array is one too; the parse
+        // only confirms it (this is not the serving path).
+        Blocks(RawValue::from_string(text).ok())
+    }
+
+    /// The array's compact JSON text (`[]` when there are none).
+    pub fn json(&self) -> &str {
+        self.0.as_deref().map_or("[]", RawValue::get)
+    }
+
+    /// Whether the array is empty.
+    pub fn is_empty(&self) -> bool {
+        self.json() == "[]"
+    }
+}
+
+impl PartialEq for Blocks {
+    fn eq(&self, other: &Blocks) -> bool {
+        self.json() == other.json()
+    }
+}
+
+impl Serialize for Blocks {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Some(raw) => raw.serialize(serializer),
+            None => {
+                use serde::ser::SerializeSeq as _;
+                serializer.serialize_seq(Some(0))?.end()
+            }
+        }
+    }
+}
+
+impl JsonSchema for Blocks {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Blocks".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        // What a list of `Raw` blocks described: an array of anything.
+        json_schema!({ "type": "array", "items": true })
+    }
 }

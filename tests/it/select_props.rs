@@ -64,8 +64,10 @@ fn raw() -> impl Strategy<Value = Raw> {
 }
 
 fn rich_text() -> impl Strategy<Value = RichText> {
-    (prop::collection::vec(raw(), 0..3), text())
-        .prop_map(|(blocks, plain_text)| RichText { blocks, plain_text })
+    (prop::collection::vec(raw(), 0..3), text()).prop_map(|(blocks, plain_text)| RichText {
+        blocks: Blocks::of(&blocks),
+        plain_text,
+    })
 }
 
 fn opt<S: Strategy>(s: S) -> impl Strategy<Value = Option<S::Value>> {

@@ -120,14 +120,9 @@ impl<'a> Members<'a> {
 }
 
 fn write_rich_text(out: &mut Vec<u8>, rich: &RichText) {
-    out.extend_from_slice(b"{\"blocks\":[");
-    for (i, block) in rich.blocks.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(block.json().as_bytes());
-    }
-    out.extend_from_slice(b"],\"plainText\":");
+    out.extend_from_slice(b"{\"blocks\":");
+    out.extend_from_slice(rich.blocks.json().as_bytes());
+    out.extend_from_slice(b",\"plainText\":");
     write_str(out, &rich.plain_text);
     out.push(b'}');
 }
@@ -203,7 +198,7 @@ fn write_scalar(out: &mut Vec<u8>, scalar: &Scalar) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::document::leaves::Raw;
+    use crate::document::leaves::{Blocks, Raw};
     use crate::document::{CardFields, ColumnFields};
     use crate::provider::head::{Head, SharedStr};
     use proptest::prelude::*;
@@ -323,7 +318,7 @@ mod tests {
             plain_text in text(),
         ) -> RichText {
             RichText {
-                blocks: blocks.iter().map(Raw::verbatim).collect(),
+                blocks: Blocks::of(&blocks.iter().map(Raw::verbatim).collect::<Vec<_>>()),
                 plain_text,
             }
         }

@@ -29,7 +29,7 @@
 
 use super::copy::{read_item, CopyBuffers, Info, Item, Role};
 use super::cursor::{Cursor, Unsupported};
-use crate::document::{Raw, RichText};
+use crate::document::{Blocks, RichText};
 use crate::provider::raw::MAX_RAW_DEPTH;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -100,7 +100,7 @@ pub fn rich_text_at(
     }
 }
 
-/// [`Blocks`] from the bytes: the root's `content` or `blocks`.
+/// What [`BlocksSeed`] reads, from the bytes: the root's `content` or `blocks`.
 fn blocks_at<'a>(
     cur: &mut Cursor<'a>,
     copy: &mut CopyBuffers,
@@ -111,20 +111,23 @@ fn blocks_at<'a>(
         return Ok(None);
     }
     cur.bump();
-    let mut blocks = Vec::new();
+    copy.out.clear();
+    copy.out.push(b'[');
     let first_part = copy.spans.len();
     if !cur.close_if(b']')? {
         loop {
-            copy.out.clear();
             let from = copy.text.len();
+            let start = block_start(&mut copy.out);
             read_item(cur, Item::writing(copy, MAX_RAW_DEPTH, role), 2)?;
             copy.note_part(from);
-            blocks.push(block_of(&copy.out).map_err(|_| Unsupported)?);
+            block_end(&copy.out, start).map_err(|_| Unsupported)?;
             if !cur.more(b']')? {
                 break;
             }
         }
     }
+    copy.out.push(b']');
+    let blocks = blocks_of(&copy.out).map_err(|_| Unsupported)?;
     Ok(Some((blocks, first_part..copy.spans.len())))
 }
 
@@ -160,7 +163,7 @@ struct RootVisitor {
 /// The root's `content` or `blocks`, when it is an array: its blocks and
 /// their non-empty parts (a TipTap node's part, a Draft.js block's text),
 /// in the copy's buffers ([`CopyBuffers::joined`]).
-type BlocksRead = Option<(Vec<Raw>, Range<usize>)>;
+type BlocksRead = Option<(Blocks, Range<usize>)>;
 
 /// What the root object's members said, the last of each key winning.
 #[derive(Default)]
@@ -187,13 +190,13 @@ impl<'de> Visitor<'de> for RootVisitor {
                     root.set_string(&key, seen.info);
                 }
                 "content" => {
-                    root.content = map.next_value_seed(Blocks {
+                    root.content = map.next_value_seed(BlocksSeed {
                         copy: &mut self.copy,
                         role: Role::Node,
                     })?;
                 }
                 "blocks" => {
-                    root.blocks = map.next_value_seed(Blocks {
+                    root.blocks = map.next_value_seed(BlocksSeed {
                         copy: &mut self.copy,
                         role: Role::DraftBlock,
                     })?;
@@ -267,42 +270,66 @@ fn string_rich_text(s: &str) -> RichText {
         }
     }
     RichText {
-        blocks: Vec::new(),
+        blocks: Blocks::default(),
         plain_text: s.to_owned(),
     }
 }
 
-/// One block's copy as a [`Raw`], without parsing it again.
-///
-/// [`Item::writing`] has just written `copy` as one compact JSON value: a
-/// block is at most `MAX_RAW_DEPTH` levels, so it is never dropped itself
-/// (an empty copy would be one); its strings are written escaped by
-/// serde_json and its numbers as serde_json read them. `RawValue::from_string`
-/// would parse the text again only to find that out, and for the rich text
-/// of a board that second parse was 39 M instructions of a 780 M cold load
-/// (callgrind, `examples/cold_build.rs`). Debug builds (the tests, the fuzz
-/// targets) still parse every block: `from_string_unchecked` asserts it.
-fn block_of(copy: &[u8]) -> Result<Raw, &'static str> {
-    if copy.is_empty() {
-        return Err("a rich-text block was not written");
+/// Before a block is copied into the array in `out` (which starts with its
+/// `[`): the comma after the block before it. Where the block's copy starts.
+fn block_start(out: &mut Vec<u8>) -> usize {
+    if out.len() > 1 {
+        out.push(b',');
     }
-    let text = std::str::from_utf8(copy).map_err(|_| "a rich-text block is not UTF-8")?;
-    // SAFETY: `text` is one well-formed JSON value without surrounding
+    out.len()
+}
+
+/// After a block was copied from `start`: refused when nothing was written.
+/// A block is at most `MAX_RAW_DEPTH` levels, so it is never dropped
+/// itself; an empty copy would be one.
+fn block_end(out: &[u8], start: usize) -> Result<(), &'static str> {
+    if out.len() > start {
+        Ok(())
+    } else {
+        Err("a rich-text block was not written")
+    }
+}
+
+/// The array of block copies in `copy` as [`Blocks`], without parsing it
+/// again: one string for all of a rich text's blocks.
+///
+/// [`Item::writing`] has just written each block as one compact JSON value
+/// ([`block_end`] refused an empty one), between the array's brackets and
+/// commas: its strings are written escaped by serde_json and its numbers as
+/// serde_json read them. `RawValue::from_string` would parse the text again
+/// only to find that out, and for the rich text of a board that second parse
+/// was 39 M instructions of a 780 M cold load (callgrind,
+/// `examples/cold_build.rs`). Debug builds (the tests, the fuzz targets)
+/// still parse every array: `from_string_unchecked` asserts it.
+fn blocks_of(copy: &[u8]) -> Result<Blocks, &'static str> {
+    if copy == b"[]" {
+        return Ok(Blocks::default());
+    }
+    if copy.len() < 2 || copy.first() != Some(&b'[') || copy.last() != Some(&b']') {
+        return Err("rich-text blocks were not written as an array");
+    }
+    let text = std::str::from_utf8(copy).map_err(|_| "rich-text blocks are not UTF-8")?;
+    // SAFETY: `text` is one well-formed JSON array without surrounding
     // whitespace, as argued above; serde_json's debug assertion checks it
     // wherever debug assertions are on.
     let raw = unsafe { RawValue::from_string_unchecked(text.to_owned()) };
-    Ok(Raw::from_json(raw))
+    Ok(Blocks::from_json(raw))
 }
 
 /// The root's `content` or `blocks`: when an array, each item copied as one
 /// block and read for its plain-text part (a TipTap node's part, or a
 /// Draft.js block's `text`; empty ones left out).
-struct Blocks<'c> {
+struct BlocksSeed<'c> {
     copy: &'c mut CopyBuffers,
     role: Role,
 }
 
-impl<'de> DeserializeSeed<'de> for Blocks<'_> {
+impl<'de> DeserializeSeed<'de> for BlocksSeed<'_> {
     type Value = BlocksRead;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
@@ -310,7 +337,7 @@ impl<'de> DeserializeSeed<'de> for Blocks<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Blocks<'_> {
+impl<'de> Visitor<'de> for BlocksSeed<'_> {
     type Value = BlocksRead;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -318,18 +345,24 @@ impl<'de> Visitor<'de> for Blocks<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         let first_part = self.copy.spans.len();
+        self.copy.out.clear();
+        self.copy.out.push(b'[');
         loop {
-            self.copy.out.clear();
             let from = self.copy.text.len();
+            let before = self.copy.out.len();
+            let start = block_start(&mut self.copy.out);
             let item = Item::writing(self.copy, MAX_RAW_DEPTH, self.role);
             if seq.next_element_seed(item)?.is_none() {
+                // No block after all: not the comma either.
+                self.copy.out.truncate(before);
                 break;
             }
             self.copy.note_part(from);
-            blocks.push(block_of(&self.copy.out).map_err(de::Error::custom)?);
+            block_end(&self.copy.out, start).map_err(de::Error::custom)?;
         }
+        self.copy.out.push(b']');
+        let blocks = blocks_of(&self.copy.out).map_err(de::Error::custom)?;
         Ok(Some((blocks, first_part..self.copy.spans.len())))
     }
 
@@ -354,11 +387,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_block_is_its_copy_and_an_empty_copy_is_refused() {
-        assert!(block_of(b"").is_err());
-        assert!(block_of(b"\xff").is_err());
-        let copy = br#"{"type":"text","text":"a \"b\"","marks":[{"type":"bold"}]}"#;
-        let raw = block_of(copy).unwrap();
-        assert_eq!(raw.json().as_bytes(), copy);
+    fn the_blocks_are_their_copy_and_an_empty_copy_is_refused() {
+        let mut out = b"[".to_vec();
+        let start = block_start(&mut out);
+        assert!(block_end(&out, start).is_err());
+        let block = br#"{"type":"text","text":"a \"b\"","marks":[{"type":"bold"}]}"#;
+        out.extend_from_slice(block);
+        assert!(block_end(&out, start).is_ok());
+        let start = block_start(&mut out);
+        out.extend_from_slice(b"{}");
+        assert!(block_end(&out, start).is_ok());
+        out.push(b']');
+        let blocks = blocks_of(&out).unwrap();
+        assert_eq!(blocks.json().as_bytes(), &out[..]);
+        assert_eq!(
+            serde_json::to_value(&blocks).unwrap(),
+            serde_json::from_slice::<serde_json::Value>(&out).unwrap()
+        );
+
+        assert!(blocks_of(b"[]").unwrap().is_empty());
+        for bad in [&b""[..], b"[", b"]", b"{}", b"[\xff]"] {
+            assert!(blocks_of(bad).is_err(), "{bad:?}");
+        }
     }
 }

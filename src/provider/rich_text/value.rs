@@ -4,7 +4,7 @@
 //! target hold the serving path's text reader ([`super::stream`]) to it;
 //! nothing else builds it.
 
-use crate::document::RichText;
+use crate::document::{Blocks, RichText};
 use crate::provider::raw::{raw_leaf, MAX_RAW_DEPTH};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -18,12 +18,13 @@ pub fn rich_text(value: &Value) -> Option<RichText> {
             let shape = shape(value)?;
             let blocks = value.get(shape.blocks_key()).and_then(Value::as_array);
             let blocks = blocks.map(Vec::as_slice).unwrap_or_default();
+            let blocks: Vec<_> = blocks
+                .iter()
+                .filter_map(|b| raw_leaf(b, MAX_RAW_DEPTH))
+                .collect();
             Some(RichText {
                 plain_text: shape.plain_text(value),
-                blocks: blocks
-                    .iter()
-                    .filter_map(|b| raw_leaf(b, MAX_RAW_DEPTH))
-                    .collect(),
+                blocks: Blocks::of(&blocks),
             })
         }
         Value::String(s) => {
@@ -37,7 +38,7 @@ pub fn rich_text(value: &Value) -> Option<RichText> {
                 }
             }
             Some(RichText {
-                blocks: Vec::new(),
+                blocks: Blocks::default(),
                 plain_text: s.clone(),
             })
         }
@@ -277,21 +278,24 @@ mod tests {
         let rich = rich_text(&doc).unwrap();
         assert_eq!(
             rich.blocks,
-            vec![Raw::verbatim(&p("a")), Raw::verbatim(&p("b"))]
+            Blocks::of(&[Raw::verbatim(&p("a")), Raw::verbatim(&p("b"))])
+        );
+        assert_eq!(
+            serde_json::to_value(&rich.blocks).unwrap(),
+            json!([p("a"), p("b")])
         );
 
         let draft =
             json!({"blocks": [{"key": "k1", "text": "x", "type": "unstyled"}], "entityMap": {}});
         let rich = rich_text(&Value::String(draft.to_string())).unwrap();
         assert_eq!(
-            rich.blocks,
-            vec![Raw::verbatim(
-                &json!({"key": "k1", "text": "x", "type": "unstyled"})
-            )]
+            rich.blocks.json(),
+            r#"[{"key":"k1","text":"x","type":"unstyled"}]"#
         );
 
         let rich = rich_text(&json!("plain")).unwrap();
         assert!(rich.blocks.is_empty());
+        assert_eq!(serde_json::to_string(&rich.blocks).unwrap(), "[]");
     }
 
     #[test]
