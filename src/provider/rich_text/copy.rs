@@ -226,6 +226,7 @@ impl<'c> Item<'c> {
         }
     }
 
+    #[inline(always)]
     fn string<'de>(self, s: Cow<'de, str>) -> Seen<'de> {
         if self.write {
             write_string(&mut self.copy.out, &s, matches!(s, Cow::Borrowed(_)));
@@ -245,6 +246,7 @@ impl<'c> Item<'c> {
 /// escape there, and a string without one holds no quote, backslash or
 /// control character (serde_json refuses those raw), so it is its own
 /// escaped form: copied, not scanned for what to escape.
+#[inline(always)]
 fn write_string(out: &mut Vec<u8>, s: &str, borrowed: bool) {
     if borrowed {
         quote(out, s.as_bytes());

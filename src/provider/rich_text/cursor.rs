@@ -100,6 +100,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A member name: a string, then its `:`.
+    #[inline(always)]
     pub fn key(&mut self) -> Result<Cow<'a, str>, Unsupported> {
         let key = self.string()?;
         self.expect(b':')?;
@@ -108,6 +109,7 @@ impl<'a> Cursor<'a> {
 
     /// The string at the cursor: borrowed from the text when it has no
     /// escape, else decoded by serde_json.
+    #[inline(always)]
     pub fn string(&mut self) -> Result<Cow<'a, str>, Unsupported> {
         if self.peek()? != b'"' {
             return Err(Unsupported);

@@ -20,12 +20,12 @@ pub(crate) fn text_run(b: &[u8], i: usize) -> usize {
 /// [`text_run`] that also stops at a control character (below 0x20),
 /// which JSON does not allow unescaped: for a reader that refuses what
 /// serde_json would refuse.
-#[inline]
+#[inline(always)]
 pub(crate) fn json_text_run(b: &[u8], i: usize) -> usize {
     run::<true>(b, i)
 }
 
-#[inline]
+#[inline(always)]
 fn run<const CONTROLS: bool>(b: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     let i = match sse2::run::<CONTROLS>(b, i) {
@@ -78,7 +78,7 @@ mod sse2 {
     /// The first stop at or after `i` among the whole sixteen-byte blocks
     /// from `i`, or (as the error) where those blocks end, fewer than
     /// sixteen bytes before the end, when none of them holds one.
-    #[inline]
+    #[inline(always)]
     pub(super) fn run<const CONTROLS: bool>(b: &[u8], mut i: usize) -> Result<usize, usize> {
         while let Some(block) = b.get(i..i + 16) {
             // SAFETY: SSE2 is enabled on every x86_64 target, and the load

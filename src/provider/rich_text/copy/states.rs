@@ -189,6 +189,7 @@ impl<'de> Object<'de> {
     /// A member's key, read: written (with the comma before it) unless the
     /// object is not written or the key is sensitive. `borrowed`: the key
     /// is the text's own (it had no escape there).
+    #[inline(always)]
     pub(super) fn key(&mut self, copy: &mut CopyBuffers, key: &str, borrowed: bool) -> Pending {
         let named = Named::of(key);
         let role = role_of(self.role, named);
@@ -230,6 +231,7 @@ impl<'de> Object<'de> {
     /// A member's value, read: noted among the members when written (a
     /// dropped one is taken back with its key), and what it reported kept
     /// for the object's role.
+    #[inline(always)]
     pub(super) fn value(&mut self, copy: &mut CopyBuffers, pending: Pending, seen: Seen<'de>) {
         if let Some((mark, key_range, value_start)) = pending.written {
             let value = if seen.dropped {
