@@ -124,16 +124,27 @@ impl<'b> Scan<'b> {
         levels: usize,
         seed: S,
     ) -> Result<S::Value, Bad> {
+        // The scalar a head holds most (ids, types, places) as serde_json
+        // would hand it over: a string without escapes as itself, read
+        // where it is scanned rather than skipped as a value and looked at
+        // again.
+        if self.peek() == Some(b'"') {
+            let start = self.at + 1;
+            let (end, escaped) = string_end(self.bytes(), start)?;
+            if !escaped {
+                self.at = end + 1;
+                return seed
+                    .deserialize(BorrowedStrDeserializer::new(&self.text[start..end]))
+                    .map_err(|_: serde_json::Error| Bad);
+            }
+        }
         let (start, end) = self.value(levels)?;
         let text = &self.text[start..end];
-        // The scalars a head holds most (ids, times, places) as serde_json
-        // would hand them over: a string without escapes as itself, a
-        // non-negative integer of at most 19 digits (below 2^64) as a
-        // `u64`. Everything else is read by serde_json itself.
+        // The other scalar a head holds most (times, places) as serde_json
+        // would hand it over: a non-negative integer of at most 19 digits
+        // (below 2^64) as a `u64`. Everything else is read by serde_json
+        // itself.
         match text.as_bytes() {
-            [b'"', inner @ .., b'"'] if !inner.contains(&b'\\') => {
-                seed.deserialize(BorrowedStrDeserializer::new(&text[1..text.len() - 1]))
-            }
             digits @ [b'1'..=b'9', ..] | digits @ [b'0']
                 if digits.len() <= 19 && digits.iter().all(u8::is_ascii_digit) =>
             {
