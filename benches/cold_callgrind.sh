@@ -54,5 +54,16 @@ for i in $(seq "$N"); do
 done
 callgrind_control -d "$pid" >/dev/null 2>&1
 sleep 1
-total=$(grep -h '^summary:' "$(ls -t "$TMP"/cg.out* | head -1)" | awk '{print $2}')
+out=$(ls -t "$TMP"/cg.out* | head -1)
+total=$(grep -h '^summary:' "$out" | awk '{print $2}')
 echo "$BIN: cold /api/$EP, $(( total / N )) instructions per load ($N loads)"
+# Two parts of that count, per load. SHA-256 of the document (its version):
+# valgrind offers the program no SHA extensions, so ring runs its AVX code
+# here, while natively, on a CPU with them, it runs its SHA-NI loop (98
+# instructions a 64-byte block). The kept version's seal (zstd): CPU work
+# each new version costs, on the work pool after the answer.
+sha=$(callgrind_annotate --auto=no --inclusive=no --threshold=100 "$out" 2>/dev/null |
+  awk '/:[^ ]*sha256_block_data_order/ { gsub(",", "", $1); n += $1 } END { print n + 0 }')
+seal=$(callgrind_annotate --auto=no --inclusive=yes --threshold=100 "$out" 2>/dev/null |
+  awk '/:[^ ]*store::versions::codec::seal \[/ && !n { gsub(",", "", $1); n = $1 } END { print n + 0 }')
+echo "  of which SHA-256 blocks $(( sha / N )) (under valgrind), the version's seal $(( seal / N ))"
