@@ -62,6 +62,7 @@ impl Raw {
     }
 
     /// The compact JSON text.
+    #[cfg(any(test, feature = "internals"))]
     pub fn json(&self) -> &str {
         self.0.get()
     }
@@ -235,6 +236,7 @@ impl Blocks {
     }
 
     /// `blocks` as one array (the value reader, tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn of(blocks: &[Raw]) -> Blocks {
         if blocks.is_empty() {
             return Blocks::default();
@@ -260,6 +262,7 @@ impl Blocks {
     }
 
     /// Whether the array is empty.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.json() == "[]"
     }
