@@ -20,7 +20,7 @@
 
 use super::check::{check_as_value, MAX_LEVELS, SHORT_NUMBER};
 use crate::select::stream::json_text_run;
-use serde::de::value::{BorrowedStrDeserializer, U64Deserializer};
+use serde::de::value::{BorrowedStrDeserializer, I64Deserializer, U64Deserializer};
 use serde::de::DeserializeSeed;
 use std::borrow::Cow;
 
@@ -128,34 +128,78 @@ impl<'b> Scan<'b> {
         // would hand it over: a string without escapes as itself, read
         // where it is scanned rather than skipped as a value and looked at
         // again.
-        if self.peek() == Some(b'"') {
-            let start = self.at + 1;
-            let (end, escaped) = string_end(self.bytes(), start)?;
-            if !escaped {
-                self.at = end + 1;
-                return seed
-                    .deserialize(BorrowedStrDeserializer::new(&self.text[start..end]))
+        match self.peek() {
+            Some(b'"') => {
+                let start = self.at + 1;
+                let (end, escaped) = string_end(self.bytes(), start)?;
+                if !escaped {
+                    self.at = end + 1;
+                    return seed
+                        .deserialize(BorrowedStrDeserializer::new(&self.text[start..end]))
+                        .map_err(|_: serde_json::Error| Bad);
+                }
+            }
+            // The other scalar a head holds most (times, places), also read
+            // where it is scanned: about 56,000 numbers a load of the bench
+            // board, each skipped as a value and read again before.
+            Some(b'-' | b'0'..=b'9') => {
+                if let Some((integer, end)) = plain_integer(self.bytes(), self.at) {
+                    self.at = end;
+                    return match integer {
+                        Integer::Unsigned(n) => seed.deserialize(U64Deserializer::new(n)),
+                        Integer::Negative(n) => seed.deserialize(I64Deserializer::new(n)),
+                    }
                     .map_err(|_: serde_json::Error| Bad);
+                }
             }
+            _ => {}
         }
+        // Everything else is read by serde_json itself.
         let (start, end) = self.value(levels)?;
-        let text = &self.text[start..end];
-        // The other scalar a head holds most (times, places) as serde_json
-        // would hand it over: a non-negative integer of at most 19 digits
-        // (below 2^64) as a `u64`. Everything else is read by serde_json
-        // itself.
-        match text.as_bytes() {
-            digits @ [b'1'..=b'9', ..] | digits @ [b'0']
-                if digits.len() <= 19 && digits.iter().all(u8::is_ascii_digit) =>
-            {
-                let n = digits
-                    .iter()
-                    .fold(0, |n: u64, d| n * 10 + u64::from(d - b'0'));
-                seed.deserialize(U64Deserializer::new(n))
-            }
-            _ => seed.deserialize(&mut serde_json::Deserializer::from_str(text)),
-        }
+        seed.deserialize(&mut serde_json::Deserializer::from_str(
+            &self.text[start..end],
+        ))
         .map_err(|_: serde_json::Error| Bad)
+    }
+}
+
+/// An integer as serde_json hands it to a visitor.
+enum Integer {
+    Unsigned(u64),
+    Negative(i64),
+}
+
+/// The integer at `i` when serde_json would hand it over without a float's
+/// rounding, and where it ends: at most 19 digits (below 2^64) as a `u64`,
+/// a minus and at most 18 digits (above -2^63) as an `i64`. `None` for
+/// anything else, left to serde_json: a fraction or an exponent (a float),
+/// `-0` (a float too), a leading zero before a digit (refused), more digits
+/// or no digit at all.
+#[inline(always)]
+fn plain_integer(bytes: &[u8], i: usize) -> Option<(Integer, usize)> {
+    let negative = bytes.get(i) == Some(&b'-');
+    let first = i + usize::from(negative);
+    let mut end = first;
+    let mut n: u64 = 0;
+    while let Some(&digit @ b'0'..=b'9') = bytes.get(end) {
+        // Past 19 digits the value is not used.
+        n = n.wrapping_mul(10).wrapping_add(u64::from(digit - b'0'));
+        end += 1;
+    }
+    let digits = end - first;
+    let most = if negative { 18 } else { 19 };
+    if digits == 0
+        || digits > most
+        || (digits > 1 && bytes[first] == b'0')
+        || matches!(bytes.get(end), Some(b'.' | b'e' | b'E'))
+    {
+        return None;
+    }
+    match (negative, n) {
+        (false, n) => Some((Integer::Unsigned(n), end)),
+        (true, 0) => None,
+        // At most 18 digits: below 2^63, so the cast and the negation are exact.
+        (true, n) => Some((Integer::Negative(-(n as i64)), end)),
     }
 }
 
@@ -491,6 +535,19 @@ mod tests {
             "7",
             "-0",
             "-5",
+            "-00",
+            "00",
+            "01",
+            "-",
+            "-a",
+            "1.",
+            "-1.5",
+            "-1e2",
+            "123456789012345678",
+            "-123456789012345678",
+            "-1234567890123456789",
+            "-9223372036854775808",
+            "-9223372036854775809",
             "1234567890123456789",
             "9999999999999999999",
             "18446744073709551615",
