@@ -71,12 +71,12 @@ fn leaf_kind(i: usize) -> NodeKind {
             completed: Some(i.is_multiple_of(2)),
             ..TaskFields::default()
         }),
-        4 => NodeKind::Link(LinkFields {
+        4 => NodeKind::Link(Box::new(LinkFields {
             url: Some(format!("https://example.com/{i}")),
             title: Some(format!("link {i}")),
             caption: Some(rich("caption")),
             ..LinkFields::default()
-        }),
+        })),
         5 => NodeKind::Table(TableFields {
             table: Some(Table {
                 rows: (0..3)
@@ -94,11 +94,11 @@ fn leaf_kind(i: usize) -> NodeKind {
                 version: Some(scalar(2)),
             }),
         }),
-        6 => NodeKind::File(FileFields {
+        6 => NodeKind::File(Box::new(FileFields {
             title: Some(format!("file {i}")),
             file: Some(file()),
             ..FileFields::default()
-        }),
+        })),
         _ => NodeKind::CommentThread(CommentThreadFields {
             thread_id: Some(format!("t{i}")),
             comments: vec![Comment {
@@ -154,12 +154,12 @@ fn document() -> BoardDocument {
         }
         boards.push(Node {
             id: board_id.clone(),
-            kind: NodeKind::Board(BoardFields {
+            kind: NodeKind::Board(Box::new(BoardFields {
                 title: format!("Board {b}"),
                 color: Some(scalar("blue")),
                 children_loaded: true,
                 ..BoardFields::default()
-            }),
+            })),
             size: Default::default(),
             location: Some(location("root", b)),
             timestamps: Some(timestamps()),

@@ -195,7 +195,7 @@ fn comment() -> impl Strategy<Value = Comment> {
 
 fn kind() -> impl Strategy<Value = NodeKind> {
     prop_oneof![
-        board_fields().prop_map(NodeKind::Board),
+        board_fields().prop_map(|b| NodeKind::Board(Box::new(b))),
         opt(text()).prop_map(|title| NodeKind::Column(ColumnFields { title })),
         (opt(rich_text()), opt(scalar()), opt(any::<bool>())).prop_map(|(r, b, t)| {
             NodeKind::Card(CardFields {
@@ -205,17 +205,17 @@ fn kind() -> impl Strategy<Value = NodeKind> {
             })
         }),
         (opt(image()), opt(file()))
-            .prop_map(|(image, file)| NodeKind::Image(ImageFields { image, file })),
+            .prop_map(|(image, file)| NodeKind::Image(Box::new(ImageFields { image, file }))),
         (opt(text()), opt(file()), opt(image())).prop_map(|(title, file, preview_image)| {
-            NodeKind::File(FileFields {
+            NodeKind::File(Box::new(FileFields {
                 title,
                 file,
                 preview_image,
                 ..FileFields::default()
-            })
+            }))
         }),
         (opt(text()), opt(text()), opt(rich_text()), opt(scalar())).prop_map(
-            |(url, title, caption, name)| NodeKind::Link(LinkFields {
+            |(url, title, caption, name)| NodeKind::Link(Box::new(LinkFields {
                 url,
                 title,
                 caption,
@@ -224,7 +224,7 @@ fn kind() -> impl Strategy<Value = NodeKind> {
                     ..LinkProvider::default()
                 }),
                 ..LinkFields::default()
-            })
+            }))
         ),
         opt(text()).prop_map(|title| NodeKind::TaskList(TaskListFields {
             title,

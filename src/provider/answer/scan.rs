@@ -69,30 +69,30 @@ impl<'b> Scan<'b> {
     /// The name of the next member of the object being read, its `:` taken;
     /// `None` once its `}` is taken. `first` is true until a member is read.
     pub(super) fn next_key(&mut self, first: &mut bool) -> Result<Option<Cow<'b, str>>, Bad> {
-        match self.peek() {
+        // Positions kept in a local and stored once: about 84,000 names a
+        // load of the bench board.
+        let bytes = self.bytes();
+        let mut at = skip_ws(bytes, self.at);
+        match bytes.get(at) {
             Some(b'}') => {
-                self.at += 1;
+                self.at = at + 1;
                 return Ok(None);
             }
-            Some(b',') if !*first => {
-                self.at += 1;
-                self.peek();
-            }
+            Some(b',') if !*first => at = skip_ws(bytes, at + 1),
             Some(b'"') if *first => {}
             _ => return Err(Bad),
         }
         *first = false;
-        let bytes = self.bytes();
-        if bytes.get(self.at) != Some(&b'"') {
+        if bytes.get(at) != Some(&b'"') {
             return Err(Bad);
         }
-        let start = self.at + 1;
+        let start = at + 1;
         let (end, escaped) = string_end(bytes, start)?;
-        self.at = end + 1;
-        if self.peek() != Some(b':') {
+        let colon = skip_ws(bytes, end + 1);
+        if bytes.get(colon) != Some(&b':') {
             return Err(Bad);
         }
-        self.at += 1;
+        self.at = colon + 1;
         if !escaped {
             return Ok(Some(Cow::Borrowed(&self.text[start..end])));
         }

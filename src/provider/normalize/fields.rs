@@ -142,7 +142,7 @@ pub fn kind_of(
     bodies: bool,
 ) -> NodeKind {
     match element.element_type() {
-        "BOARD" => NodeKind::Board(board(c, unloaded)),
+        "BOARD" => NodeKind::Board(Box::new(board(c, unloaded))),
         "COLUMN" => NodeKind::Column(ColumnFields {
             title: string(c.get("title")),
         }),
@@ -154,18 +154,18 @@ pub fn kind_of(
                 other => boolean(other),
             },
         }),
-        "IMAGE" => NodeKind::Image(ImageFields {
+        "IMAGE" => NodeKind::Image(Box::new(ImageFields {
             image: image(c.get("image")),
             file: file(c.get("file")),
-        }),
-        "FILE" => NodeKind::File(FileFields {
+        })),
+        "FILE" => NodeKind::File(Box::new(FileFields {
             title: string(c.get("title")),
             file: file(c.get("file")),
             preview_image: image(c.get("image")),
             preview_ready: scalar(c.get("previewReady")),
             display_mode: scalar(c.get("displayMode")),
-        }),
-        "LINK" => NodeKind::Link(link(c, rich)),
+        })),
+        "LINK" => NodeKind::Link(Box::new(link(c, rich))),
         "TASK_LIST" => NodeKind::TaskList(TaskListFields {
             title: string(c.get("title")),
             show_title: scalar(c.get("showTitle")),

@@ -205,7 +205,7 @@ fn document(fetched: &Fetched, provider_name: &str, node: Node) -> Option<BoardD
         board: RootBoard {
             id: node.id,
             kind: BoardType::Board,
-            fields,
+            fields: *fields,
             size: node.size,
             location: node.location,
             timestamps: node.timestamps,
