@@ -124,10 +124,9 @@ impl<'b> Scan<'b> {
         levels: usize,
         seed: S,
     ) -> Result<S::Value, Bad> {
-        // The scalar a head holds most (ids, types, places) as serde_json
-        // would hand it over: a string without escapes as itself, read
-        // where it is scanned rather than skipped as a value and looked at
-        // again.
+        // The scalars a head holds most, read where they are scanned rather
+        // than skipped as a value and looked at again, as serde_json hands
+        // them over: a string without escapes (ids, types, places) as itself.
         match self.peek() {
             Some(b'"') => {
                 let start = self.at + 1;
@@ -139,9 +138,7 @@ impl<'b> Scan<'b> {
                         .map_err(|_: serde_json::Error| Bad);
                 }
             }
-            // The other scalar a head holds most (times, places), also read
-            // where it is scanned: about 56,000 numbers a load of the bench
-            // board, each skipped as a value and read again before.
+            // An integer (times, places: about 56,000 a load of the bench board).
             Some(b'-' | b'0'..=b'9') => {
                 if let Some((integer, end)) = plain_integer(self.bytes(), self.at) {
                     self.at = end;
@@ -169,12 +166,10 @@ enum Integer {
     Negative(i64),
 }
 
-/// The integer at `i` when serde_json would hand it over without a float's
-/// rounding, and where it ends: at most 19 digits (below 2^64) as a `u64`,
-/// a minus and at most 18 digits (above -2^63) as an `i64`. `None` for
-/// anything else, left to serde_json: a fraction or an exponent (a float),
-/// `-0` (a float too), a leading zero before a digit (refused), more digits
-/// or no digit at all.
+/// The integer at `i` and where it ends, when serde_json hands it over as
+/// one: at most 19 digits (below 2^64), or a minus and at most 18. `None`
+/// for the rest, left to serde_json: a fraction, an exponent or `-0` (a
+/// float), a leading zero before a digit (refused), more or no digits.
 #[inline(always)]
 fn plain_integer(bytes: &[u8], i: usize) -> Option<(Integer, usize)> {
     let negative = bytes.get(i) == Some(&b'-');
