@@ -9,6 +9,9 @@
 //!   worker threads only do I/O and headers, so a cached answer never waits
 //!   behind a 5 MB parse. Jobs hand their result back through a oneshot
 //!   channel; a job that panics is an error for its request, not a hung one.
+//!   Work no request waits on (sealing a kept version, comparing a watched
+//!   board's versions) lets the waited-on jobs go first, for at most 100 ms
+//!   (`pool::BACKGROUND_YIELDS`).
 //!   Plain threads rather than `spawn_blocking`: the pool's size is a hard
 //!   bound the host can plan for, independent of whichever runtime calls.
 //!   Pool threads run at a lower scheduling priority (Linux nice 10), so the

@@ -10,12 +10,27 @@
 //! threads do not survive a fork) must still have workers in the daemon.
 //! A pool whose threads were started in another process (its parent before
 //! a fork) starts them again in this one.
+//!
+//! Jobs come in two kinds. Most have a caller waiting on them ([`WorkPool::run`]):
+//! a request's load or render. Some do work nobody waits on
+//! ([`WorkPool::run_background`]): sealing a kept version, comparing a
+//! watched board's versions. A free thread takes a waited-on job first, so
+//! an answer does not wait behind background work queued just before it: a
+//! cold `/api/search` used to wait for the seal of the version its own load
+//! made (with one pool thread, the seal was queued between the build and
+//! the render). A background job also starts no sooner than
+//! [`BACKGROUND_SETTLES`] after it was queued, so the request whose load
+//! made it has time to queue its render first, and it yields for at most
+//! [`BACKGROUND_YIELDS`]: one that has waited that long is taken before any
+//! other, so a steady flow of requests delays it by that much and never
+//! starves it.
 
 use crate::metrics::Metrics;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, Semaphore};
 
 /// How much lower than the async threads pool threads are scheduled (Linux
@@ -47,10 +62,83 @@ impl std::fmt::Display for PoolError {
 
 impl std::error::Error for PoolError {}
 
+/// How long a background job lets waited-on jobs go first: a few cold
+/// builds of a large board (about 25 ms each), far below any bound on how
+/// long a version may take to be kept.
+pub const BACKGROUND_YIELDS: Duration = Duration::from_millis(100);
+
+/// How long a background job waits before it starts on an idle pool: the
+/// few task switches between a load's end and its request queuing its
+/// render, with room for a busy machine.
+pub const BACKGROUND_SETTLES: Duration = Duration::from_millis(2);
+
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// The queued jobs of both kinds, each kind first in, first out.
+#[derive(Default)]
+struct Jobs {
+    /// Jobs a caller waits on.
+    waited: VecDeque<Job>,
+    /// Jobs nobody waits on, with when each was queued.
+    background: VecDeque<(Instant, Job)>,
+}
+
+/// What a free thread does next.
+enum Next {
+    Run(Job),
+    /// Wait to be told of a new job, or at most this long (a background
+    /// job settling).
+    Wait(Option<Duration>),
+}
+
+/// How background jobs give way ([`BACKGROUND_YIELDS`], [`BACKGROUND_SETTLES`]).
+#[derive(Clone, Copy)]
+struct GiveWay {
+    yields: Duration,
+    settles: Duration,
+}
+
+impl Jobs {
+    fn len(&self) -> usize {
+        self.waited.len() + self.background.len()
+    }
+
+    /// The job a free thread takes at `now`: a background job that has
+    /// yielded long enough, else the first waited-on job, else the first
+    /// background job once it has settled. When the pool is `closing`,
+    /// nothing is waited for.
+    fn next(&mut self, now: Instant, give: GiveWay, closing: bool) -> Next {
+        let age = self
+            .background
+            .front()
+            .map(|(queued, _)| now.saturating_duration_since(*queued));
+        let overdue = age.is_some_and(|age| age >= give.yields);
+        if !overdue {
+            if let Some(job) = self.waited.pop_front() {
+                return Next::Run(job);
+            }
+        }
+        match age {
+            None => Next::Wait(None),
+            Some(age) if age >= give.settles || closing => match self.background.pop_front() {
+                Some((_, job)) => Next::Run(job),
+                None => Next::Wait(None),
+            },
+            Some(age) => Next::Wait(Some(give.settles - age)),
+        }
+    }
+}
+
+/// Which kind of job [`WorkPool::submit`] queues.
+#[derive(Clone, Copy)]
+enum Kind {
+    Waited,
+    Background,
+}
+
 struct Queue {
-    jobs: Mutex<VecDeque<Job>>,
+    jobs: Mutex<Jobs>,
+    give: GiveWay,
     ready: Condvar,
     busy: AtomicUsize,
     /// Set (under the `jobs` lock) when the last handle is dropped: the
@@ -124,9 +212,25 @@ impl WorkPool {
         queue: usize,
         metrics: Option<Metrics>,
     ) -> std::io::Result<Self> {
+        let give = GiveWay {
+            yields: BACKGROUND_YIELDS,
+            settles: BACKGROUND_SETTLES,
+        };
+        Ok(Self::made(threads, queue, metrics, give))
+    }
+
+    /// A pool whose background jobs give way as `give` says, for tests
+    /// whose order must not hang on the machine's speed.
+    #[cfg(test)]
+    fn giving_way(threads: usize, queue: usize, give: GiveWay) -> Self {
+        Self::made(threads, queue, None, give)
+    }
+
+    fn made(threads: usize, queue: usize, metrics: Option<Metrics>, give: GiveWay) -> Self {
         let threads = threads.max(1);
         let shared = Arc::new(Queue {
-            jobs: Mutex::new(VecDeque::new()),
+            jobs: Mutex::new(Jobs::default()),
+            give,
             ready: Condvar::new(),
             busy: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
@@ -135,12 +239,12 @@ impl WorkPool {
             metrics,
         });
         let closer = Arc::new(Closer(Arc::clone(&shared)));
-        Ok(WorkPool {
+        WorkPool {
             queue: shared,
             _closer: closer,
             room: Arc::new(Semaphore::new(threads + queue.max(1))),
             threads,
-        })
+        }
     }
 
     /// Starts the workers unless they run in this process already. `false`
@@ -190,6 +294,28 @@ impl WorkPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.submit(Kind::Waited, job).await
+    }
+
+    /// [`WorkPool::run`] for work no request waits on: queued behind the
+    /// waited-on jobs for at most [`BACKGROUND_YIELDS`] (see the module's
+    /// doc). Its caller still gets its value.
+    ///
+    /// # Errors
+    /// As [`WorkPool::run`].
+    pub async fn run_background<T, F>(&self, job: F) -> Result<T, PoolError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.submit(Kind::Background, job).await
+    }
+
+    async fn submit<T, F>(&self, kind: Kind, job: F) -> Result<T, PoolError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
         if !self.ensure_started() {
             return Err(PoolError::Closed);
         }
@@ -212,7 +338,10 @@ impl WorkPool {
         });
         {
             let mut jobs = lock(&self.queue.jobs);
-            jobs.push_back(boxed);
+            match kind {
+                Kind::Waited => jobs.waited.push_back(boxed),
+                Kind::Background => jobs.background.push_back((Instant::now(), boxed)),
+            }
             if let Some(m) = &self.queue.metrics {
                 m.pool_queued().set(jobs.len());
             }
@@ -305,16 +434,26 @@ fn worker(queue: &Queue) {
         let job = {
             let mut jobs = lock(&queue.jobs);
             loop {
-                if let Some(job) = jobs.pop_front() {
-                    if let Some(m) = &queue.metrics {
-                        m.pool_queued().set(jobs.len());
+                let now = Instant::now();
+                let closing = queue.closed.load(Ordering::Relaxed);
+                match jobs.next(now, queue.give, closing) {
+                    Next::Run(job) => {
+                        if let Some(m) = &queue.metrics {
+                            m.pool_queued().set(jobs.len());
+                        }
+                        break job;
                     }
-                    break job;
+                    Next::Wait(None) if closing => return,
+                    Next::Wait(None) => {
+                        jobs = queue.ready.wait(jobs).unwrap_or_else(|e| e.into_inner());
+                    }
+                    Next::Wait(Some(settling)) => {
+                        jobs = match queue.ready.wait_timeout(jobs, settling) {
+                            Ok((jobs, _)) => jobs,
+                            Err(e) => e.into_inner().0,
+                        };
+                    }
                 }
-                if queue.closed.load(Ordering::Relaxed) {
-                    return;
-                }
-                jobs = queue.ready.wait(jobs).unwrap_or_else(|e| e.into_inner());
             }
         };
         queue.busy.fetch_add(1, Ordering::Relaxed);
@@ -331,112 +470,4 @@ fn worker(queue: &Queue) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn runs_jobs_off_the_caller_and_returns_their_values() {
-        let pool = WorkPool::new(2, 4).expect("threads");
-        let caller = std::thread::current().id();
-        let (value, ran_on) = pool
-            .run(move || (6 * 7, std::thread::current().id()))
-            .await
-            .expect("ran");
-        assert_eq!(value, 42);
-        assert_ne!(ran_on, caller);
-    }
-
-    #[tokio::test]
-    async fn a_panicking_job_is_an_error_and_the_pool_keeps_working() {
-        let pool = WorkPool::new(1, 1).expect("threads");
-        let failed = pool.run(|| -> u8 { panic!("bug in a job") }).await;
-        assert_eq!(failed, Err(PoolError::Panicked));
-        // The only thread survived the panic.
-        assert_eq!(pool.run(|| 1).await, Ok(1));
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_job_whose_caller_left_while_it_was_queued_never_runs() {
-        let pool = WorkPool::new(1, 4).expect("threads");
-        let (started_tx, started) = std::sync::mpsc::channel();
-        let (release, wait) = std::sync::mpsc::channel::<()>();
-        // The only thread is held by a first job...
-        let holder = tokio::spawn({
-            let pool = pool.clone();
-            async move {
-                pool.run(move || {
-                    let _ = started_tx.send(());
-                    let _ = wait.recv();
-                })
-                .await
-            }
-        });
-        tokio::task::spawn_blocking(move || started.recv())
-            .await
-            .expect("join")
-            .expect("the first job started");
-        // ...a second one is queued behind it, and its caller goes away.
-        let ran = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&ran);
-        let queued = pool.run(move || flag.store(true, Ordering::SeqCst));
-        assert!(
-            tokio::time::timeout(std::time::Duration::from_millis(1), queued)
-                .await
-                .is_err()
-        );
-        assert_eq!(pool.queued(), 1);
-        let _ = release.send(());
-        assert_eq!(holder.await.expect("join"), Ok(()));
-        // A job queued after it runs, so the dropped one has been taken.
-        assert_eq!(pool.run(|| 3).await, Ok(3));
-        assert_eq!(pool.queued(), 0);
-        assert!(!ran.load(Ordering::SeqCst), "a job nobody waited for ran");
-    }
-
-    #[tokio::test]
-    async fn the_threads_exit_when_the_last_handle_is_dropped() {
-        let pool = WorkPool::new(3, 4).expect("threads");
-        let clone = pool.clone();
-        assert_eq!(clone.run(|| 1).await, Ok(1));
-        let queue = Arc::downgrade(&pool.queue);
-        drop(pool);
-        // A clone keeps the pool open.
-        assert!(!clone.queue.closed.load(Ordering::Relaxed));
-        drop(clone);
-        // Each exiting worker drops its reference to the queue; the queue
-        // is freed once all three have returned.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while queue.strong_count() > 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "workers still running"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn at_most_threads_jobs_run_at_once() {
-        let pool = WorkPool::new(2, 8).expect("threads");
-        let running = Arc::new(AtomicUsize::new(0));
-        let peak = Arc::new(AtomicUsize::new(0));
-        let mut jobs = tokio::task::JoinSet::new();
-        for _ in 0..8 {
-            let (pool, running, peak) = (pool.clone(), Arc::clone(&running), Arc::clone(&peak));
-            jobs.spawn(async move {
-                pool.run(move || {
-                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                    peak.fetch_max(now, Ordering::SeqCst);
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                    running.fetch_sub(1, Ordering::SeqCst);
-                })
-                .await
-            });
-        }
-        while let Some(done) = jobs.join_next().await {
-            assert_eq!(done.expect("task"), Ok(()));
-        }
-        let peak = peak.load(Ordering::SeqCst);
-        assert!((1..=2).contains(&peak), "{peak} jobs ran at once");
-    }
-}
+mod tests;

@@ -236,7 +236,7 @@ impl Watches {
         let id = job.settings.id.clone();
         self.api
             .pool()
-            .run(move || {
+            .run_background(move || {
                 let compared = older.and_then(|older| {
                     compare_kept(
                         &board_id,

@@ -398,8 +398,12 @@ async fn write_versions(backend: Arc<Backend>, mut queue: mpsc::Receiver<ToKeep>
         }
         let sealer = Arc::clone(&backend);
         let (b, v) = (owner.clone(), version.clone());
+        // Nobody waits on it: the answers of the requests that came with
+        // this version go first.
         let sealed = pool
-            .run(move || codec::seal(board.document_json()).map(|value| sealer.seal(&b, &v, value)))
+            .run_background(move || {
+                codec::seal(board.document_json()).map(|value| sealer.seal(&b, &v, value))
+            })
             .await;
         match sealed {
             Ok(Ok(value)) => backend.put(&owner, &version, value, now).await,
