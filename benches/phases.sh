@@ -32,7 +32,9 @@ fi
 UP="http://127.0.0.1:$UP_PORT/api/boards?ids=$BIG&tokens=t0k3n&excludeSelf=false&loadAncestors=false&canvasOrder=true"
 echo "phases.sh: raw board $(wc -c <"$BIG_FILE") bytes, $RUNS runs, ${NAMES[*]}"
 
-# one NAME ENDPOINT TAG: a cold request; appends "total upstream build" (ms).
+# one NAME ENDPOINT TAG: a cold request; appends "end-to-end upstream build
+# after" (ms), where after is Server-Timing's total less upstream and build:
+# the render, and any wait for the work pool before it.
 one() {
   local port_var=PORT_$1 out
   out=$(curl -s -o /dev/null -D - --max-time 60 -w 'TOTAL %{time_total} %{http_code}\n' \
@@ -41,10 +43,11 @@ one() {
     tolower($1) == "server-timing:" {
       if (match($0, /upstream;dur=[0-9.]+/)) up = substr($0, RSTART + 13, RLENGTH - 13)
       if (match($0, /build;dur=[0-9.]+/)) bu = substr($0, RSTART + 10, RLENGTH - 10)
+      if (match($0, /total;dur=[0-9.]+/)) to = substr($0, RSTART + 10, RLENGTH - 10)
     }
     $1 == "TOTAL" {
       if ($3 != 200) print "HTTP " $3 > "/dev/stderr"
-      print $2 * 1000, up, bu >> f
+      print $2 * 1000, up, bu, to - up - bu >> f
     }' <<<"$out"
 }
 for n in "${NAMES[@]}"; do one "$n" detail "warm$n$RUN"; : > "$TMP/$n-detail.txt"; : > "$TMP/$n-search.txt"; done
@@ -69,6 +72,7 @@ row() { # label endpoint column [ratio]
     local v; v=$(col "$3" "$TMP/$n-$2.txt")
     if [ "${4:-}" = rt ]; then printf ' %.1f ms = %.2fx |' "$v" "$(awk -v a="$v" -v b="$rt" 'BEGIN{print a/b}')"
     elif [ "${4:-}" = read ]; then printf ' %.1f ms = %.1fx read |' "$v" "$(awk -v a="$v" -v b="$read_ms" 'BEGIN{print a/b}')"
+    elif [ "${4:-}" = max ]; then printf ' %.1f ms (max %.1f) |' "$v" "$(awk -v c="$3" '$c > m {m = $c} END {print m}' "$TMP/$n-$2.txt")"
     else printf ' %.1f ms |' "$v"; fi
   done; echo
 }
@@ -77,5 +81,7 @@ row "cold compact, end to end / round trip" search 1 rt
 row "Server-Timing upstream, cold full" detail 2 read
 row "Server-Timing build, cold full" detail 3
 row "Server-Timing build, cold compact" search 3
+row "Server-Timing total - upstream - build, cold full" detail 4 max
+row "Server-Timing total - upstream - build, cold compact (render, wait for the pool)" search 4 max
 printf '| raw body read by curl from nginx | %.1f ms |\n' "$read_ms"
 printf '| serde_json round trip (examples/json_roundtrip) | %s ms |\n' "$rt"
