@@ -2,6 +2,33 @@
 
 use super::*;
 
+/// Holds a one-thread `pool`'s thread with a job that runs until the
+/// sender is dropped or sent to; returns once that job has started.
+async fn hold(
+    pool: &WorkPool,
+) -> (
+    tokio::task::JoinHandle<Result<(), PoolError>>,
+    std::sync::mpsc::Sender<()>,
+) {
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    let holder = tokio::spawn({
+        let pool = pool.clone();
+        async move {
+            pool.run(move || {
+                let _ = started_tx.send(());
+                let _ = wait.recv();
+            })
+            .await
+        }
+    });
+    tokio::task::spawn_blocking(move || started.recv())
+        .await
+        .expect("join")
+        .expect("the holding job started");
+    (holder, release)
+}
+
 #[tokio::test]
 async fn runs_jobs_off_the_caller_and_returns_their_values() {
     let pool = WorkPool::new(2, 4).expect("threads");
@@ -26,23 +53,8 @@ async fn a_panicking_job_is_an_error_and_the_pool_keeps_working() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_whose_caller_left_while_it_was_queued_never_runs() {
     let pool = WorkPool::new(1, 4).expect("threads");
-    let (started_tx, started) = std::sync::mpsc::channel();
-    let (release, wait) = std::sync::mpsc::channel::<()>();
     // The only thread is held by a first job...
-    let holder = tokio::spawn({
-        let pool = pool.clone();
-        async move {
-            pool.run(move || {
-                let _ = started_tx.send(());
-                let _ = wait.recv();
-            })
-            .await
-        }
-    });
-    tokio::task::spawn_blocking(move || started.recv())
-        .await
-        .expect("join")
-        .expect("the first job started");
+    let (holder, release) = hold(&pool).await;
     // ...a second one is queued behind it, and its caller goes away.
     let ran = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&ran);
@@ -158,8 +170,8 @@ fn waited_on_jobs_go_first_and_background_ones_settle() {
         (2, false),
         (3, false),
     ];
-    // The render though queued after the seal; the seal 2 ms after it
-    // was queued, the compare 2 ms after its own; then nothing.
+    // The render first, though queued after the seal; the seal 2 ms after
+    // it was queued, the compare 2 ms after its own; then nothing.
     let expected = [
         "render", "wait 1ms", "wait 1ms", "seal", "wait 1ms", "compare",
     ];
@@ -200,22 +212,7 @@ async fn a_pool_thread_takes_a_waited_on_job_before_a_background_one() {
         settles: Duration::ZERO,
     };
     let pool = WorkPool::giving_way(1, 8, give);
-    let (started_tx, started) = std::sync::mpsc::channel();
-    let (release, wait) = std::sync::mpsc::channel::<()>();
-    let holder = tokio::spawn({
-        let pool = pool.clone();
-        async move {
-            pool.run(move || {
-                let _ = started_tx.send(());
-                let _ = wait.recv();
-            })
-            .await
-        }
-    });
-    tokio::task::spawn_blocking(move || started.recv())
-        .await
-        .expect("join")
-        .expect("the holder started");
+    let (holder, release) = hold(&pool).await;
     let ran = Arc::new(Mutex::new(Vec::new()));
     let mut queued = Vec::new();
     for (name, background) in [("seal", true), ("render", false)] {
