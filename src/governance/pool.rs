@@ -297,7 +297,8 @@ impl WorkPool {
         self.submit(Kind::Waited, job).await
     }
 
-    /// [`WorkPool::run`] for work no request waits on: queued behind the
+    /// [`WorkPool::run`] for work no request waits on: started no sooner
+    /// than [`BACKGROUND_SETTLES`] after it is queued, and behind the
     /// waited-on jobs for at most [`BACKGROUND_YIELDS`] (see the module's
     /// doc). Its caller still gets its value.
     ///
