@@ -108,24 +108,24 @@ impl Jobs {
     /// background job once it has settled. When the pool is `closing`,
     /// nothing is waited for.
     fn next(&mut self, now: Instant, give: GiveWay, closing: bool) -> Next {
-        let age = self
+        let Some(age) = self
             .background
             .front()
-            .map(|(queued, _)| now.saturating_duration_since(*queued));
-        let overdue = age.is_some_and(|age| age >= give.yields);
-        if !overdue {
+            .map(|(queued, _)| now.saturating_duration_since(*queued))
+        else {
+            return self.waited.pop_front().map_or(Next::Wait(None), Next::Run);
+        };
+        if age < give.yields {
             if let Some(job) = self.waited.pop_front() {
                 return Next::Run(job);
             }
         }
-        match age {
-            None => Next::Wait(None),
-            Some(age) if age >= give.settles || closing => match self.background.pop_front() {
-                Some((_, job)) => Next::Run(job),
-                None => Next::Wait(None),
-            },
-            Some(age) => Next::Wait(Some(give.settles - age)),
+        if age < give.settles && !closing {
+            return Next::Wait(Some(give.settles - age));
         }
+        self.background
+            .pop_front()
+            .map_or(Next::Wait(None), |(_, job)| Next::Run(job))
     }
 }
 
