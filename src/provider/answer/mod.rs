@@ -28,6 +28,7 @@
 mod check;
 mod comments;
 mod scan;
+mod stream;
 
 use crate::provider::head::{
     Head, HeadFields, HeldField, HeldScalar, IdField, IdRead, LocationFields, MetaTimes,
@@ -48,6 +49,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
+pub use stream::AnswerStream;
 
 /// Most nested levels an element's `content` (or any other field of an
 /// element) may have, counting itself: it sits below three levels (the
@@ -57,6 +59,7 @@ pub const MAX_CONTENT_DEPTH: usize = MAX_LEVELS - 3;
 
 /// One `/api/boards` answer.
 #[derive(Debug, Default)]
+#[cfg_attr(test, derive(PartialEq))]
 pub struct Answer {
     /// The top-level members other than `elements`, `comments` and
     /// `canvasOrder` (`errors`, `childrenReturned`, `fetchedTime`, ...).
@@ -273,31 +276,42 @@ fn read_elements(scan: &mut Scan, body: &Bytes) -> Result<Option<Elements>, Bad>
     let elements = Elements::with_capacity_and_hasher(0, IdHasher::default());
     let elements = object_of(scan, TOP_LEVELS, elements, |scan, key, elements| {
         let key: Box<str> = key.into();
-        let element = read_element(scan, body, &key, &mut parents)?;
-        // Grown by doubling, explicitly: left to itself the map's list of
-        // entries grew by one element at a time (reallocated on most
-        // inserts of a 7,000-element board).
-        if elements.len() == elements.capacity() {
-            elements.reserve(elements.len().max(16));
-        }
-        // A repeated key replaces the earlier element in its place, as in
-        // a value.
-        elements.insert(key, element);
+        let (head, content) = read_element(scan, &key, &mut parents)?;
+        let content = match content {
+            Some(range) => Some(JsonText::slice_of(body, scan.text(), range).ok_or(Bad)?),
+            None => None,
+        };
+        insert_element(elements, key, Element { head, content });
         Ok(())
     })?;
-    // Up to half of it is empty room, and the merged board may keep it.
-    Ok(elements.map(|mut elements| {
-        elements.shrink_to_fit();
-        elements
-    }))
+    Ok(elements.map(shrunk))
+}
+
+/// Puts `element` under `key`, and says at which index: a repeated key
+/// replaces the earlier element in its place, as in a value.
+fn insert_element(elements: &mut Elements, key: Box<str>, element: Element) -> usize {
+    // Grown by doubling, explicitly: left to itself the map's list of
+    // entries grew by one element at a time (reallocated on most inserts of
+    // a 7,000-element board).
+    if elements.len() == elements.capacity() {
+        elements.reserve(elements.len().max(16));
+    }
+    elements.insert_full(key, element).0
+}
+
+/// `elements` once read whole: up to half of it is empty room, and the
+/// merged board may keep it.
+fn shrunk(mut elements: Elements) -> Elements {
+    elements.shrink_to_fit();
+    elements
 }
 
 /// The levels around an element's members: the answer, `elements`, the element.
 const ELEMENT_LEVELS: usize = 3;
 
-/// One element: its [`Head`], read member by member, and `content` as text.
-/// An element that is not an object is kept too, since it still claims its
-/// key.
+/// One element: its [`Head`], read member by member, and where the text of
+/// its `content` lies in the scan's text. An element that is not an object
+/// is kept too (with an empty head), since it still claims its key.
 ///
 /// The members read are `content`, then the fields the provider client and
 /// the normalizer read across elements (ids, type, placement, times, the
@@ -306,16 +320,18 @@ const ELEMENT_LEVELS: usize = 3;
 /// whole values and require the same document.
 fn read_element(
     scan: &mut Scan,
-    body: &Bytes,
     key: &str,
     parents: &mut HashSet<SharedStr, IdHasher>,
-) -> Result<Element, Bad> {
+) -> Result<(Head, Option<Range<usize>>), Bad> {
     const LEVELS: usize = ELEMENT_LEVELS;
     let read = (HeadFields::default(), None);
     let read = object_of(scan, LEVELS - 1, read, |scan, name, (fields, content)| {
         let flat = |name: &str| POSITION_NAMES.iter().position(|n| *n == name);
         match &*name {
-            "content" => *content = Some(text_of(scan, LEVELS, body)?),
+            "content" => {
+                let (start, end) = scan.value(LEVELS)?;
+                *content = Some(start..end);
+            }
             // A repeated `id` replaces the earlier one, as in a value.
             "id" => match scan.read(LEVELS, IdField(key))? {
                 IdRead::Key => (fields.id, fields.id_is_key) = (None, true),
@@ -339,11 +355,8 @@ fn read_element(
         Ok(())
     })?;
     Ok(match read {
-        Some((fields, content)) => Element {
-            head: Head::from_fields(fields, Some(key)),
-            content,
-        },
-        None => Element::default(),
+        Some((fields, content)) => (Head::from_fields(fields, Some(key)), content),
+        None => (Head::default(), None),
     })
 }
 

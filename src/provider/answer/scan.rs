@@ -39,6 +39,22 @@ impl<'b> Scan<'b> {
         Scan { text, at: 0 }
     }
 
+    /// A cursor at `at`, a position in `text` (one that an earlier scan
+    /// of the same text reached).
+    pub(super) fn at(text: &'b str, at: usize) -> Scan<'b> {
+        Scan { text, at }
+    }
+
+    /// Where the cursor is.
+    pub(super) fn position(&self) -> usize {
+        self.at
+    }
+
+    /// Moves the cursor back to `at`, a position it was at before.
+    pub(super) fn rewind(&mut self, at: usize) {
+        self.at = at;
+    }
+
     /// The whole text being scanned.
     pub(super) fn text(&self) -> &'b str {
         self.text
