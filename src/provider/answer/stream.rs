@@ -40,7 +40,7 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 /// An answer body being read as it arrives: [`AnswerStream::read_more`]
-/// with each part, then [`AnswerStream::finish`].
+/// with each part, then [`AnswerStream::finish`] with the last.
 #[derive(Default)]
 pub struct AnswerStream {
     /// The body so far.
@@ -97,16 +97,6 @@ impl AnswerStream {
         AnswerStream::default()
     }
 
-    /// The body's length so far.
-    pub fn len(&self) -> usize {
-        self.body.len()
-    }
-
-    /// Whether no body has come yet.
-    pub fn is_empty(&self) -> bool {
-        self.body.is_empty()
-    }
-
     /// Appends `more` to the body and reads on as far as it can. Parts
     /// split off one buffer, in order, are joined without a copy.
     pub fn read_more(&mut self, more: BytesMut) {
@@ -114,9 +104,10 @@ impl AnswerStream {
         self.read_on(false);
     }
 
-    /// Reads what is left of the complete body: the body, and the answer as
-    /// [`Answer::parse_bytes`] reads it.
-    pub fn finish(mut self) -> (Bytes, Result<Answer, AnswerError>) {
+    /// Appends `last`, the end of the body, and reads what is left: the
+    /// body, and the answer as [`Answer::parse_bytes`] reads it.
+    pub fn finish(mut self, last: BytesMut) -> (Bytes, Result<Answer, AnswerError>) {
+        self.body.unsplit(last);
         self.read_on(true);
         let body = std::mem::take(&mut self.body).freeze();
         let read = if !self.whole && self.stage == Stage::Closed {

@@ -8,6 +8,7 @@
 //! loaded, is [`FetchError::Timeout`]; after the root, the boards loaded by
 //! then are returned.
 
+mod arriving;
 mod body;
 mod ca;
 mod discover;
@@ -32,7 +33,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::task::JoinSet;
-use transport::Transport;
+use transport::{Read, Transport};
 
 /// Nested boards more levels below the root than this are not fetched
 /// (a guard against cycles and runaway chains; `max_boards` usually stops earlier).
@@ -65,6 +66,15 @@ impl Inner {
             .ok_or_else(|| FetchError::upstream("a work pool job did not return"))
     }
 
+    /// A boards request's answer: read already, as its body arrived, or
+    /// read now on the work pool.
+    async fn boards_answer(&self, response: transport::Response) -> Result<Answer, FetchError> {
+        if response.answer.is_some() {
+            return rules::parse_boards(response);
+        }
+        self.cpu(move || rules::parse_boards(response)).await?
+    }
+
     /// One request to the provider, its answer shown to the tap if any.
     async fn get(
         &self,
@@ -77,7 +87,11 @@ impl Inner {
             Asked::Boards { nested: false, .. } => "root board",
             Asked::Boards { nested: true, .. } => "nested boards",
         };
-        let response = self.transport.get(what, target, deadline).await?;
+        let read = match asked {
+            Asked::Token { .. } => Read::Body,
+            Asked::Boards { .. } => Read::Answer,
+        };
+        let response = self.transport.get(what, target, read, deadline).await?;
         if let Some(tap) = &self.tap {
             tap.answer(asked, response.status, &response.body);
         }
@@ -269,10 +283,7 @@ impl ProviderClient {
                     deadline,
                 )
                 .await?;
-            let body = self
-                .inner
-                .cpu(move || rules::parse_boards(&response))
-                .await??;
+            let body = inner.boards_answer(response).await?;
             rules::check_root(&body, board_id)?;
             Ok::<_, FetchError>((token, body))
         })
@@ -437,10 +448,7 @@ impl ProviderClient {
                         )
                         .await
                     {
-                        Ok(response) => inner
-                            .cpu(move || rules::parse_boards(&response))
-                            .await
-                            .and_then(|parsed| parsed),
+                        Ok(response) => inner.boards_answer(response).await,
                         Err(e) => Err(e),
                     };
                     (index, answer.map_err(|e| e.redacted(&[&token])))

@@ -110,15 +110,20 @@ pub fn parse_token(response: &Response) -> Result<String, FetchError> {
     Ok(token.clone())
 }
 
-/// The boards endpoint's answer, read in one pass ([`Answer`]).
+/// The boards endpoint's answer, read in one pass ([`Answer`]), unless the
+/// transport read it as it arrived.
 ///
 /// # Errors
 ///
 /// `AccessDenied` for 401/403, `NotFound` for 404, `Upstream` for other
 /// non-2xx statuses and bodies that are not a JSON object.
-pub fn parse_boards(response: &Response) -> Result<Answer, FetchError> {
+pub fn parse_boards(response: Response) -> Result<Answer, FetchError> {
     status_verdict("boards endpoint", response.status)?;
-    Answer::parse_bytes(&response.body).map_err(|e| match e {
+    let answer = match response.answer {
+        Some(answer) => *answer,
+        None => Answer::parse_bytes(&response.body),
+    };
+    answer.map_err(|e| match e {
         AnswerError::NotObject => FetchError::upstream("boards body is not a JSON object"),
         AnswerError::NotJson => FetchError::upstream("boards body is not JSON"),
     })
@@ -251,6 +256,7 @@ mod tests {
         Response {
             status,
             body: body.as_bytes().to_vec().into(),
+            answer: None,
         }
     }
 

@@ -3,9 +3,11 @@
 //! TLS, SNI, per-peer CA and timeouts, the pooled connector, body limits and
 //! gzip decoding. Used by `ProviderClient` for the token and boards requests.
 
+use super::arriving::Arriving;
 use super::body::decode_body;
 use super::hooks::{self, Offload, Pace};
 use super::settings::ProviderSettings;
+use crate::provider::answer::{Answer, AnswerError};
 use crate::provider::error::FetchError;
 use bytes::Bytes;
 use pingora_core::connectors::http::Connector;
@@ -24,10 +26,23 @@ pub const RESOLVE_TTL: Duration = Duration::from_secs(60);
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A fully read provider response: status and decoded body.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Response {
     pub status: u16,
     pub body: Bytes,
+    /// The body read as a boards answer while it arrived, when that was
+    /// asked for ([`Read::Answer`]) and the answer is a success whose body
+    /// is not encoded.
+    pub answer: Option<Box<Result<Answer, AnswerError>>>,
+}
+
+/// What a request's body is read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// Bytes only.
+    Body,
+    /// A boards answer, read as it arrives when it can be.
+    Answer,
 }
 
 /// Where requests go: scheme, host, port and the names sent for it.
@@ -206,6 +221,7 @@ impl Transport {
         &self,
         what: &str,
         target: &str,
+        read: Read,
         deadline: tokio::time::Instant,
     ) -> Result<Response, FetchError> {
         if let Some(pace) = &self.pace {
@@ -219,7 +235,7 @@ impl Transport {
         let Ok(_turn) = self.in_flight.acquire().await else {
             return Err(FetchError::upstream("provider client closed"));
         };
-        let result = self.get_once(target).await.map_err(|e| match e {
+        let result = self.get_once(target, read).await.map_err(|e| match e {
             FetchError::Upstream(msg) => FetchError::Upstream(format!("{what} request: {msg}")),
             other => other,
         });
@@ -232,7 +248,7 @@ impl Transport {
         result
     }
 
-    async fn get_once(&self, target: &str) -> Result<Response, FetchError> {
+    async fn get_once(&self, target: &str, read: Read) -> Result<Response, FetchError> {
         let addr = self.address().await?;
         let peer = self.peer(addr);
         let mut attempt = 0;
@@ -244,7 +260,7 @@ impl Transport {
                 .map_err(|e| pingora_failure("connecting", &e))?;
             session.set_read_timeout(Some(self.read_timeout));
             session.set_write_timeout(Some(self.read_timeout));
-            match self.exchange(&mut session, target).await {
+            match self.exchange(&mut session, target, read).await {
                 Ok(Exchanged::Done(response)) => {
                     if session.response_done() {
                         self.connector
@@ -277,6 +293,7 @@ impl Transport {
         &self,
         session: &mut HttpSession,
         target: &str,
+        read: Read,
     ) -> pingora_error::Result<Exchanged> {
         let req = match self.request_header(target) {
             Ok(req) => req,
@@ -337,7 +354,16 @@ impl Transport {
         // length that overstates the body costs address space, not memory.
         // Without a length it grows by doubling.
         let initial = length.map_or(64 * 1024, |n| usize::try_from(n).unwrap_or(max));
-        let mut body = Vec::with_capacity(initial.min(max));
+        let initial = initial.min(max);
+        // A boards answer that is a success and not encoded is read while it
+        // arrives; anything else once it is whole.
+        let plain = matches!(encoding.as_deref(), None | Some("" | "identity"));
+        let mut sink = if read == Read::Answer && plain && (200..300).contains(&status) {
+            Sink::Arriving(Box::new(Arriving::new(initial, self.offload.clone())))
+        } else {
+            Sink::Whole(Vec::with_capacity(initial))
+        };
+        let mut received = 0usize;
         let over = || {
             Exchanged::Refused(FetchError::upstream(format!(
                 "HTTP {status} body over the {max}-byte limit"
@@ -349,21 +375,38 @@ impl Transport {
             // new chunk first).
             HttpSession::H1(h1) => {
                 while let Some(chunk) = h1.read_body_ref().await? {
-                    if body.len() + chunk.len() > max {
+                    received += chunk.len();
+                    if received > max {
                         return Ok(over());
                     }
-                    body.extend_from_slice(chunk);
+                    sink.push(chunk).await;
                 }
             }
             _ => {
                 while let Some(chunk) = session.read_response_body().await? {
-                    if body.len() + chunk.len() > max {
+                    received += chunk.len();
+                    if received > max {
                         return Ok(over());
                     }
-                    body.extend_from_slice(&chunk);
+                    sink.push(&chunk).await;
                 }
             }
         }
+        let body = match sink {
+            Sink::Whole(body) => body,
+            Sink::Arriving(arriving) => {
+                return Ok(match arriving.finish().await {
+                    Some((body, answer)) => Exchanged::Done(Response {
+                        status,
+                        body,
+                        answer: Some(Box::new(answer)),
+                    }),
+                    None => Exchanged::Refused(FetchError::upstream(
+                        "a work pool job did not return",
+                    )),
+                });
+            }
+        };
         let decoded = match (&self.offload, encoding.as_deref()) {
             // Inflating is CPU work: off the async threads when a pool is set.
             (Some(offload), Some(_)) => {
@@ -380,7 +423,28 @@ impl Transport {
             Ok(body) => body,
             Err(e) => return Ok(Exchanged::Refused(e)),
         };
-        Ok(Exchanged::Done(Response { status, body }))
+        Ok(Exchanged::Done(Response {
+            status,
+            body,
+            answer: None,
+        }))
+    }
+}
+
+/// Where a body's reads go.
+enum Sink {
+    /// Into one buffer, read once it is whole.
+    Whole(Vec<u8>),
+    /// To a boards answer's reader, as they come.
+    Arriving(Box<Arriving>),
+}
+
+impl Sink {
+    async fn push(&mut self, chunk: &[u8]) {
+        match self {
+            Sink::Whole(body) => body.extend_from_slice(chunk),
+            Sink::Arriving(arriving) => arriving.push(chunk).await,
+        }
     }
 }
 

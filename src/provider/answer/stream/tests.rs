@@ -14,8 +14,7 @@ fn streamed(body: &[u8], cuts: &[usize]) -> (Bytes, Result<Answer, AnswerError>)
         stream.read_more(rest.split_to(cut - at));
         at = cut;
     }
-    stream.read_more(rest);
-    stream.finish()
+    stream.finish(rest)
 }
 
 /// What the whole-body reader answers.
@@ -87,7 +86,7 @@ fn parts_from_separate_buffers_are_joined() {
     for part in body.chunks(7) {
         stream.read_more(BytesMut::from(part));
     }
-    let (kept, answer) = stream.finish();
+    let (kept, answer) = stream.finish(BytesMut::new());
     assert_eq!(&kept[..], body);
     assert_eq!(answer, whole(body));
 }
@@ -119,8 +118,7 @@ fn elements_are_read_as_the_body_comes() {
         (90..=110).contains(&read),
         "{read} of 200 elements read from half the body"
     );
-    stream.read_more(rest);
-    let (_, answer) = stream.finish();
+    let (_, answer) = stream.finish(rest);
     assert_eq!(answer, whole(body.as_bytes()));
     assert_eq!(answer.unwrap().element_count(), 200);
 }
@@ -146,7 +144,7 @@ fn a_unit_is_read_again_only_once_the_body_has_grown_by_as_much() {
         "{scanned} bytes scanned for a body of {}",
         body.len()
     );
-    let (_, answer) = stream.finish();
+    let (_, answer) = stream.finish(BytesMut::new());
     assert_eq!(answer, whole(body.as_bytes()));
 }
 
