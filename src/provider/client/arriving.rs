@@ -15,11 +15,11 @@
 //! [`AnswerStream`]); only its time moves, into the time the body takes to
 //! arrive.
 
-use super::hooks::{self, Offload};
+use super::hooks::{self, Hooked, Offload};
 use crate::provider::answer::{Answer, AnswerError, AnswerStream};
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
-use tokio::task::JoinHandle;
+use std::task::Poll;
 
 /// The least body handed to the reader at once: a hand-off to the pool
 /// costs some microseconds, reading this much some tens.
@@ -33,8 +33,10 @@ pub(super) struct Arriving {
     /// The reader, when it is not reading a part.
     idle: Option<AnswerStream>,
     /// A part being read on the pool: the reader comes back when it is done
-    /// (`None` if its job never returned).
-    busy: Option<JoinHandle<Option<AnswerStream>>>,
+    /// (`None` if its job never returned). Polled by the task that reads
+    /// the connection, each time a read comes: a task of its own would not
+    /// run (not even to queue the job) while that task has reads ready.
+    busy: Option<Hooked<'static, Option<AnswerStream>>>,
     offload: Option<Arc<dyn Offload>>,
 }
 
@@ -53,33 +55,38 @@ impl Arriving {
     /// reader when it is idle and enough has come.
     pub(super) async fn push(&mut self, chunk: &[u8]) {
         self.come.extend_from_slice(chunk);
-        if self.come.len() < PART_BYTES || self.busy.as_ref().is_some_and(|b| !b.is_finished()) {
+        if self.come.len() < PART_BYTES || !self.settle().await {
             return;
-        }
-        if let Some(busy) = self.busy.take() {
-            // Finished: this does not wait.
-            self.idle = busy.await.ok().flatten();
         }
         let Some(mut stream) = self.idle.take() else {
             // Its job never returned: `finish` says so.
             return;
         };
         let part = self.come.split();
-        match &self.offload {
-            None => {
+        let offload = self.offload.clone();
+        self.busy = Some(Box::pin(async move {
+            hooks::run_on(offload.as_deref(), move || {
                 stream.read_more(part);
-                self.idle = Some(stream);
+                stream
+            })
+            .await
+        }));
+        // Polled once now, which queues the job on the pool.
+        self.settle().await;
+    }
+
+    /// Polls the part being read, if any, once: whether the reader is idle.
+    async fn settle(&mut self) -> bool {
+        let Some(busy) = &mut self.busy else {
+            return true;
+        };
+        match std::future::poll_fn(|cx| Poll::Ready(busy.as_mut().poll(cx))).await {
+            Poll::Ready(stream) => {
+                self.idle = stream;
+                self.busy = None;
+                true
             }
-            Some(offload) => {
-                let offload = Arc::clone(offload);
-                self.busy = Some(tokio::spawn(async move {
-                    hooks::run_on(Some(offload.as_ref()), move || {
-                        stream.read_more(part);
-                        stream
-                    })
-                    .await
-                }));
-            }
+            Poll::Pending => false,
         }
     }
 
@@ -88,20 +95,10 @@ impl Arriving {
     /// or the pool closed).
     pub(super) async fn finish(mut self) -> Option<(Bytes, Result<Answer, AnswerError>)> {
         if let Some(busy) = self.busy.take() {
-            self.idle = busy.await.ok().flatten();
+            self.idle = busy.await;
         }
         let stream = self.idle.take()?;
         let last = std::mem::take(&mut self.come);
         hooks::run_on(self.offload.as_deref(), move || stream.finish(last)).await
-    }
-}
-
-impl Drop for Arriving {
-    /// A body given up on (an error, the deadline): a part queued on the
-    /// pool is dropped unread.
-    fn drop(&mut self) {
-        if let Some(busy) = &self.busy {
-            busy.abort();
-        }
     }
 }
