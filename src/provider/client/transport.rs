@@ -355,11 +355,16 @@ impl Transport {
         // Without a length it grows by doubling.
         let initial = length.map_or(64 * 1024, |n| usize::try_from(n).unwrap_or(max));
         let initial = initial.min(max);
-        // A boards answer that is a success and not encoded is read while it
+        // A boards answer that is a success, plain or gzip, is read while it
         // arrives; anything else once it is whole.
-        let plain = matches!(encoding.as_deref(), None | Some("" | "identity"));
-        let mut sink = if read == Read::Answer && plain && (200..300).contains(&status) {
-            Sink::Arriving(Box::new(Arriving::new(initial, self.offload.clone())))
+        let coding = match encoding.as_deref() {
+            None | Some("" | "identity") => Some(false),
+            Some("gzip" | "x-gzip") => Some(true),
+            Some(_) => None,
+        };
+        let mut sink = if let (Read::Answer, Some(gzip), 200..=299) = (read, coding, status) {
+            let offload = self.offload.clone();
+            Sink::Arriving(Box::new(Arriving::new(initial, gzip, max, offload)))
         } else {
             Sink::Whole(Vec::with_capacity(initial))
         };
@@ -396,14 +401,12 @@ impl Transport {
             Sink::Whole(body) => body,
             Sink::Arriving(arriving) => {
                 return Ok(match arriving.finish().await {
-                    Some((body, answer)) => Exchanged::Done(Response {
+                    Ok((body, answer)) => Exchanged::Done(Response {
                         status,
                         body,
                         answer: Some(Box::new(answer)),
                     }),
-                    None => Exchanged::Refused(FetchError::upstream(
-                        "a work pool job did not return",
-                    )),
+                    Err(e) => Exchanged::Refused(e),
                 });
             }
         };
