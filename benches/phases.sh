@@ -6,6 +6,7 @@
 #
 #   benches/phases.sh [runs=9]
 #   BEFORE=/path/to/older/shared-board-api benches/phases.sh 9   # both, interleaved
+#   GZIP=1 benches/phases.sh 9   # the upstream sends the board gzip (level 6)
 #
 # Needs the release binary and examples, nginx, curl, python3. With BEFORE,
 # both binaries run side by side on the same upstream and every run asks
@@ -20,6 +21,16 @@ ROUNDTRIP=${ROUNDTRIP:-$TARGET/release/examples/json_roundtrip}
 [ -x "$ROUNDTRIP" ] || { echo "no $ROUNDTRIP (cargo build --release --examples)" >&2; exit 1; }
 
 gen_boards 7000 26
+CURL_GZIP=()
+READ_KIND=raw
+if [ -n "${GZIP:-}" ]; then
+  # As the provider answers: gzip to a client that asks for it. curl then
+  # reads the compressed body, as the service does.
+  gzip -6 -k -f "$BIG_FILE" "$SMALL_FILE"
+  export UP_GZIP_STATIC=on
+  CURL_GZIP=(-H 'Accept-Encoding: gzip')
+  READ_KIND=gzip
+fi
 start_nginx
 NAMES=(now)
 start_service now; PORT_now=$SVC_PORT
@@ -30,7 +41,7 @@ if [ -n "${BEFORE:-}" ]; then
   BIN=$NOW_BIN
 fi
 UP="http://127.0.0.1:$UP_PORT/api/boards?ids=$BIG&tokens=t0k3n&excludeSelf=false&loadAncestors=false&canvasOrder=true"
-echo "phases.sh: raw board $(wc -c <"$BIG_FILE") bytes, $RUNS runs, ${NAMES[*]}"
+echo "phases.sh: raw board $(wc -c <"$BIG_FILE") bytes${GZIP:+ ($(wc -c <"$BIG_FILE.gz") bytes gzip)}, $RUNS runs, ${NAMES[*]}"
 
 # one NAME ENDPOINT TAG: a cold request; appends "end-to-end upstream build
 # after" (ms), where after is Server-Timing's total less upstream and build:
@@ -53,7 +64,7 @@ one() {
 for n in "${NAMES[@]}"; do one "$n" detail "warm$n$RUN"; : > "$TMP/$n-detail.txt"; : > "$TMP/$n-search.txt"; done
 : > "$TMP/read.txt"
 for i in $(seq "$RUNS"); do
-  curl -s -o /dev/null -w '%{time_total}\n' "$UP" | awk '{print $1 * 1000}' >> "$TMP/read.txt"
+  curl -s -o /dev/null "${CURL_GZIP[@]}" -w '%{time_total}\n' "$UP" | awk '{print $1 * 1000}' >> "$TMP/read.txt"
   for n in "${NAMES[@]}"; do one "$n" detail "d$n${RUN}r$i"; done
   for n in "${NAMES[@]}"; do one "$n" search "s$n${RUN}r$i"; done
 done
@@ -83,5 +94,5 @@ row "Server-Timing build, cold full" detail 3
 row "Server-Timing build, cold compact" search 3
 row "Server-Timing total - upstream - build, cold full" detail 4 max
 row "Server-Timing total - upstream - build, cold compact (render, wait for the pool)" search 4 max
-printf '| raw body read by curl from nginx | %.1f ms |\n' "$read_ms"
+printf "| %s body read by curl from nginx | %.1f ms |\n" "$READ_KIND" "$read_ms"
 printf '| serde_json round trip (examples/json_roundtrip) | %s ms |\n' "$rt"

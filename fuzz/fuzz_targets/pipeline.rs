@@ -1,5 +1,6 @@
 //! Differential fuzz target for the serving pipeline: arbitrary bytes -> if
-//! they are a JSON object, one `/api/boards` answer merged into a `Fetched`
+//! they are a JSON object, one `/api/boards` answer (read whole, and read
+//! as it arrives, cut in up to seven places, to the same answer) merged into a `Fetched`
 //! as the provider client merges it -> `pipeline::load::build` (the document
 //! as compact bytes) and the reference (`pipeline::reference`: value tree,
 //! sanitize walk) -> the same document bytes, then the same body and ETag
@@ -17,7 +18,7 @@ use shared_board_api::internals::document::Coverage;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use shared_board_api::internals::pipeline::{load, reference, LoadedBoard, Representation};
-use shared_board_api::internals::provider::answer::Answer;
+use shared_board_api::internals::provider::answer::{Answer, AnswerStream};
 use shared_board_api::internals::provider::Fetched;
 use shared_board_api::internals::select::{Selection, View};
 
@@ -39,6 +40,19 @@ fuzz_target!(|data: &[u8]| {
     let answer = Answer::parse(data);
     let whole = serde_json::from_slice::<Value>(data);
     assert_eq!(answer.is_ok(), matches!(whole, Ok(Value::Object(_))));
+    // The reader of a body as it arrives reads what the one-pass reader
+    // reads, wherever the body is cut (cuts taken from the bytes' own sum).
+    let mut rest = bytes::BytesMut::from(data);
+    let mut stream = AnswerStream::new();
+    let mut seed = data.iter().fold(0x9e37_79b9_u32, |h, &b| h.rotate_left(5) ^ u32::from(b));
+    for _ in 0..seed % 8 {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        let cut = (seed >> 8) as usize % (rest.len() + 1);
+        stream.read_more(rest.split_to(cut));
+    }
+    let (body, streamed) = stream.finish(rest);
+    assert_eq!(&body[..], data);
+    assert_eq!(streamed, answer);
     let Ok(answer) = answer else {
         return;
     };

@@ -24,6 +24,10 @@
 //! What is accepted is exactly what parsing the whole body as one value
 //! accepts (same syntax, same nesting limit), and a repeated key means what
 //! it means in a value: the last value wins and keeps the first one's place.
+//!
+//! The client reads a boards answer as its body arrives, with
+//! [`AnswerStream`], which reads with this module's functions and gives the
+//! same answer.
 
 mod check;
 mod comments;
@@ -59,7 +63,7 @@ pub const MAX_CONTENT_DEPTH: usize = MAX_LEVELS - 3;
 
 /// One `/api/boards` answer.
 #[derive(Debug, Default)]
-#[cfg_attr(test, derive(PartialEq))]
+#[cfg_attr(any(test, feature = "internals"), derive(PartialEq))]
 pub struct Answer {
     /// The top-level members other than `elements`, `comments` and
     /// `canvasOrder` (`errors`, `childrenReturned`, `fetchedTime`, ...).
