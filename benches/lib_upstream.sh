@@ -93,7 +93,7 @@ http {
   keepalive_requests 100000;
   sendfile on;
   # UP_GZIP_STATIC=on: a board file's .gz beside it is sent to clients
-  # that take gzip, as the provider sends its answers (benches/phases.sh GZIP=1).
+  # that take gzip, as the provider sends its answers (benches/phases.sh GZIP_UPSTREAM=1).
   gzip_static ${UP_GZIP_STATIC:-off};
   map \$arg_ids \$board_file { ${NGINX_BOARD_MAP:-$SMALL /small.json; default /big.json;} }
   server {

@@ -6,7 +6,7 @@
 #
 #   benches/phases.sh [runs=9]
 #   BEFORE=/path/to/older/shared-board-api benches/phases.sh 9   # both, interleaved
-#   GZIP=1 benches/phases.sh 9   # the upstream sends the board gzip (level 6)
+#   GZIP_UPSTREAM=1 benches/phases.sh 9   # the upstream sends the board gzip (level 6)
 #
 # Needs the release binary and examples, nginx, curl, python3. With BEFORE,
 # both binaries run side by side on the same upstream and every run asks
@@ -23,7 +23,7 @@ ROUNDTRIP=${ROUNDTRIP:-$TARGET/release/examples/json_roundtrip}
 gen_boards 7000 26
 CURL_GZIP=()
 READ_KIND=raw
-if [ -n "${GZIP:-}" ]; then
+if [ -n "${GZIP_UPSTREAM:-}" ]; then
   # As the provider answers: gzip to a client that asks for it. curl then
   # reads the compressed body, as the service does.
   gzip -6 -k -f "$BIG_FILE" "$SMALL_FILE"
@@ -41,7 +41,7 @@ if [ -n "${BEFORE:-}" ]; then
   BIN=$NOW_BIN
 fi
 UP="http://127.0.0.1:$UP_PORT/api/boards?ids=$BIG&tokens=t0k3n&excludeSelf=false&loadAncestors=false&canvasOrder=true"
-echo "phases.sh: raw board $(wc -c <"$BIG_FILE") bytes${GZIP:+ ($(wc -c <"$BIG_FILE.gz") bytes gzip)}, $RUNS runs, ${NAMES[*]}"
+echo "phases.sh: raw board $(wc -c <"$BIG_FILE") bytes${GZIP_UPSTREAM:+ ($(wc -c <"$BIG_FILE.gz") bytes gzip)}, $RUNS runs, ${NAMES[*]}"
 
 # one NAME ENDPOINT TAG: a cold request; appends "end-to-end upstream build
 # after" (ms), where after is Server-Timing's total less upstream and build:
