@@ -95,6 +95,9 @@ http {
   # UP_GZIP_STATIC=on: a board file's .gz beside it is sent to clients
   # that take gzip, as the provider sends its answers (benches/phases.sh GZIP_UPSTREAM=1).
   gzip_static ${UP_GZIP_STATIC:-off};
+  # UP_LIMIT_RATE=100m: each answer sent at most that fast (bytes a second),
+  # as a provider across a network sends it; 0 is no limit.
+  limit_rate ${UP_LIMIT_RATE:-0};
   map \$arg_ids \$board_file { ${NGINX_BOARD_MAP:-$SMALL /small.json; default /big.json;} }
   server {
     listen 127.0.0.1:$port;

@@ -7,6 +7,7 @@
 #   benches/phases.sh [runs=9]
 #   BEFORE=/path/to/older/shared-board-api benches/phases.sh 9   # both, interleaved
 #   GZIP_UPSTREAM=1 benches/phases.sh 9   # the upstream sends the board gzip (level 6)
+#   UP_LIMIT_RATE=100m benches/phases.sh 9   # ... at most 100 MB/s (nginx limit_rate)
 #
 # Needs the release binary and examples, nginx, curl, python3. With BEFORE,
 # both binaries run side by side on the same upstream and every run asks
