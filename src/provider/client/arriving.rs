@@ -3,8 +3,9 @@
 //! The transport copies each read of the connection into one buffer (sized
 //! from the announced length), as it does for any body. Here, once a part
 //! of at least [`PART_BYTES`] has come and the reader is idle, the part is
-//! split off the front of that buffer (no copy: the reader's body and the
-//! rest of the buffer are one allocation) and handed to an
+//! split off the front of that buffer (for a plain body, no copy: the
+//! reader's body and the rest of the buffer are one allocation) and handed
+//! to an
 //! [`AnswerStream`] on the work pool, while the transport goes on reading
 //! the connection. A part that comes while the reader is busy waits for
 //! it, so parts grow when reading is slower than the network; the reader

@@ -31,8 +31,8 @@ pub struct Response {
     pub status: u16,
     pub body: Bytes,
     /// The body read as a boards answer while it arrived, when that was
-    /// asked for ([`Read::Answer`]) and the answer is a success whose body
-    /// is not encoded.
+    /// asked for ([`Read::Answer`]) and the answer is a success, plain or
+    /// gzip (`body` is then the inflated body).
     pub answer: Option<Box<Result<Answer, AnswerError>>>,
 }
 
