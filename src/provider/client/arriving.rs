@@ -74,8 +74,11 @@ impl Reader {
         };
         match inflate.part(last.freeze()).filter(|_| inflate.end()) {
             Some(inflated) => Ok(self.stream.finish(inflated)),
-            // The whole-body path's verdict, from the body as it came.
+            // The whole-body path's verdict, from the body as it came. What
+            // the stream holds goes first: a body inflated over the limit is
+            // not held twice.
             None => {
+                drop(self.stream);
                 let body = decode_body(Some("gzip"), inflate.raw.concat(), inflate.max)?;
                 let answer = Answer::parse_bytes(&body);
                 Ok((body, answer))
