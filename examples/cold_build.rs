@@ -7,11 +7,13 @@
 //!   valgrind --tool=callgrind --toggle-collect='cold_build::load_once*' \
 //!       target/release/examples/cold_build full 3
 //!
-//! Arguments: the coverage (`full` or `outline`; default `full`) and the
-//! number of loads (default 3). Each load reads the answer
-//! (`Answer::parse_bytes`), merges it as the provider client does and runs
-//! `pipeline::load::build`; the generator and the file read stay outside
-//! `load_once`. Prints the document's length, the peak heap of the last
+//! Arguments: the coverage (`full` or `outline`; default `full`), the
+//! number of loads (default 3) and the reader (`parts`, as the provider
+//! client reads an answer while it arrives: `AnswerStream` handed 64 KiB
+//! parts of one buffer; or `whole`: `Answer::parse_bytes`; default
+//! `parts`). Each load reads the answer, merges it as the provider client
+//! does and runs `pipeline::load::build`; the generator, the file read and
+//! the body's buffer stay outside `load_once`. Prints the document's length, the peak heap of the last
 //! load above what was live before it (as a multiple of the raw body), and
 //! what the read and merged answer holds before the build, and the median
 //! and fastest wall time of a load and of its reading and merging of the
@@ -20,10 +22,11 @@
 #[path = "../benches/support/tiptap_board.rs"]
 mod tiptap_board;
 
+use bytes::BytesMut;
 use serde_json::Value;
 use shared_board_api::internals::document::Coverage;
 use shared_board_api::internals::pipeline::{load, LoadedBoard};
-use shared_board_api::internals::provider::answer::Answer;
+use shared_board_api::internals::provider::answer::{Answer, AnswerStream};
 use shared_board_api::internals::provider::Fetched;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -60,16 +63,30 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// The part of the body the provider client hands its reader at least.
+const PART: usize = 64 * 1024;
+
 /// The load, and how long reading and merging the answer took of it (the
 /// part of a service's load that `Server-Timing` counts in `upstream`).
 #[inline(never)]
 fn load_once(
-    raw: &bytes::Bytes,
+    raw: BytesMut,
+    parts: bool,
     root: &str,
     coverage: Coverage,
 ) -> (Option<LoadedBoard>, Duration) {
     let start = Instant::now();
-    let Ok(answer) = Answer::parse_bytes(raw) else {
+    let answer = if parts {
+        let mut raw = raw;
+        let mut stream = AnswerStream::new();
+        while raw.len() > PART {
+            stream.read_more(raw.split_to(PART));
+        }
+        stream.finish(raw).1
+    } else {
+        Answer::parse_bytes(&raw.freeze())
+    };
+    let Ok(answer) = answer else {
         return (None, start.elapsed());
     };
     let mut fetched = Fetched::new(root, 0);
@@ -92,6 +109,14 @@ fn main() {
         }
     };
     let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let parts = match args.next().as_deref() {
+        None | Some("parts") => true,
+        Some("whole") => false,
+        Some(other) => {
+            eprintln!("unknown reader {other}: parts or whole");
+            std::process::exit(2)
+        }
+    };
     let (raw, root) = tiptap_board::raw().expect("python3 runs benches/gen_board.py");
     let raw = bytes::Bytes::from(raw);
     let mut length = 0;
@@ -100,10 +125,12 @@ fn main() {
     let mut times = Vec::with_capacity(runs);
     let mut reads = Vec::with_capacity(runs);
     for _ in 0..runs {
+        // The body's buffer, as the transport fills it, is not the load's.
+        let body = BytesMut::from(&raw[..]);
         let before = LIVE.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
         let start = Instant::now();
-        let (board, read) = load_once(black_box(&raw), &root, coverage);
+        let (board, read) = load_once(black_box(body), parts, &root, coverage);
         times.push(start.elapsed());
         reads.push(read);
         peak = PEAK.load(Ordering::Relaxed) - before;
