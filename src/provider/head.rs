@@ -19,7 +19,7 @@ mod held;
 
 pub use held::{
     HeldField, HeldScalar, IdField, IdRead, KnownType, ParentField, SharedField, SharedStr,
-    TypeField, TypeName,
+    SharedStrs, TypeField, TypeName,
 };
 
 /// The nested `location.position` keys, in [`Position`]'s order.

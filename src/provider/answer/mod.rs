@@ -36,7 +36,7 @@ mod stream;
 
 use crate::provider::head::{
     Head, HeadFields, HeldField, HeldScalar, IdField, IdRead, LocationFields, MetaTimes,
-    ParentField, SharedField, SharedStr, TypeField, POSITION_KEYS, TIME_KEYS,
+    ParentField, SharedField, SharedStrs, TypeField, POSITION_KEYS, TIME_KEYS,
 };
 use bytes::Bytes;
 #[cfg(any(test, feature = "internals"))]
@@ -49,7 +49,6 @@ use scan::{Bad, Scan};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -252,17 +251,28 @@ fn object_of<'b, T>(
     scan: &mut Scan<'b>,
     levels: usize,
     mut out: T,
-    mut member: impl FnMut(&mut Scan<'b>, Cow<'b, str>, &mut T) -> Result<(), Bad>,
+    member: impl FnMut(&mut Scan<'b>, Cow<'b, str>, &mut T) -> Result<(), Bad>,
 ) -> Result<Option<T>, Bad> {
+    Ok(members_of(scan, levels, &mut out, member)?.then_some(out))
+}
+
+/// [`object_of`] into `out` where it lies, for what is too large to move
+/// about cheaply (an element's fields): whether the value was an object.
+fn members_of<'b, T>(
+    scan: &mut Scan<'b>,
+    levels: usize,
+    out: &mut T,
+    mut member: impl FnMut(&mut Scan<'b>, Cow<'b, str>, &mut T) -> Result<(), Bad>,
+) -> Result<bool, Bad> {
     if !scan.open_object() {
         scan.value(levels)?;
-        return Ok(None);
+        return Ok(false);
     }
     let mut first = true;
     while let Some(key) = scan.next_key(&mut first)? {
-        member(scan, key, &mut out)?;
+        member(scan, key, out)?;
     }
-    Ok(Some(out))
+    Ok(true)
 }
 
 /// The text of the next value (below `levels` enclosing levels): a slice
@@ -276,7 +286,7 @@ fn text_of(scan: &mut Scan, levels: usize, body: &Bytes) -> Result<JsonText, Bad
 fn read_elements(scan: &mut Scan, body: &Bytes) -> Result<Option<Elements>, Bad> {
     // The parent and root board ids read so far, each held once for all
     // the elements that name it.
-    let mut parents = HashSet::default();
+    let mut parents = SharedStrs::default();
     let elements = Elements::with_capacity_and_hasher(0, IdHasher::default());
     let elements = object_of(scan, TOP_LEVELS, elements, |scan, key, elements| {
         let key: Box<str> = key.into();
@@ -325,42 +335,52 @@ const ELEMENT_LEVELS: usize = 3;
 fn read_element(
     scan: &mut Scan,
     key: &str,
-    parents: &mut HashSet<SharedStr, IdHasher>,
+    parents: &mut SharedStrs<IdHasher>,
 ) -> Result<(Head, Option<Range<usize>>), Bad> {
     const LEVELS: usize = ELEMENT_LEVELS;
-    let read = (HeadFields::default(), None);
-    let read = object_of(scan, LEVELS - 1, read, |scan, name, (fields, content)| {
-        let flat = |name: &str| POSITION_NAMES.iter().position(|n| *n == name);
-        match &*name {
-            "content" => {
-                let (start, end) = scan.value(LEVELS)?;
-                *content = Some(start..end);
-            }
-            // A repeated `id` replaces the earlier one, as in a value.
-            "id" => match scan.read(LEVELS, IdField(key))? {
-                IdRead::Key => (fields.id, fields.id_is_key) = (None, true),
-                IdRead::Held(id) => (fields.id, fields.id_is_key) = (id, false),
-            },
-            "_id" => fields.underscore_id = scan.read(LEVELS, held())?.0,
-            "elementType" => fields.element_type = scan.read(LEVELS, PhantomData::<TypeField>)?.0,
-            "location" => fields.location = read_location(scan, parents)?,
-            "meta" => {
-                let times = read_picked(scan, &TIME_KEYS, LEVELS)?;
-                fields.meta = times.map(MetaTimes::new);
-            }
-            "threadId" => fields.thread_id = scan.read(LEVELS, held())?.0,
-            other => match flat(other) {
-                Some(i) => fields.flat[i] = scan.read(LEVELS, held())?.0,
-                None => {
-                    scan.value(LEVELS)?;
+    let mut fields = HeadFields::default();
+    let mut content = None;
+    let mut read = (&mut fields, &mut content);
+    let object = members_of(
+        scan,
+        LEVELS - 1,
+        &mut read,
+        |scan, name, (fields, content)| {
+            let flat = |name: &str| POSITION_NAMES.iter().position(|n| *n == name);
+            match &*name {
+                "content" => {
+                    let (start, end) = scan.value(LEVELS)?;
+                    **content = Some(start..end);
                 }
-            },
-        }
-        Ok(())
-    })?;
-    Ok(match read {
-        Some((fields, content)) => (Head::from_fields(fields, Some(key)), content),
-        None => (Head::default(), None),
+                // A repeated `id` replaces the earlier one, as in a value.
+                "id" => match scan.read(LEVELS, IdField(key))? {
+                    IdRead::Key => (fields.id, fields.id_is_key) = (None, true),
+                    IdRead::Held(id) => (fields.id, fields.id_is_key) = (id, false),
+                },
+                "_id" => fields.underscore_id = scan.read(LEVELS, held())?.0,
+                "elementType" => {
+                    fields.element_type = scan.read(LEVELS, PhantomData::<TypeField>)?.0
+                }
+                "location" => fields.location = read_location(scan, parents)?,
+                "meta" => {
+                    let times = read_picked(scan, &TIME_KEYS, LEVELS)?;
+                    fields.meta = times.map(MetaTimes::new);
+                }
+                "threadId" => fields.thread_id = scan.read(LEVELS, held())?.0,
+                other => match flat(other) {
+                    Some(i) => fields.flat[i] = scan.read(LEVELS, held())?.0,
+                    None => {
+                        scan.value(LEVELS)?;
+                    }
+                },
+            }
+            Ok(())
+        },
+    )?;
+    Ok(if object {
+        (Head::from_fields(fields, Some(key)), content)
+    } else {
+        (Head::default(), None)
     })
 }
 
@@ -376,7 +396,7 @@ fn held() -> PhantomData<HeldField> {
 /// `location`: the keys [`Head`] reads, the others checked and skipped.
 fn read_location(
     scan: &mut Scan,
-    parents: &mut HashSet<SharedStr, IdHasher>,
+    parents: &mut SharedStrs<IdHasher>,
 ) -> Result<Option<LocationFields>, Bad> {
     const LEVELS: usize = ELEMENT_LEVELS + 1;
     object_of(

@@ -32,10 +32,9 @@ use super::{
     insert_element, read_canvas_order, read_comments, read_element, shrunk, Answer, AnswerError,
     Element, Elements, IdHasher, JsonText, TOP_LEVELS,
 };
-use crate::provider::head::SharedStr;
+use crate::provider::head::SharedStrs;
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
-use std::collections::HashSet;
 use std::marker::PhantomData;
 use std::ops::Range;
 
@@ -59,7 +58,7 @@ pub struct AnswerStream {
     /// Where the value of the last `canvasOrder` member lies.
     canvas_order: Option<Range<usize>>,
     /// The parent and root board ids read so far, each held once.
-    parents: HashSet<SharedStr, IdHasher>,
+    parents: SharedStrs<IdHasher>,
     /// The body's length before which no unit is tried again.
     next_try: usize,
     /// Nothing more is read as it arrives: the whole body is read at the end.

@@ -363,7 +363,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for IdField<'_> {
 /// of the field, shared with the elements read before it that named the
 /// same parent (`parents`, the answer's parent ids so far, hashed as the
 /// answer reader chooses).
-pub struct ParentField<'p, S>(pub &'p mut HashSet<SharedStr, S>);
+pub struct ParentField<'p, S>(pub &'p mut SharedStrs<S>);
 
 impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for ParentField<'_, S> {
     type Value = Option<SharedStr>;
@@ -384,7 +384,7 @@ impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for ParentField<'_, S>
 /// A field held as a [`HeldField`] is, except that a string is held
 /// [`HeldScalar::Shared`] with the elements read before it that held the
 /// same one (`shared`: the answer's shared strings so far).
-pub struct SharedField<'p, S>(pub &'p mut HashSet<SharedStr, S>);
+pub struct SharedField<'p, S>(pub &'p mut SharedStrs<S>);
 
 impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for SharedField<'_, S> {
     type Value = Option<HeldScalar>;
@@ -402,13 +402,33 @@ impl<'de, S: BuildHasher> serde::de::DeserializeSeed<'de> for SharedField<'_, S>
     }
 }
 
-/// `s`, held once in `set`.
-fn share<S: BuildHasher>(set: &mut HashSet<SharedStr, S>, s: &str) -> SharedStr {
-    if let Some(held) = set.get(s) {
-        return held.clone();
+/// The strings an answer holds once ([`SharedStr`]): parent and root board
+/// ids, which nearly every element names.
+#[derive(Default)]
+pub struct SharedStrs<S> {
+    set: HashSet<SharedStr, S>,
+    /// The one found or added last: the elements of a board come in runs
+    /// that name the same parent and root, so most are found here by a
+    /// comparison, without hashing.
+    last: Option<SharedStr>,
+}
+
+/// `s`, held once in `shared`.
+fn share<S: BuildHasher>(shared: &mut SharedStrs<S>, s: &str) -> SharedStr {
+    if let Some(last) = &shared.last {
+        if **last == *s {
+            return last.clone();
+        }
     }
-    let held = SharedStr::from(s);
-    set.insert(held.clone());
+    let held = match shared.set.get(s) {
+        Some(held) => held.clone(),
+        None => {
+            let held = SharedStr::from(s);
+            shared.set.insert(held.clone());
+            held
+        }
+    };
+    shared.last = Some(held.clone());
     held
 }
 
@@ -495,14 +515,19 @@ mod tests {
 
     #[test]
     fn a_shared_string_is_found_by_its_text() {
-        let mut set: HashSet<SharedStr> = HashSet::new();
+        let mut set = SharedStrs::<std::hash::RandomState>::default();
         let first = share(&mut set, "board-1");
         let again = share(&mut set, "board-1");
         assert!(first.is_same(&again));
-        assert_eq!(set.len(), 1);
-        assert_eq!(set.get("board-1").map(|s| &**s), Some("board-1"));
-        assert_ne!(share(&mut set, "board-2"), first);
-        assert_eq!(set.len(), 2);
+        assert_eq!(set.set.len(), 1);
+        assert_eq!(set.set.get("board-1").map(|s| &**s), Some("board-1"));
+        let second = share(&mut set, "board-2");
+        assert_ne!(second, first);
+        assert_eq!(set.set.len(), 2);
+        // Found in the set after another one was last, and held once.
+        assert!(share(&mut set, "board-1").is_same(&first));
+        assert!(share(&mut set, "board-2").is_same(&second));
+        assert_eq!(set.set.len(), 2);
     }
 
     #[test]
