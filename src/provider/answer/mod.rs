@@ -444,6 +444,22 @@ fn read_picked(
 /// `canvasOrder`: each entry's text, checked as a value parse would check
 /// it there; a repeated key replaces the earlier entry, as in a value.
 fn read_canvas_order(scan: &mut Scan, body: &Bytes) -> Result<Option<CanvasOrder>, Bad> {
+    let text = scan.text();
+    read_canvas_entries(
+        scan,
+        |range| JsonText::slice_of(body, text, range),
+        |_, _| {},
+    )
+}
+
+/// `canvasOrder`, each entry's text made by `entry` of where it lies in
+/// the scan's text; `placed` is told the index each entry took, and where
+/// it lies (a stream makes the texts once the body is whole).
+fn read_canvas_entries(
+    scan: &mut Scan,
+    mut entry: impl FnMut(Range<usize>) -> Option<JsonText>,
+    mut placed: impl FnMut(usize, Range<usize>),
+) -> Result<Option<CanvasOrder>, Bad> {
     // The levels around an entry: the answer, `canvasOrder`.
     const LEVELS: usize = 2;
     object_of(
@@ -451,8 +467,10 @@ fn read_canvas_order(scan: &mut Scan, body: &Bytes) -> Result<Option<CanvasOrder
         TOP_LEVELS,
         CanvasOrder::default(),
         |scan, key, order| {
-            let text = text_of(scan, LEVELS, body)?;
-            order.insert(key.into_owned(), text);
+            let (start, end) = scan.value(LEVELS)?;
+            let text = entry(start..end).ok_or(Bad)?;
+            let (index, _) = order.insert_full(key.into_owned(), text);
+            placed(index, start..end);
             Ok(())
         },
     )

@@ -15,10 +15,10 @@
 //! over (what is read again stays below twice the body).
 //!
 //! The texts an answer keeps are slices of the whole body, so they are
-//! made when it is complete: each element's `content` is noted as where it
-//! lies, and of `comments` and `canvasOrder` (small beside `elements`) only
-//! where they lie, checked as any skipped value is; they are read at the
-//! end by the readers the whole-body path uses.
+//! made when it is complete: each element's `content` and each entry of
+//! `canvasOrder` is noted as where it lies, and of `comments` (small beside
+//! `elements`) only where it lies, checked as any skipped value is, to be
+//! read at the end by the reader the whole-body path uses.
 //!
 //! What it answers is exactly what [`Answer::parse_bytes`] answers for the
 //! whole body. The units are read by the same functions, with the same
@@ -29,8 +29,8 @@
 
 use super::scan::{Bad, Scan};
 use super::{
-    insert_element, read_canvas_order, read_comments, read_element, shrunk, Answer, AnswerError,
-    Element, Elements, IdHasher, JsonText, TOP_LEVELS,
+    insert_element, read_canvas_entries, read_comments, read_element, shrunk, Answer, AnswerError,
+    CanvasOrder, Element, Elements, IdHasher, JsonText, TOP_LEVELS,
 };
 use crate::provider::head::SharedStrs;
 use bytes::{Bytes, BytesMut};
@@ -44,8 +44,14 @@ use std::ops::Range;
 pub struct AnswerStream {
     /// The body so far.
     body: BytesMut,
-    /// Up to where the body is read: the end of the last unit taken.
+    /// Up to where the body is read: the end of the last unit taken,
+    /// always a char boundary.
     read: usize,
+    /// Up to where the body is known to be UTF-8: each read checks the
+    /// text from `read` to the end of what has come, so the pieces checked
+    /// join up (`read` lies on a char boundary of the last one), and the
+    /// end does not check the whole body again.
+    checked: usize,
     stage: Stage,
     /// What is read so far; element contents, `comments` and
     /// `canvasOrder` are filled in at the end.
@@ -55,8 +61,9 @@ pub struct AnswerStream {
     contents: Vec<Option<Range<usize>>>,
     /// Where the value of the last `comments` member lies.
     comments: Option<Range<usize>>,
-    /// Where the value of the last `canvasOrder` member lies.
-    canvas_order: Option<Range<usize>>,
+    /// The last `canvasOrder` member, when it is an object: its entries
+    /// with empty texts, and where each entry's text lies, by index.
+    canvas_order: Option<(CanvasOrder, Vec<Range<usize>>)>,
     /// The parent and root board ids read so far, each held once.
     parents: SharedStrs<IdHasher>,
     /// The body's length before which no unit is tried again.
@@ -141,6 +148,7 @@ impl AnswerStream {
         }
         match std::str::from_utf8(&body[base..end]) {
             Ok(text) => {
+                self.checked = end;
                 let mut scan = Scan::new(text);
                 while self.stage != Stage::Closed {
                     let start = scan.position();
@@ -161,7 +169,14 @@ impl AnswerStream {
                         }
                     }
                 }
-                self.read = base + scan.position();
+                let at = scan.position();
+                // Every position of a scan is past ASCII syntax or at the
+                // start of the text; should one not be a char boundary, the
+                // body is read whole rather than the UTF-8 pieces not join.
+                if !text.is_char_boundary(at) {
+                    self.whole = true;
+                }
+                self.read = base + at;
             }
             // Not UTF-8: the whole body's reader refuses it.
             Err(_) => self.whole = true,
@@ -204,7 +219,19 @@ impl AnswerStream {
                     }
                     "comments" => self.comments = Some(shifted(extent(scan, complete)?, base)),
                     "canvasOrder" => {
-                        self.canvas_order = Some(shifted(extent(scan, complete)?, base));
+                        let mut at = Vec::new();
+                        let order = read_canvas_entries(
+                            scan,
+                            |_| Some(JsonText(Bytes::new())),
+                            |index, range| {
+                                if at.len() <= index {
+                                    at.resize(index + 1, 0..0);
+                                }
+                                at[index] = shifted(range, base);
+                            },
+                        )?;
+                        settled(scan, complete)?;
+                        self.canvas_order = order.map(|order| (order, at));
                     }
                     _ => {
                         let value = scan.read(TOP_LEVELS, PhantomData::<Value>)?;
@@ -243,7 +270,16 @@ impl AnswerStream {
     /// The answer, its texts made slices of the complete `body`; `None`
     /// when anything in it is not what the whole body's reader takes.
     fn assemble(self, body: &Bytes) -> Option<Answer> {
-        let text = std::str::from_utf8(body).ok()?;
+        // What came after the answer's closing brace was not read.
+        std::str::from_utf8(body.get(self.checked..)?).ok()?;
+        // SAFETY: `body[..checked]` is UTF-8: it was checked in pieces,
+        // each from `read` to the piece's end, and `read` is a char
+        // boundary of the piece before (so what lies before it is UTF-8);
+        // a body only grows, and what was checked does not change.
+        // `body[checked..]` was just checked. Two UTF-8 texts joined are
+        // UTF-8.
+        let text = unsafe { std::str::from_utf8_unchecked(body) };
+        debug_assert!(std::str::from_utf8(body).is_ok());
         // Only whitespace after the answer.
         if !Scan::at(text, self.read).at_end() {
             return None;
@@ -259,8 +295,11 @@ impl AnswerStream {
         if let Some(at) = self.comments {
             answer.comments = read_comments(&mut Scan::at(text, at.start), body).ok()?;
         }
-        if let Some(at) = self.canvas_order {
-            answer.canvas_order = read_canvas_order(&mut Scan::at(text, at.start), body).ok()?;
+        if let Some((mut order, at)) = self.canvas_order {
+            for (entry, range) in order.values_mut().zip(at) {
+                *entry = JsonText::slice_of(body, text, range)?;
+            }
+            answer.canvas_order = Some(order);
         }
         Some(answer)
     }
