@@ -361,7 +361,7 @@ fn read_element(
                 "elementType" => {
                     fields.element_type = scan.read(LEVELS, PhantomData::<TypeField>)?.0
                 }
-                "location" => fields.location = read_location(scan, parents)?,
+                "location" => read_location(scan, parents, &mut fields.location)?,
                 "meta" => {
                     let times = read_picked(scan, &TIME_KEYS, LEVELS)?;
                     fields.meta = times.map(MetaTimes::new);
@@ -393,34 +393,34 @@ fn held() -> PhantomData<HeldField> {
     PhantomData
 }
 
-/// `location`: the keys [`Head`] reads, the others checked and skipped.
+/// `location` into `out` (a repeated one replaces the earlier one, as in a
+/// value): the keys [`Head`] reads, the others checked and skipped.
 fn read_location(
     scan: &mut Scan,
     parents: &mut SharedStrs<IdHasher>,
-) -> Result<Option<LocationFields>, Bad> {
+    out: &mut Option<LocationFields>,
+) -> Result<(), Bad> {
     const LEVELS: usize = ELEMENT_LEVELS + 1;
-    object_of(
-        scan,
-        ELEMENT_LEVELS,
-        LocationFields::default(),
-        |scan, name, location| {
-            match &*name {
-                "parentId" => location.parent_id = scan.read(LEVELS, ParentField(&mut *parents))?,
-                "section" => location.section = scan.read(LEVELS, held())?.0,
-                "rootBoard" => {
-                    location.root_board = scan.read(LEVELS, SharedField(&mut *parents))?
+    let location = out.insert(LocationFields::default());
+    let object = members_of(scan, ELEMENT_LEVELS, location, |scan, name, location| {
+        match &*name {
+            "parentId" => location.parent_id = scan.read(LEVELS, ParentField(&mut *parents))?,
+            "section" => location.section = scan.read(LEVELS, held())?.0,
+            "rootBoard" => location.root_board = scan.read(LEVELS, SharedField(&mut *parents))?,
+            "position" => location.position = read_picked(scan, &POSITION_KEYS, LEVELS)?,
+            other => match POSITION_NAMES.iter().position(|n| *n == other) {
+                Some(i) => location.flat[i] = scan.read(LEVELS, held())?.0,
+                None => {
+                    scan.value(LEVELS)?;
                 }
-                "position" => location.position = read_picked(scan, &POSITION_KEYS, LEVELS)?,
-                other => match POSITION_NAMES.iter().position(|n| *n == other) {
-                    Some(i) => location.flat[i] = scan.read(LEVELS, held())?.0,
-                    None => {
-                        scan.value(LEVELS)?;
-                    }
-                },
-            }
-            Ok(())
-        },
-    )
+            },
+        }
+        Ok(())
+    })?;
+    if !object {
+        *out = None;
+    }
+    Ok(())
 }
 
 /// An object's scalars under four names, as sent (the object below
