@@ -313,3 +313,19 @@ fn a_kept_text_is_a_slice_of_the_bodys_own_str_on_char_boundaries() {
     assert_eq!(JsonText::slice_of(&body, &copy, 5..9), None);
     assert_eq!(JsonText::slice_of(&body, &text[..8], 5..8), None);
 }
+
+#[test]
+fn picked_names_are_found_in_their_lists_places() {
+    use crate::provider::head::{POSITION_KEYS, TIME_KEYS};
+    for (keys, key) in [
+        (TIME_KEYS, super::time_key as fn(&str) -> Option<usize>),
+        (POSITION_KEYS, super::position_key),
+    ] {
+        for (i, name) in keys.iter().enumerate() {
+            assert_eq!(key(name), Some(i), "{name}");
+            assert_eq!(key(&name.to_uppercase()), None, "{name}");
+            assert_eq!(key(&format!("{name} ")), None, "{name}");
+        }
+        assert_eq!(key(""), None);
+    }
+}
