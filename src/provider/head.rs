@@ -22,14 +22,18 @@ pub use held::{
     SharedStrs, TypeField, TypeName,
 };
 
-/// The nested `location.position` keys, in [`Position`]'s order.
+/// The nested `location.position` keys, in [`Position`]'s order (the
+/// answer reader matches them as literals, in this order).
+#[cfg(any(test, feature = "internals"))]
 pub const POSITION_KEYS: [&str; 4] = ["x", "y", "index", "score"];
 /// The older flat position keys (in `location`, else at the element's top
 /// level), in [`Position`]'s order.
 #[cfg(any(test, feature = "internals"))]
 pub const FLAT_POSITION_KEYS: [&str; 4] =
     ["positionX", "positionY", "positionIndex", "positionScore"];
-/// The `meta` keys that become `timestamps`, in [`Timestamps`]' order.
+/// The `meta` keys that become `timestamps`, in [`Timestamps`]' order (the
+/// answer reader matches them as literals, in this order).
+#[cfg(any(test, feature = "internals"))]
 pub const TIME_KEYS: [&str; 4] = [
     "createdTime",
     "modifiedTime",
