@@ -338,9 +338,7 @@ fn read_element(
     parents: &mut SharedStrs<IdHasher>,
 ) -> Result<(Head, Option<Range<usize>>), Bad> {
     const LEVELS: usize = ELEMENT_LEVELS;
-    let mut fields = HeadFields::default();
-    let mut content = None;
-    let mut read = (&mut fields, &mut content);
+    let mut read = (HeadFields::default(), None);
     let object = members_of(
         scan,
         LEVELS - 1,
@@ -350,7 +348,7 @@ fn read_element(
             match &*name {
                 "content" => {
                     let (start, end) = scan.value(LEVELS)?;
-                    **content = Some(start..end);
+                    *content = Some(start..end);
                 }
                 // A repeated `id` replaces the earlier one, as in a value.
                 "id" => match scan.read(LEVELS, IdField(key))? {
@@ -377,6 +375,7 @@ fn read_element(
             Ok(())
         },
     )?;
+    let (fields, content) = read;
     Ok(if object {
         (Head::from_fields(fields, Some(key)), content)
     } else {
