@@ -171,8 +171,8 @@ impl AnswerStream {
                 }
                 let at = scan.position();
                 // Every position of a scan is past ASCII syntax or at the
-                // start of the text; should one not be a char boundary, the
-                // body is read whole rather than the UTF-8 pieces not join.
+                // start of the text. Should one not be a char boundary, the
+                // body is read whole: the pieces checked as UTF-8 must join.
                 if !text.is_char_boundary(at) {
                     self.whole = true;
                 }
