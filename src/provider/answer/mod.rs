@@ -344,7 +344,6 @@ fn read_element(
         LEVELS - 1,
         &mut read,
         |scan, name, (fields, content)| {
-            let flat = |name: &str| POSITION_NAMES.iter().position(|n| *n == name);
             match &*name {
                 "content" => {
                     let (start, end) = scan.value(LEVELS)?;
@@ -365,7 +364,7 @@ fn read_element(
                     fields.meta = times.map(MetaTimes::new);
                 }
                 "threadId" => fields.thread_id = scan.read(LEVELS, held())?.0,
-                other => match flat(other) {
+                other => match flat_key(other) {
                     Some(i) => fields.flat[i] = scan.read(LEVELS, held())?.0,
                     None => {
                         scan.value(LEVELS)?;
@@ -383,9 +382,20 @@ fn read_element(
     })
 }
 
-/// The flat placement members an element and its `location` may have, in
-/// the order of their `flat` fields.
-const POSITION_NAMES: [&str; 4] = ["positionX", "positionY", "positionIndex", "positionScore"];
+/// A name's place among the flat placement members an element and its
+/// `location` may have, the order of their `flat` fields
+/// ([`FLAT_POSITION_KEYS`](crate::provider::head::FLAT_POSITION_KEYS)), as
+/// [`time_key`] finds it.
+#[inline]
+fn flat_key(name: &str) -> Option<usize> {
+    match name {
+        "positionX" => Some(0),
+        "positionY" => Some(1),
+        "positionIndex" => Some(2),
+        "positionScore" => Some(3),
+        _ => None,
+    }
+}
 
 /// Reads a [`HeldField`].
 fn held() -> PhantomData<HeldField> {
@@ -407,7 +417,7 @@ fn read_location(
             "section" => location.section = scan.read(LEVELS, held())?.0,
             "rootBoard" => location.root_board = scan.read(LEVELS, SharedField(&mut *parents))?,
             "position" => location.position = read_picked(scan, position_key, LEVELS)?,
-            other => match POSITION_NAMES.iter().position(|n| *n == other) {
+            other => match flat_key(other) {
                 Some(i) => location.flat[i] = scan.read(LEVELS, held())?.0,
                 None => {
                     scan.value(LEVELS)?;

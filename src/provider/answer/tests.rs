@@ -316,10 +316,11 @@ fn a_kept_text_is_a_slice_of_the_bodys_own_str_on_char_boundaries() {
 
 #[test]
 fn picked_names_are_found_in_their_lists_places() {
-    use crate::provider::head::{POSITION_KEYS, TIME_KEYS};
+    use crate::provider::head::{FLAT_POSITION_KEYS, POSITION_KEYS, TIME_KEYS};
     for (keys, key) in [
         (TIME_KEYS, super::time_key as fn(&str) -> Option<usize>),
         (POSITION_KEYS, super::position_key),
+        (FLAT_POSITION_KEYS, super::flat_key),
     ] {
         for (i, name) in keys.iter().enumerate() {
             assert_eq!(key(name), Some(i), "{name}");

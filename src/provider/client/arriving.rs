@@ -241,12 +241,11 @@ impl Arriving {
         if let Some(busy) = self.busy.take() {
             self.idle = busy.await;
         }
-        let lost = || FetchError::upstream("a work pool job did not return");
-        let reader = self.idle.take().ok_or_else(lost)?;
+        let reader = self.idle.take().ok_or_else(super::job_lost)?;
         let last = std::mem::take(&mut self.come);
         hooks::run_on(self.offload.as_deref(), move || reader.finish(last))
             .await
-            .ok_or_else(lost)?
+            .ok_or_else(super::job_lost)?
     }
 }
 

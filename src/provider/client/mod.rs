@@ -55,6 +55,12 @@ struct Inner {
     tap: Option<Arc<dyn Tap>>,
 }
 
+/// Why a load failed when a job of it on the work pool never returned (it
+/// panicked, or the pool closed).
+fn job_lost() -> FetchError {
+    FetchError::upstream("a work pool job did not return")
+}
+
 impl Inner {
     /// Runs CPU work on the pool when there is one.
     async fn cpu<T: Send + 'static>(
@@ -63,7 +69,7 @@ impl Inner {
     ) -> Result<T, FetchError> {
         hooks::run_on(self.offload.as_deref(), job)
             .await
-            .ok_or_else(|| FetchError::upstream("a work pool job did not return"))
+            .ok_or_else(job_lost)
     }
 
     /// A boards request's answer: read already, as its body arrived, or
