@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17, what the access log costs: cached small-board /api/search and
+# What the access log costs: cached small-board /api/search and
 # /api/detail from one binary with the access log off and from the same
 # binary with it on (RUST_LOG=info, lines to a file), interleaved round by
 # round; with PREV, a second binary with its log on joins each round (its

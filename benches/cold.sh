@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8 end to end: how long does a cold request for a big board take, and
+# A cold request end to end: how long does a cold request for a big board take, and
 # how far is it from the serde_json floor (parse + serialize the raw board)?
 #
 #   benches/cold.sh [runs=7]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7, resource governance: do cached responses keep flowing while cold
+# Resource governance: do cached responses keep flowing while cold
 # loads saturate the service, and what does a burst of cold loads cost?
 #
 #   benches/governance.sh            (needs the release binary, nginx, wrk, curl, python3)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8, the hot path: a cached 200 from our service against a bare Pingora
+# The hot path: a cached 200 from our service against a bare Pingora
 # responder (examples/bare_responder.rs) sending byte-identical bodies with the
 # same headers, so the difference is what our request handling costs. In the
 # same run: our service with the access log on (RUST_LOG=info, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 29, what a pingap host costs: cached 200s of the board API through a
+# What a pingap host costs: cached 200s of the board API through a
 # real pingap (scripts/pingap-host.sh, the plugin linked in) against the
 # standalone binary, both on the same YAML in front of the same nginx
 # upstream, interleaved round by round. Both run 2 worker threads. Four runs

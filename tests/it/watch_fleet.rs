@@ -1,4 +1,4 @@
-//! Issue 45, "nothing promised is lost", for a fleet: the real binary as
+//! Nothing promised is lost, for a fleet: the real binary as
 //! nodes on one real `redis-server` (reached through a loopback proxy on
 //! port 0), a sample upstream and webhook receivers of each test's own, as
 //! in tests/watch.rs (whose node and receiver these tests share).
