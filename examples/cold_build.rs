@@ -11,14 +11,18 @@
 //! number of loads (default 3) and the reader (`parts`, as the provider
 //! client reads an answer while it arrives: `AnswerStream` handed 64 KiB
 //! parts of one buffer; or `whole`: `Answer::parse_bytes`; default
-//! `parts`). Each load reads the answer, merges it as the provider client
+//! `parts`), and the board (`tiptap`, the default; or `varied2000`: the
+//! criterion benchmarks' board of every element kind, with that many
+//! elements). Each load reads the answer, merges it as the provider client
 //! does and runs `pipeline::load::build`; the generator, the file read and
-//! the body's buffer stay outside `load_once`. Prints the document's length, the peak heap of the last
-//! load above what was live before it (as a multiple of the raw body), and
+//! the body's buffer stay outside `load_once`. Prints the document's
+//! length, the peak heap of the last load above what was live before it (as a multiple of the raw body), and
 //! what the read and merged answer holds before the build, and the median
 //! and fastest wall time of a load and of its reading and merging of the
 //! answer (natively; under valgrind, ignore them).
 
+#[path = "../benches/support/raw_board.rs"]
+mod raw_board;
 #[path = "../benches/support/tiptap_board.rs"]
 mod tiptap_board;
 
@@ -117,7 +121,16 @@ fn main() {
             std::process::exit(2)
         }
     };
-    let (raw, root) = tiptap_board::raw().expect("python3 runs benches/gen_board.py");
+    let (raw, root) = match args.next().as_deref() {
+        None | Some("tiptap") => tiptap_board::raw().expect("python3 runs benches/gen_board.py"),
+        Some(varied) => match varied.strip_prefix("varied").map(str::parse::<usize>) {
+            Some(Ok(n)) => (raw_board::raw_board(n), raw_board::ROOT.to_owned()),
+            _ => {
+                eprintln!("unknown board {varied}: tiptap or variedN (N elements)");
+                std::process::exit(2)
+            }
+        },
+    };
     let raw = bytes::Bytes::from(raw);
     let mut length = 0;
     let mut peak = 0;
