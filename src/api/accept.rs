@@ -14,7 +14,7 @@
 //! bytes) counts as absent, which also means JSON. Parameters other than `q`
 //! are read and ignored. Called by the API for every read request; pure.
 //!
-//! `/changes` without `since` also serves feeds ([`feed`]): a request gets
+//! `/changes` without `since` also serves feeds (`api::feed`): a request gets
 //! one when it names `application/atom+xml` or `application/feed+json`
 //! outright (a wildcard never picks a feed) with a q above 0 and at least
 //! as high as JSON's and Markdown's; Atom when the two feed types tie.

@@ -7,7 +7,7 @@
 //! ([`crate::pipeline::changes`]) on the work pool, and the answer cached
 //! with the document like a render. The MCP `board_changes` tool answers
 //! through `BoardApi::changes_of` too. Without `since`, a request that asks
-//! for a feed by `Accept` is answered by [`super::feed`].
+//! for a feed by `Accept` is answered by `api::feed`.
 
 use super::error::ApiError;
 use super::params::{unknown_parameter, url_value};

@@ -228,7 +228,7 @@ impl HeldLocation {
 
 /// One element's head, 152 bytes: every element's is held from the
 /// answer's read until its document is written, so what few elements have
-/// is boxed apart ([`RareFields`]) and the type is one byte.
+/// is boxed apart (`RareFields`) and the type is one byte.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Head {
     /// Whether the element is an object. Anything else is no element, but

@@ -312,7 +312,7 @@ pub fn delivery_trace(delivery: &Delivery) -> Option<TraceContext> {
 }
 
 /// The JSON body of a `board.changed` event, at most [`MAX_BODY`] bytes:
-/// lists cut at [`MAX_ENTRIES`], and emptied (with `truncated`) when even
+/// lists cut at `MAX_ENTRIES`, and emptied (with `truncated`) when even
 /// that does not fit.
 pub fn body(job: &str, mut changes: Changes, now: u64) -> Result<String, String> {
     changes.truncate(MAX_ENTRIES);

@@ -13,7 +13,7 @@
 //!
 //! Other members are checked and skipped, never built.
 //!
-//! The body is walked by a cursor of its own ([`scan`]) rather than through
+//! The body is walked by a cursor of its own (`scan`) rather than through
 //! serde: the objects it reads member by member, and every value it keeps
 //! as text or skips in one pass that finds the value's end and checks it.
 //! Through serde_json, each such value was skipped by serde_json and then
@@ -107,7 +107,7 @@ pub struct Element {
 /// checked when the body was read as a whole-value parse would check it.
 ///
 /// Its bytes are always UTF-8: each constructor takes them from a str
-/// ([`JsonText::slice_of`] from a body already read as one, on the str's
+/// (`JsonText::slice_of` from a body already read as one, on the str's
 /// char boundaries), so [`JsonText::text`] does not check them again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonText(Bytes);

@@ -1,6 +1,6 @@
 //! Milanote rich text (TipTap/ProseMirror or Draft.js, possibly stored as a
-//! JSON string) -> [`RichText`] `{blocks, plainText}`, for the normalizer
-//!.
+//! JSON string) -> [`RichText`](crate::document::leaves::RichText)
+//! `{blocks, plainText}`, for the normalizer.
 //!
 //! - TipTap/ProseMirror `{"type":"doc","content":[...]}`: `blocks` are the
 //!   doc's `content` nodes.
@@ -35,7 +35,7 @@
 //!   pipeline, the tests (`oracle`) and the `rich_text` fuzz target build,
 //!   to hold the other two to the same blocks and plain text.
 //!
-//! The first two share every rule of the copy ([`copy`]'s `Array` and
+//! The first two share every rule of the copy (`copy`'s `Array` and
 //! `Object`); only what drives them differs.
 
 mod copy;

@@ -7,7 +7,7 @@
 //! string for nearly every node, which are then walked twice (for the plain
 //! text and for the sanitized copy of each block) and freed. Here one serde
 //! visitor walks the text once and, for each node, writes the block's copy
-//! ([`super::copy`]: depth-bounded, without sensitive keys or a mention's
+//! (`copy`: depth-bounded, without sensitive keys or a mention's
 //! person keys) and gathers the node's plain text as it closes. Strings
 //! without escapes are borrowed from the text, not copied. A typed serde
 //! derive cannot express this input: the same key means different things by
