@@ -16,10 +16,11 @@
 //! elements). Each load reads the answer, merges it as the provider client
 //! does and runs `pipeline::load::build`; the generator, the file read and
 //! the body's buffer stay outside `load_once`. Prints the document's
-//! length, the peak heap of the last load above what was live before it (as a multiple of the raw body), and
-//! what the read and merged answer holds before the build, and the median
-//! and fastest wall time of a load and of its reading and merging of the
-//! answer (natively; under valgrind, ignore them).
+//! length, the peak heap of the last load above what was live before it
+//! (as a multiple of the raw body), and what the read and merged answer
+//! holds before the build, and the median and fastest wall time of a load
+//! and of its reading and merging of the answer (natively; under valgrind,
+//! ignore them).
 
 #[path = "../benches/support/raw_board.rs"]
 mod raw_board;
